@@ -1,0 +1,320 @@
+//! The command line, and only the command line: clap types, every flag documented where it is
+//! defined, each with its `KUBECRED_<FLAG_NAME>` environment variable and, where int128/kubelogin
+//! has one, kubelogin's name as an alias so that a kubelogin user only changes `command:`.
+//!
+//! Nothing outside this module and `config.rs` sees these types: `Config::resolve` turns them,
+//! the exec info and the cluster extension into one plain struct.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubecred",
+    version,
+    about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers",
+    long_about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers.\n\n\
+        kubectl runs `kubecred get-token` from a kubeconfig `exec` stanza; kubecred prints one \
+        ExecCredential on stdout, answering from its cache when it can."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print an ExecCredential for kubectl (the command a kubeconfig `exec` stanza runs).
+    GetToken(TokenArgs),
+    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
+    Login(TokenArgs),
+    /// Forget the cached tokens for these settings (the next get-token logs in again).
+    Logout(TokenArgs),
+}
+
+/// How to obtain a token. kubelogin's `--grant-type` values are accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GrantType {
+    /// Browser login (authorization code + PKCE), unless the settings imply a non-interactive grant.
+    Auto,
+    /// Authorization code + PKCE through a browser and a loopback listener.
+    Authcode,
+    /// Authorization code + PKCE; print the URL and read the pasted code (interactive sessions).
+    AuthcodeKeyboard,
+    /// OAuth 2.0 device authorization grant (RFC 8628).
+    DeviceCode,
+    /// OAuth 2.0 client credentials (a confidential client, no user).
+    ClientCredentials,
+}
+
+/// Where cached tokens live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CacheStorage {
+    /// Short-lived tokens on disk; the refresh token in the OS keyring when one is reachable.
+    Auto,
+    /// Everything in a private file under the cache directory.
+    Disk,
+    /// Everything in the OS keyring; an error when none is reachable.
+    Keyring,
+    /// No cache: every run obtains a new token.
+    None,
+}
+
+/// How the client authenticates to the token endpoint when it has a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientAuthMethod {
+    /// `client_secret_basic` unless discovery says the provider only takes `client_secret_post`.
+    Auto,
+    /// HTTP Basic authentication (`client_secret_basic`).
+    Basic,
+    /// The secret in the form body (`client_secret_post`).
+    Post,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    /// Issuer URL of the OpenID Provider (HTTPS, or http on a loopback address).
+    #[arg(
+        long,
+        env = "KUBECRED_ISSUER_URL",
+        alias = "oidc-issuer-url",
+        value_name = "URL"
+    )]
+    pub issuer_url: Option<String>,
+
+    /// OAuth 2.0 client ID.
+    #[arg(
+        long,
+        env = "KUBECRED_CLIENT_ID",
+        alias = "oidc-client-id",
+        value_name = "ID"
+    )]
+    pub client_id: Option<String>,
+
+    /// Client secret (prefer --client-secret-file or the environment: arguments are visible in `ps`).
+    #[arg(
+        long,
+        env = "KUBECRED_CLIENT_SECRET",
+        alias = "oidc-client-secret",
+        value_name = "SECRET",
+        hide_env_values = true,
+        conflicts_with = "client_secret_file"
+    )]
+    pub client_secret: Option<String>,
+
+    /// File holding the client secret (surrounding whitespace is trimmed).
+    #[arg(long, env = "KUBECRED_CLIENT_SECRET_FILE", value_name = "PATH")]
+    pub client_secret_file: Option<PathBuf>,
+
+    /// Scope to request; repeatable or comma-separated. `openid` is always added for OIDC logins.
+    #[arg(
+        long = "scope",
+        env = "KUBECRED_SCOPE",
+        alias = "oidc-extra-scope",
+        value_delimiter = ',',
+        value_name = "SCOPE"
+    )]
+    pub scopes: Vec<String>,
+
+    /// How to obtain a token [default: auto].
+    #[arg(long, env = "KUBECRED_GRANT_TYPE", value_enum, value_name = "GRANT")]
+    pub grant_type: Option<GrantType>,
+
+    /// Print the access token instead of the ID token (the default for client-credentials).
+    #[arg(
+        long,
+        env = "KUBECRED_USE_ACCESS_TOKEN",
+        alias = "oidc-use-access-token"
+    )]
+    pub use_access_token: bool,
+
+    /// `audience` parameter for the token request (Auth0, Keycloak and others).
+    #[arg(long, env = "KUBECRED_AUDIENCE", value_name = "AUDIENCE")]
+    pub audience: Option<String>,
+
+    /// `resource` parameter (RFC 8707 resource indicator) for the authorization and token requests.
+    #[arg(long, env = "KUBECRED_RESOURCE", value_name = "URI")]
+    pub resource: Option<String>,
+
+    /// How the client secret is sent to the token endpoint [default: auto].
+    #[arg(
+        long,
+        env = "KUBECRED_CLIENT_AUTH_METHOD",
+        value_enum,
+        value_name = "METHOD"
+    )]
+    pub client_auth_method: Option<ClientAuthMethod>,
+
+    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
+    #[arg(
+        long,
+        env = "KUBECRED_CACHE_DIR",
+        alias = "token-cache-dir",
+        value_name = "DIR"
+    )]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Where cached tokens live [default: auto].
+    #[arg(
+        long,
+        env = "KUBECRED_CACHE_STORAGE",
+        alias = "token-cache-storage",
+        value_enum,
+        value_name = "STORAGE"
+    )]
+    pub cache_storage: Option<CacheStorage>,
+
+    /// PEM file of extra CA certificates to trust for the identity provider; repeatable.
+    #[arg(
+        long,
+        env = "KUBECRED_CERTIFICATE_AUTHORITY",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub certificate_authority: Vec<PathBuf>,
+
+    /// Base64-encoded PEM CA certificates to trust for the identity provider; repeatable.
+    #[arg(
+        long,
+        env = "KUBECRED_CERTIFICATE_AUTHORITY_DATA",
+        value_delimiter = ',',
+        value_name = "BASE64"
+    )]
+    pub certificate_authority_data: Vec<String>,
+
+    /// Do not verify the identity provider's TLS certificate (dangerous: prints a warning).
+    #[arg(long, env = "KUBECRED_INSECURE_SKIP_TLS_VERIFY")]
+    pub insecure_skip_tls_verify: bool,
+
+    /// Ignore a cached token: refresh, or log in again, now.
+    #[arg(long, env = "KUBECRED_FORCE_REFRESH")]
+    pub force_refresh: bool,
+
+    /// A cached token with less life than this left is refreshed (e.g. 90s, 5m) [default: 60s].
+    #[arg(long, env = "KUBECRED_MIN_VALIDITY", value_name = "DURATION")]
+    pub min_validity: Option<String>,
+
+    /// Timeout of each request to the identity provider [default: 30s].
+    #[arg(long, env = "KUBECRED_HTTP_TIMEOUT", value_name = "DURATION")]
+    pub http_timeout: Option<String>,
+
+    /// How long to wait for another kubecred working on the same token [default: auth timeout + 30s].
+    #[arg(long, env = "KUBECRED_LOCK_TIMEOUT", value_name = "DURATION")]
+    pub lock_timeout: Option<String>,
+
+    /// Redirect URI for browser logins; its port is replaced by the listener's [default: http://localhost:PORT/callback].
+    #[arg(
+        long,
+        env = "KUBECRED_REDIRECT_URL",
+        alias = "oidc-redirect-url",
+        value_name = "URL"
+    )]
+    pub redirect_url: Option<String>,
+
+    /// Loopback address:port for the login listener, tried in order; repeatable. Port 0 = any free port
+    /// [default: 127.0.0.1:8000, 127.0.0.1:18000].
+    #[arg(
+        long,
+        env = "KUBECRED_LISTEN_ADDRESS",
+        value_delimiter = ',',
+        value_name = "ADDRESS"
+    )]
+    pub listen_address: Vec<String>,
+
+    /// Use PKCE (S256); `--pkce=false` turns it off [default: true unless discovery says it is unsupported].
+    #[arg(long, env = "KUBECRED_PKCE", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub pkce: Option<bool>,
+
+    /// Command that opens the login URL, run directly with the URL as its last argument
+    /// (its stdout goes to stderr) [default: $BROWSER, then the system browser].
+    #[arg(long, env = "KUBECRED_BROWSER_COMMAND", value_name = "COMMAND")]
+    pub browser_command: Option<String>,
+
+    /// Do not open a browser: print the login URL on stderr.
+    #[arg(long, env = "KUBECRED_SKIP_OPEN_BROWSER")]
+    pub skip_open_browser: bool,
+
+    /// Upper bound on a whole interactive login [default: 180s].
+    #[arg(long, env = "KUBECRED_AUTH_TIMEOUT", value_name = "DURATION")]
+    pub auth_timeout: Option<String>,
+
+    /// After a login fails or is abandoned, fail at once for this long instead of opening another
+    /// browser tab (`login` and --force-refresh bypass it) [default: 30s].
+    #[arg(long, env = "KUBECRED_LOGIN_COOLDOWN", value_name = "DURATION")]
+    pub login_cooldown: Option<String>,
+
+    /// Extra authorization request parameter KEY=VALUE; repeatable.
+    #[arg(
+        long = "auth-param",
+        env = "KUBECRED_AUTH_PARAM",
+        alias = "oidc-auth-request-extra-params",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE"
+    )]
+    pub auth_params: Vec<String>,
+
+    /// `login_hint` for the authorization request (e.g. the user's email).
+    #[arg(long, env = "KUBECRED_LOGIN_HINT", value_name = "HINT")]
+    pub login_hint: Option<String>,
+
+    /// `prompt` for the authorization request (none, login, consent, select_account).
+    #[arg(long, env = "KUBECRED_PROMPT", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// More detail on stderr (-v, -vv); secrets are always redacted. Also KUBECRED_VERBOSE=N.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn kubelogin_names_are_accepted() {
+        let cli = Cli::try_parse_from([
+            "kubecred",
+            "get-token",
+            "--oidc-issuer-url=https://idp.example",
+            "--oidc-client-id=k8s",
+            "--oidc-client-secret=s3cret",
+            "--oidc-extra-scope=email,groups",
+            "--oidc-extra-scope=profile",
+            "--oidc-use-access-token",
+            "--token-cache-dir=/tmp/x",
+            "--token-cache-storage=disk",
+            "--grant-type=authcode-keyboard",
+        ])
+        .unwrap();
+        let Command::GetToken(args) = cli.command else {
+            panic!("get-token expected")
+        };
+        assert_eq!(args.issuer_url.as_deref(), Some("https://idp.example"));
+        assert_eq!(args.client_id.as_deref(), Some("k8s"));
+        assert_eq!(args.scopes, ["email", "groups", "profile"]);
+        assert!(args.use_access_token);
+        assert_eq!(args.cache_storage, Some(CacheStorage::Disk));
+        assert_eq!(args.grant_type, Some(GrantType::AuthcodeKeyboard));
+    }
+
+    #[test]
+    fn pkce_takes_an_optional_bool() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["kubecred", "get-token"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::GetToken(args) => args.pkce,
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(parse(&[]), None);
+        assert_eq!(parse(&["--pkce"]), Some(true));
+        assert_eq!(parse(&["--pkce=false"]), Some(false));
+    }
+}

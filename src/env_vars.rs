@@ -1,0 +1,20 @@
+//! Every environment variable kubecred reads, in one place.
+//!
+//! Each command-line flag also reads `KUBECRED_<FLAG_NAME>` (defined next to the flag in
+//! `cli.rs`; a test there checks the naming). The variables below are the ones read elsewhere.
+
+/// Set by client-go: apiVersion, `spec.interactive` and, with `provideClusterInfo`, the cluster.
+pub const KUBERNETES_EXEC_INFO: &str = "KUBERNETES_EXEC_INFO";
+
+/// Verbosity when no `-v` is given: `0`, `1` or `2`.
+pub const KUBECRED_VERBOSE: &str = "KUBECRED_VERBOSE";
+
+/// The conventional browser override (a command, run with the URL as its last argument).
+pub const BROWSER: &str = "BROWSER";
+
+/// Whether a graphical session exists (Linux/BSD), so that `xdg-open` can open a browser.
+pub const DISPLAY: &str = "DISPLAY";
+pub const WAYLAND_DISPLAY: &str = "WAYLAND_DISPLAY";
+
+/// Set inside WSL, where `wslview` opens the Windows browser.
+pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";

@@ -1,0 +1,89 @@
+//! Exit codes, and the error that carries one.
+//!
+//! Most code returns `anyhow::Result` and adds context where it reports. Where a failure must end
+//! the process with a particular exit code, it is created with [`fail`]; `main` finds the code by
+//! walking the error chain, so contexts added above it do not hide it. Everything else exits 1.
+
+use std::fmt;
+
+/// The process exit codes, as documented in README.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Bad input or settings: KUBERNETES_EXEC_INFO, flags, environment, cluster extension, files.
+    Input = 1,
+    /// The command line could not be parsed (clap's own code).
+    Usage = 2,
+    /// The identity provider refused, or could not be reached.
+    Provider = 3,
+    /// A login was needed and could not happen: non-interactive session, timeout, denied, cool-down.
+    Login = 4,
+    /// The token cache: a lock wait timed out, the keyring is unreachable, a write failed.
+    Cache = 5,
+}
+
+/// An error with an exit code. Its message is one line that says what failed and what to do.
+#[derive(Debug)]
+pub struct Failure {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Builds an error that ends the process with `exit`.
+pub fn fail(exit: Exit, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Failure {
+        exit,
+        message: message.into(),
+    })
+}
+
+/// The exit code for an error: the first [`Failure`] in its chain, otherwise [`Exit::Input`].
+pub fn exit_code_of(error: &anyhow::Error) -> Exit {
+    error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<Failure>())
+        .map(|failure| failure.exit)
+        .unwrap_or(Exit::Input)
+}
+
+/// Formats an error chain as the single stderr line kubecred prints: contexts joined by ": ",
+/// with any line breaks an upstream error carried folded into spaces.
+pub fn one_line(error: &anyhow::Error) -> String {
+    format!("{error:#}")
+        .split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn exit_code_survives_context() {
+        let err: anyhow::Result<()> = Err(fail(Exit::Provider, "token endpoint said no"));
+        let err = err.context("refreshing the token").unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Provider);
+        assert_eq!(
+            one_line(&err),
+            "refreshing the token: token endpoint said no"
+        );
+    }
+
+    #[test]
+    fn plain_errors_exit_with_input() {
+        let err = anyhow::anyhow!("line one\nline two");
+        assert_eq!(exit_code_of(&err), Exit::Input);
+        assert_eq!(one_line(&err), "line one line two");
+    }
+}

@@ -1,0 +1,139 @@
+//! The tokens one cache entry holds, and how their expiry is worked out.
+//!
+//! Expiry rules: an ID token's expiry is its verified `exp`; an access token's is the earlier of
+//! its `exp` (when it is a JWT) and `expires_in` from the token response, since either may be the
+//! binding one. A token with no known expiry is not cached as a credential.
+
+use crate::config::TokenKind;
+use crate::secret::Secret;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    #[serde(default)]
+    pub id_token: Option<Secret>,
+    #[serde(default)]
+    pub id_token_expiry: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub access_token: Option<Secret>,
+    #[serde(default)]
+    pub access_token_expiry: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub refresh_token: Option<Secret>,
+    /// When the provider answered; for diagnostics.
+    pub obtained_at: DateTime<Utc>,
+}
+
+impl Tokens {
+    /// The token kubectl should get, with its expiry, if there is one of that kind.
+    pub fn credential(&self, kind: TokenKind) -> Option<(&Secret, DateTime<Utc>)> {
+        match kind {
+            TokenKind::IdToken => Some((self.id_token.as_ref()?, self.id_token_expiry?)),
+            TokenKind::AccessToken => {
+                Some((self.access_token.as_ref()?, self.access_token_expiry?))
+            }
+        }
+    }
+
+    /// The credential, if it stays valid for at least `min_validity` after `now`.
+    pub fn fresh_credential(
+        &self,
+        kind: TokenKind,
+        now: DateTime<Utc>,
+        min_validity: std::time::Duration,
+    ) -> Option<(&Secret, DateTime<Utc>)> {
+        let (token, expiry) = self.credential(kind)?;
+        let margin = chrono::Duration::from_std(min_validity).ok()?;
+        (expiry - margin > now).then_some((token, expiry))
+    }
+}
+
+/// The `exp` claim of a JWT, read WITHOUT verifying the signature. Use it only for tokens the
+/// provider just handed us over TLS (access tokens are for the API server to verify, not us).
+pub fn unverified_jwt_expiry(token: &str) -> Option<DateTime<Utc>> {
+    let mut parts = token.split('.');
+    let (_header, payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let exp = claims.get("exp")?.as_i64()?;
+    DateTime::from_timestamp(exp, 0)
+}
+
+/// The access token's expiry: the earlier of the JWT `exp` and `now + expires_in`.
+pub fn access_token_expiry(
+    token: &str,
+    expires_in: Option<std::time::Duration>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let from_response = expires_in
+        .and_then(|d| chrono::Duration::from_std(d).ok())
+        .map(|d| now + d);
+    match (unverified_jwt_expiry(token), from_response) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use std::time::Duration;
+
+    fn jwt_with_exp(exp: i64) -> String {
+        let enc = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+        format!(
+            "{}.{}.sig",
+            enc(r#"{"alg":"RS256"}"#),
+            enc(&format!(r#"{{"exp":{exp}}}"#))
+        )
+    }
+
+    #[test]
+    fn access_expiry_is_the_earlier_of_exp_and_expires_in() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let jwt = jwt_with_exp(now.timestamp() + 100);
+        assert_eq!(
+            access_token_expiry(&jwt, Some(Duration::from_secs(300)), now),
+            Some(now + chrono::Duration::seconds(100))
+        );
+        assert_eq!(
+            access_token_expiry(&jwt, Some(Duration::from_secs(50)), now),
+            Some(now + chrono::Duration::seconds(50))
+        );
+        assert_eq!(
+            access_token_expiry("opaque", Some(Duration::from_secs(50)), now),
+            Some(now + chrono::Duration::seconds(50))
+        );
+        assert_eq!(access_token_expiry("opaque", None, now), None);
+    }
+
+    #[test]
+    fn freshness_respects_min_validity() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let tokens = Tokens {
+            id_token: Some(Secret::new("id")),
+            id_token_expiry: Some(now + chrono::Duration::seconds(90)),
+            access_token: None,
+            access_token_expiry: None,
+            refresh_token: None,
+            obtained_at: now,
+        };
+        assert!(tokens
+            .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(60))
+            .is_some());
+        assert!(tokens
+            .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(90))
+            .is_none());
+        assert!(tokens
+            .fresh_credential(TokenKind::AccessToken, now, Duration::ZERO)
+            .is_none());
+    }
+}
