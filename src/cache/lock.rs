@@ -1,0 +1,325 @@
+//! Cross-process lock around one cache entry. Held from the re-read after a cache miss until the
+//! write, so that parallel kubectl runs (scripts, `xargs -P`, IDEs) refresh or log in once and the
+//! others pick up the result instead of spending a rotated refresh token twice.
+//!
+//! The lock is an advisory OS file lock (`flock` on unix, `LockFileEx` on Windows) on
+//! `<cache_dir>/locks/<key>.lock`; the OS releases it when the file is closed, also when the
+//! process dies, so a crashed kubecred never leaves the entry locked. Waiting is bounded: client-go
+//! has no timeout on a plugin, so a lock that waits forever hangs kubectl.
+//!
+//! Lock files are never deleted: deleting one while another process waits on it would let a third
+//! process lock a new file of the same name, and two processes would then both hold "the" lock.
+
+use super::disk;
+use crate::error::{fail, Exit};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The first sleep between attempts; short, because the usual holder finishes a refresh in tens
+/// of milliseconds.
+const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+/// The longest sleep between attempts, so that a waiter notices a released lock quickly.
+const MAX_BACKOFF: Duration = Duration::from_millis(50);
+/// After this long, tell the user why kubectl is not answering (another kubecred probably waits
+/// for a browser login).
+const NOTICE_AFTER: Duration = Duration::from_secs(1);
+
+/// Proof that this process holds the lock of one cache entry; the lock is released on drop.
+///
+/// Cache operations that write take `&EntryLock`, so a write without the lock does not compile.
+#[derive(Debug)]
+pub struct EntryLock {
+    /// The locked file (`None` when the cache is off: there is nothing to protect).
+    file: Option<File>,
+    path: Option<PathBuf>,
+}
+
+impl EntryLock {
+    /// Locks `path` (creating it, and its directory with mode 0700), waiting at most `timeout`.
+    pub(crate) fn acquire(path: &Path, timeout: Duration) -> anyhow::Result<EntryLock> {
+        let file = open_lock_file(path)?;
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let mut backoff = FIRST_BACKOFF;
+        let mut noticed = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => {
+                    crate::debug!(
+                        2,
+                        "locked {} after {}",
+                        path.display(),
+                        format_duration(start.elapsed())
+                    );
+                    return Ok(EntryLock {
+                        file: Some(file),
+                        path: Some(path.to_path_buf()),
+                    });
+                }
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(err)) => {
+                    return Err(fail(
+                        Exit::Cache,
+                        format!(
+                            "cannot lock {}: {err}; check that the cache directory is on a local file system, or pass --cache-dir",
+                            path.display()
+                        ),
+                    ));
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(fail(
+                    Exit::Cache,
+                    format!(
+                        "timed out after {} waiting for the lock on {}; another kubecred is logging in or refreshing — finish that login, or raise --lock-timeout",
+                        format_duration(timeout),
+                        path.display()
+                    ),
+                ));
+            }
+            if !noticed && now - start >= NOTICE_AFTER {
+                noticed = true;
+                crate::log::notice(format!(
+                    "waiting for another kubecred that is logging in or refreshing the same token (lock {})…",
+                    path.display()
+                ));
+            }
+            std::thread::sleep(backoff.min(deadline - now));
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// A lock that locks nothing, for `--cache-storage none` (no file is created).
+    pub(crate) fn none() -> EntryLock {
+        EntryLock {
+            file: None,
+            path: None,
+        }
+    }
+
+    /// The lock file, if there is one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
+
+impl Drop for EntryLock {
+    fn drop(&mut self) {
+        // Closing the file releases the lock too; unlocking first makes the release independent
+        // of any other handle to the same open file (none exists today, but it costs nothing).
+        if let Some(file) = &self.file {
+            let _ = file.unlock();
+        }
+    }
+}
+
+fn open_lock_file(path: &Path) -> anyhow::Result<File> {
+    let cannot = |err: std::io::Error| {
+        fail(
+            Exit::Cache,
+            format!(
+                "cannot create the lock file {}: {err}; check the permissions of the cache directory, or pass --cache-dir",
+                path.display()
+            ),
+        )
+    };
+    if let Some(dir) = path.parent() {
+        disk::ensure_private_dir(dir).map_err(cannot)?;
+    }
+    let mut options = OpenOptions::new();
+    // Write access: Windows' LockFileEx wants it for an exclusive lock. Never truncate: the file
+    // is empty, and truncating a file someone else holds is pointless.
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path).map_err(cannot)
+}
+
+/// `30s`, `1m30s`, `200ms`: how durations appear in messages (the same spelling the flags take).
+pub(crate) fn format_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let secs = duration.as_secs();
+    if duration.subsec_millis() != 0 || secs < 60 {
+        // Keep sub-second precision only where it says something (1.5s), not for minutes.
+        let exact = duration.as_secs_f64();
+        return if exact.fract() == 0.0 {
+            format!("{secs}s")
+        } else {
+            format!("{exact:.1}s")
+        };
+    }
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Set in the child process of [`another_process_is_excluded`]: the lock file to hold.
+    const CHILD_ENV: &str = "KUBECRED_TEST_LOCK_CHILD";
+
+    #[test]
+    fn durations_in_messages() {
+        assert_eq!(format_duration(Duration::from_millis(200)), "200ms");
+        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(format_duration(Duration::from_secs(210)), "3m30s");
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
+    }
+
+    #[test]
+    fn a_second_lock_times_out_with_a_message_and_is_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locks").join("k.lock");
+        let held = EntryLock::acquire(&path, Duration::from_secs(1)).unwrap();
+
+        // Another thread (another open file description: flock treats it like another process).
+        let path2 = path.clone();
+        let started = Instant::now();
+        let err = std::thread::spawn(move || {
+            EntryLock::acquire(&path2, Duration::from_millis(200)).unwrap_err()
+        })
+        .join()
+        .unwrap();
+        let waited = started.elapsed();
+        let message = format!("{err:#}");
+        assert!(
+            message.starts_with("timed out after 200ms waiting for the lock on "),
+            "{message}"
+        );
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains("raise --lock-timeout"), "{message}");
+        assert_eq!(crate::error::exit_code_of(&err), Exit::Cache);
+        assert!(waited >= Duration::from_millis(200), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+
+        drop(held);
+        let again = EntryLock::acquire(&path, Duration::from_millis(200)).unwrap();
+        assert_eq!(again.path(), Some(path.as_path()));
+        drop(again);
+        assert!(path.exists(), "lock files are never deleted");
+    }
+
+    #[test]
+    fn a_waiter_gets_the_lock_when_the_holder_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let held = EntryLock::acquire(&path, Duration::ZERO).unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(held);
+        });
+        let started = Instant::now();
+        let _lock = EntryLock::acquire(&path, Duration::from_secs(5)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        releaser.join().unwrap();
+    }
+
+    #[test]
+    fn different_keys_do_not_block_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let _a = EntryLock::acquire(&dir.path().join("a.lock"), Duration::ZERO).unwrap();
+        let _b = EntryLock::acquire(&dir.path().join("b.lock"), Duration::ZERO).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn lock_files_and_their_directory_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let locks = dir.path().join("locks");
+        std::fs::create_dir(&locks).unwrap();
+        std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = locks.join("k.lock");
+        let _lock = EntryLock::acquire(&path, Duration::ZERO).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&locks), 0o700);
+        assert_eq!(mode(&path), 0o600);
+    }
+
+    #[test]
+    fn no_lock_creates_nothing() {
+        let lock = EntryLock::none();
+        assert!(lock.path().is_none());
+    }
+
+    /// Proves exclusion between processes: a child process (this test binary, re-run with a filter
+    /// for [`child_holds_lock`]) holds the lock; this process must time out, then get it once the
+    /// child exits.
+    #[test]
+    fn another_process_is_excluded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locks").join("shared.lock");
+        let locked_marker = dir.path().join("child-locked");
+        let release_marker = dir.path().join("child-release");
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "cache::lock::tests::child_holds_lock",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD_ENV, &path)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !locked_marker.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the child never took the lock"
+            );
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("the child exited before taking the lock: {status}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+
+        let err = EntryLock::acquire(&path, Duration::from_millis(200)).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("timed out after 200ms"),
+            "{err:#}"
+        );
+
+        std::fs::write(&release_marker, b"").unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "child failed: {status}");
+        EntryLock::acquire(&path, Duration::from_secs(5)).unwrap();
+    }
+
+    /// The child half of [`another_process_is_excluded`]; does nothing in a normal test run.
+    #[test]
+    fn child_holds_lock() {
+        let Some(path) = std::env::var_os(CHILD_ENV) else {
+            return;
+        };
+        let path = PathBuf::from(path);
+        let dir = path.parent().unwrap().parent().unwrap().to_path_buf();
+        let _lock = EntryLock::acquire(&path, Duration::from_secs(5)).unwrap();
+        std::fs::write(dir.join("child-locked"), b"").unwrap();
+        let started = Instant::now();
+        while !dir.join("child-release").exists() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
