@@ -1,0 +1,313 @@
+//! The cool-down after a failed interactive login: for a short while (`--login-cooldown`,
+//! 30 s by default) kubecred fails at once instead of opening another browser tab.
+//!
+//! kubectl may run a failing plugin several times in one command, and IDEs and dashboards call
+//! it in the background; without this, one abandoned login turns into a storm of browser tabs.
+//! The record is a small JSON file per cache entry (time and a one-line reason). A missing or
+//! unreadable file means no cool-down: this is a courtesy, never a reason to lock someone out.
+
+use crate::debug;
+use crate::error::{fail, Exit};
+use crate::login::printable_brief;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A record is a few hundred bytes; anything much larger is not ours.
+const MAX_RECORD_BYTES: u64 = 8 * 1024;
+
+/// The failure record of one cache entry (e.g. `<cache_dir>/state/<key>.login-failed`).
+#[derive(Debug, Clone)]
+pub struct Cooldown {
+    path: PathBuf,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FailureRecord {
+    failed_at: DateTime<Utc>,
+    reason: String,
+}
+
+impl Cooldown {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Cooldown { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Notes that a login failed at `now`. `reason` is shown to the user in later runs: it must
+    /// not contain a secret (error messages never do). Best effort: failing to write the record
+    /// must not hide the login's own error, so problems are only logged.
+    pub fn record_failure(&self, reason: &str, now: DateTime<Utc>) {
+        let record = FailureRecord {
+            failed_at: now,
+            reason: printable_brief(reason.trim(), 500).into_owned(),
+        };
+        if let Err(err) = self.write(&record) {
+            debug!(
+                1,
+                "could not record the failed login in {}: {err}",
+                self.path.display()
+            );
+        }
+    }
+
+    /// Fails while a failure recorded less than `cooldown` before `now` is on file.
+    pub fn check(&self, cooldown: Duration, now: DateTime<Utc>) -> anyhow::Result<()> {
+        if cooldown.is_zero() {
+            return Ok(());
+        }
+        let Some(record) = self.read() else {
+            return Ok(());
+        };
+        // A record from the future means the clock was set back: its age is unknown, and it
+        // must not stretch the cool-down beyond `cooldown`, so it is ignored.
+        let Ok(elapsed) = now.signed_duration_since(record.failed_at).to_std() else {
+            debug!(
+                1,
+                "ignoring a failed-login record dated in the future ({})", record.failed_at
+            );
+            return Ok(());
+        };
+        let Some(remaining) = cooldown.checked_sub(elapsed).filter(|left| !left.is_zero()) else {
+            return Ok(());
+        };
+        debug!(1, "last failed login: {}", record.reason);
+        Err(fail(
+            Exit::Login,
+            format!(
+                "a login for this cluster failed {}s ago ({}); not opening another browser for {}s — \
+                 run `kubecred login` with the same flags, or pass --force-refresh, to retry now",
+                elapsed.as_secs(),
+                summary(&record.reason),
+                remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0),
+            ),
+        ))
+    }
+
+    /// Forgets the failure, after a successful login or a logout. A missing record is fine;
+    /// other problems are only logged (a stale record expires by itself).
+    pub fn clear(&self) {
+        match fs::remove_file(&self.path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => debug!(1, "could not remove {}: {err}", self.path.display()),
+        }
+    }
+
+    fn read(&self) -> Option<FailureRecord> {
+        let mut raw = Vec::new();
+        match fs::File::open(&self.path)
+            .and_then(|file| file.take(MAX_RECORD_BYTES).read_to_end(&mut raw))
+        {
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return None,
+            Err(err) => {
+                debug!(
+                    1,
+                    "ignoring the unreadable failed-login record {}: {err}",
+                    self.path.display()
+                );
+                return None;
+            }
+        }
+        match serde_json::from_slice::<FailureRecord>(&raw) {
+            Ok(mut record) => {
+                // The file is ours, but is still shown on a terminal: keep it one safe line.
+                record.reason = printable_brief(&record.reason, 500).into_owned();
+                Some(record)
+            }
+            Err(err) => {
+                debug!(
+                    1,
+                    "ignoring the corrupt failed-login record {}: {err}",
+                    self.path.display()
+                );
+                None
+            }
+        }
+    }
+
+    /// Writes the record atomically (a temporary file renamed over it), readable by the user only,
+    /// so that parallel runs never read half a record.
+    fn write(&self, record: &FailureRecord) -> io::Result<()> {
+        let json = serde_json::to_vec(record).map_err(io::Error::other)?;
+        let parent = match self.path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        create_private_dir(parent)?;
+        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
+        let temporary = parent.join(format!(
+            ".{name}.{}.{:016x}.tmp",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        let written = create_private_file(&temporary)
+            .and_then(|mut file| file.write_all(&json))
+            .and_then(|()| fs::rename(&temporary, &self.path));
+        if written.is_err() {
+            let _ = fs::remove_file(&temporary);
+        }
+        written
+    }
+}
+
+/// The part of an error message before its advice (kubecred's messages read "what failed; what
+/// to do"): the advice of the old error would only compete with the cool-down's own.
+fn summary(reason: &str) -> &str {
+    reason.split_once("; ").map_or(reason, |(what, _)| what)
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn create_private_file(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn create_private_file(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit_code_of;
+    use chrono::TimeZone;
+
+    const THIRTY: Duration = Duration::from_secs(30);
+    const REASON: &str =
+        "no login completed within 180s (--auth-timeout); run `kubecred login` to try again";
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + seconds, 0).unwrap()
+    }
+
+    fn cooldown_in(dir: &tempfile::TempDir) -> Cooldown {
+        Cooldown::new(dir.path().join("state").join("entry.login-failed"))
+    }
+
+    #[test]
+    fn no_record_no_cooldown() {
+        let dir = tempfile::tempdir().unwrap();
+        cooldown_in(&dir).check(THIRTY, at(0)).unwrap();
+    }
+
+    #[test]
+    fn a_recent_failure_fails_at_once_and_says_how_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        cooldown.record_failure(REASON, at(0));
+        let err = cooldown.check(THIRTY, at(5)).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Login);
+        assert_eq!(
+            err.to_string(),
+            "a login for this cluster failed 5s ago (no login completed within 180s (--auth-timeout)); \
+             not opening another browser for 25s — run `kubecred login` with the same flags, \
+             or pass --force-refresh, to retry now"
+        );
+        cooldown.check(THIRTY, at(30)).unwrap();
+        cooldown.check(Duration::ZERO, at(5)).unwrap();
+    }
+
+    #[test]
+    fn remaining_time_rounds_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        cooldown.record_failure("denied", at(0));
+        let later = at(10) + chrono::Duration::milliseconds(500);
+        let message = cooldown.check(THIRTY, later).unwrap_err().to_string();
+        assert!(
+            message.contains("failed 10s ago (denied); not opening another browser for 20s"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_record_from_the_future_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        cooldown.record_failure(REASON, at(3600));
+        cooldown.check(THIRTY, at(0)).unwrap();
+    }
+
+    #[test]
+    fn clear_forgets_and_tolerates_a_missing_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        cooldown.clear();
+        cooldown.record_failure(REASON, at(0));
+        cooldown.clear();
+        cooldown.check(THIRTY, at(1)).unwrap();
+        assert!(!cooldown.path().exists());
+    }
+
+    #[test]
+    fn a_corrupt_record_means_no_cooldown() {
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        fs::create_dir_all(cooldown.path().parent().unwrap()).unwrap();
+        fs::write(cooldown.path(), b"{not json").unwrap();
+        cooldown.check(THIRTY, at(0)).unwrap();
+        fs::write(cooldown.path(), vec![b' '; 100_000]).unwrap();
+        cooldown.check(THIRTY, at(0)).unwrap();
+    }
+
+    #[test]
+    fn the_reason_is_kept_on_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        cooldown.record_failure("first line\nsecond \x1b[31mline", at(0));
+        let message = cooldown.check(THIRTY, at(1)).unwrap_err().to_string();
+        assert!(
+            message.contains("(first line second  [31mline)"),
+            "{message}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_record_and_its_new_directory_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        cooldown.record_failure(REASON, at(0));
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(cooldown.path()), 0o600);
+        assert_eq!(mode(cooldown.path().parent().unwrap()), 0o700);
+        // Only the record is left behind: the temporary file was renamed over it.
+        assert_eq!(
+            fs::read_dir(cooldown.path().parent().unwrap())
+                .unwrap()
+                .count(),
+            1
+        );
+    }
+}

@@ -1,0 +1,1011 @@
+//! One-shot HTTP listener on loopback for the authorization-code redirect (RFC 8252 §7.3).
+//!
+//! [`CallbackListener::bind`] picks the first free address of those configured, so parallel
+//! kubecred runs (other clusters, other scripts) move on to the next one instead of fighting over
+//! a port. When the redirect URI says `localhost`, it listens on 127.0.0.1 *and* [::1] at the same
+//! port, because browsers may resolve `localhost` to either. [`CallbackListener::wait`] serves
+//! requests until the real callback arrives (a code whose `state` matches), the provider reports
+//! an error, the user pastes the redirect URL on stdin, or the deadline passes. The sockets close
+//! when `wait` returns, so a late browser gets "connection refused" rather than a hanging tab.
+//!
+//! There is no HTTP server crate here on purpose: the listener answers a handful of GET requests
+//! from the user's own browser on loopback, once. A small hand-rolled reader with a bounded request
+//! size and a per-connection deadline is easier to audit than a server framework, and cannot be
+//! stalled: each connection is served on its own short-lived thread, so a browser's idle
+//! pre-connection (Chrome opens some) or a stuck client never delays the real callback.
+
+use crate::debug;
+use crate::error::{fail, Exit};
+use crate::log::notice;
+use crate::login::paste::{interpret_pasted, PasteSource, Pasted, StateRule};
+use crate::login::printable_brief;
+use crate::secret::Secret;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// The redirect URI when the user gives none; the port is replaced by the listener's.
+/// `localhost` rather than an IP because many providers only accept `localhost` for loopback
+/// redirects, and because it lets the listener serve whichever family the browser picks.
+pub const DEFAULT_REDIRECT_URL: &str = "http://localhost/callback";
+
+/// How often the accept loop looks at the sockets; it bounds the added latency of a callback.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+/// A request head (request line and headers) larger than this is not a browser's callback.
+const MAX_REQUEST_HEAD: usize = 16 * 1024;
+/// A connection gets this long, in total, to send its request head and read the answer.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections served at the same time; more are closed at once, so a local program opening
+/// connections in a loop cannot make kubecred start threads without bound.
+const MAX_CONNECTIONS_IN_FLIGHT: usize = 16;
+/// With port 0 and a `localhost` redirect, the free port picked on one family may be taken on
+/// the other: pick again this many times before giving up on that address.
+const ANY_PORT_ATTEMPTS: usize = 5;
+
+/// Listening sockets for one login, and the redirect URI that points at them.
+#[derive(Debug)]
+pub struct CallbackListener {
+    sockets: Vec<TcpListener>,
+    redirect: Url,
+}
+
+/// Why one configured address could not be used.
+enum BindProblem {
+    /// Someone else listens there (or on its twin in the other family, named here).
+    InUse {
+        twin: Option<SocketAddr>,
+    },
+    Other(io::Error),
+}
+
+impl CallbackListener {
+    /// Listens on the first usable address of `addresses` (loopback, validated by the config;
+    /// port 0 = any free port). `redirect_url` is the user's `--redirect-url`; its port is
+    /// replaced by the bound one. When its host is an IP, that IP is the one listened on (with
+    /// each address's port), since the browser will go nowhere else; when it is `localhost`
+    /// (the default), the same port on the other loopback family is listened on as well.
+    pub fn bind(addresses: &[SocketAddr], redirect_url: Option<&Url>) -> anyhow::Result<Self> {
+        let mut redirect = match redirect_url {
+            Some(url) => url.clone(),
+            None => Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses"),
+        };
+        let pinned_ip = match redirect.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => None,
+        };
+        if addresses.is_empty() {
+            return Err(fail(
+                Exit::Input,
+                "no address to listen on for the login callback; pass --listen-address 127.0.0.1:0",
+            ));
+        }
+
+        let mut problems = Vec::new();
+        for &configured in addresses {
+            let address = match pinned_ip {
+                Some(ip) => SocketAddr::new(ip, configured.port()),
+                None => configured,
+            };
+            if problems.iter().any(|(tried, _)| *tried == address) {
+                continue; // Two configured addresses pinned to the same one.
+            }
+            match bind_address(address, pinned_ip.is_none()) {
+                Ok(sockets) => {
+                    let port = sockets[0].local_addr()?.port();
+                    redirect.set_port(Some(port)).map_err(|()| {
+                        fail(
+                            Exit::Input,
+                            format!("the redirect URL {redirect} cannot carry a port"),
+                        )
+                    })?;
+                    for socket in &sockets {
+                        debug!(
+                            1,
+                            "listening for the login callback on {}",
+                            socket.local_addr()?
+                        );
+                    }
+                    return Ok(CallbackListener { sockets, redirect });
+                }
+                Err(problem) => problems.push((address, problem)),
+            }
+        }
+        Err(no_address_left(&problems))
+    }
+
+    /// The redirect URI to send to the provider: the configured one with the bound port.
+    pub fn redirect_uri(&self) -> String {
+        self.redirect.to_string()
+    }
+
+    /// The addresses actually listened on (one, or two for a `localhost` redirect).
+    pub fn local_addresses(&self) -> Vec<SocketAddr> {
+        self.sockets
+            .iter()
+            .filter_map(|socket| socket.local_addr().ok())
+            .collect()
+    }
+
+    /// Serves requests until the callback for this login arrives, and returns its code.
+    ///
+    /// A callback whose `state` is missing or wrong is answered with 400 and ignored: it did not
+    /// come from the login we started (another tab, or a forgery), and a web page must not be
+    /// able to end our wait. The provider's error with the right state ends the login. `paste`
+    /// accepts the redirect URL (or the bare code) typed on stdin, for SSH sessions where the
+    /// browser runs on another machine and its redirect to localhost cannot reach us.
+    pub fn wait(
+        self,
+        expected_state: &str,
+        deadline: Instant,
+        paste: Option<PasteSource>,
+    ) -> anyhow::Result<Secret> {
+        let budget = deadline.saturating_duration_since(Instant::now());
+        for socket in &self.sockets {
+            // Non-blocking accept lets one loop watch every socket, the paste and the deadline,
+            // and lets the sockets close the moment `wait` returns.
+            socket.set_nonblocking(true)?;
+        }
+        let (verdicts_tx, verdicts) = mpsc::channel::<Verdict>();
+        let server = ConnectionServer {
+            expected_state: Arc::from(expected_state),
+            callback_path: Arc::from(self.redirect.path()),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            verdicts: verdicts_tx,
+        };
+        let mut paste = paste;
+
+        loop {
+            for socket in &self.sockets {
+                server.accept_pending(socket);
+            }
+
+            if let Some(source) = &paste {
+                loop {
+                    match source.try_line() {
+                        Pasted::Line(line) => {
+                            let verdict =
+                                interpret_pasted(&line, expected_state, StateRule::Required);
+                            if let Some(code) = verdict
+                                .map(|v| settle(v, Origin::Paste))
+                                .transpose()?
+                                .flatten()
+                            {
+                                return Ok(code);
+                            }
+                        }
+                        Pasted::NothingYet => break,
+                        Pasted::Closed => {
+                            debug!(1, "stdin closed; waiting for the browser only");
+                            paste = None;
+                            break;
+                        }
+                    }
+                }
+            }
+
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(timed_out(budget));
+            }
+            match verdicts.recv_timeout(ACCEPT_POLL.min(deadline - now)) {
+                Ok(verdict) => {
+                    if let Some(code) = settle(verdict, Origin::Browser)? {
+                        return Ok(code);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("wait holds a sender"),
+            }
+        }
+    }
+}
+
+/// Accepts connections and serves each on its own thread, which reports the callback's
+/// [`Verdict`] to `wait` after answering the browser.
+struct ConnectionServer {
+    expected_state: Arc<str>,
+    callback_path: Arc<str>,
+    in_flight: Arc<AtomicUsize>,
+    verdicts: mpsc::Sender<Verdict>,
+}
+
+impl ConnectionServer {
+    /// Accepts every connection waiting on `socket`, without blocking.
+    fn accept_pending(&self, socket: &TcpListener) {
+        loop {
+            match socket.accept() {
+                Ok((stream, _peer)) => self.serve_in_background(stream),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    // E.g. a connection reset before we accepted it, or out of file descriptors
+                    // for a moment: not a reason to end the login.
+                    debug!(1, "accepting a login callback connection failed: {err}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn serve_in_background(&self, stream: TcpStream) {
+        if self.in_flight.load(Ordering::SeqCst) >= MAX_CONNECTIONS_IN_FLIGHT {
+            debug!(
+                1,
+                "too many login callback connections at once; closing one"
+            );
+            return;
+        }
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let slot = InFlight(Arc::clone(&self.in_flight));
+        let state = Arc::clone(&self.expected_state);
+        let path = Arc::clone(&self.callback_path);
+        let verdicts = self.verdicts.clone();
+        std::thread::spawn(move || {
+            let _slot = slot;
+            if let Some(verdict) = serve_connection(stream, &path, &state) {
+                // A send error only means `wait` has already returned.
+                let _ = verdicts.send(verdict);
+            }
+        });
+    }
+}
+
+/// Binds `address` and, for a `localhost` redirect, the same port on the other family.
+fn bind_address(address: SocketAddr, with_twin: bool) -> Result<Vec<TcpListener>, BindProblem> {
+    let attempts = if with_twin && address.port() == 0 {
+        ANY_PORT_ATTEMPTS
+    } else {
+        1
+    };
+    let mut busy_twin = None;
+    for _ in 0..attempts {
+        let primary = TcpListener::bind(address).map_err(|err| match err.kind() {
+            io::ErrorKind::AddrInUse => BindProblem::InUse { twin: None },
+            _ => BindProblem::Other(err),
+        })?;
+        if !with_twin {
+            return Ok(vec![primary]);
+        }
+        let port = primary.local_addr().map_err(BindProblem::Other)?.port();
+        let twin = SocketAddr::new(other_loopback_family(address.ip()), port);
+        // Binding [::1] needs no IPV6_V6ONLY: that option only matters for the wildcard `::`,
+        // and a socket bound to ::1 never receives IPv4 traffic.
+        match TcpListener::bind(twin) {
+            Ok(twin_socket) => return Ok(vec![primary, twin_socket]),
+            Err(err) if err.kind() == io::ErrorKind::AddrInUse => {
+                // Someone else would receive the callback of a browser that resolves localhost
+                // to the twin family: this port is not ours to use.
+                debug!(
+                    1,
+                    "{twin} is in use, so {address} is not usable for a localhost redirect"
+                );
+                busy_twin = Some(twin);
+            }
+            Err(err) => {
+                // Typically IPv6 disabled (EADDRNOTAVAIL, EAFNOSUPPORT). Nobody can listen there,
+                // and browsers fall back to the family that answers.
+                debug!(
+                    1,
+                    "not listening on {twin} as well ({err}); {address} alone serves localhost"
+                );
+                return Ok(vec![primary]);
+            }
+        }
+    }
+    Err(BindProblem::InUse { twin: busy_twin })
+}
+
+fn other_loopback_family(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    }
+}
+
+/// The error when every configured address failed, naming each of them.
+fn no_address_left(problems: &[(SocketAddr, BindProblem)]) -> anyhow::Error {
+    let any_port = match problems.first() {
+        Some((address, _)) => SocketAddr::new(address.ip(), 0),
+        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+    };
+    let all_in_use = problems
+        .iter()
+        .all(|(_, problem)| matches!(problem, BindProblem::InUse { .. }));
+    if all_in_use {
+        let names: Vec<String> = problems
+            .iter()
+            .map(|(address, problem)| match problem {
+                BindProblem::InUse { twin: Some(twin) } => {
+                    format!("{address} (with {twin}, for localhost)")
+                }
+                _ => address.to_string(),
+            })
+            .collect();
+        let verb = if names.len() == 1 { "is" } else { "are all" };
+        return fail(
+            Exit::Login,
+            format!(
+                "cannot listen for the login callback: {} {verb} in use; close the other program or pass --listen-address {any_port}",
+                names.join(", ")
+            ),
+        );
+    }
+    let reasons: Vec<String> = problems
+        .iter()
+        .map(|(address, problem)| match problem {
+            BindProblem::InUse { .. } => format!("{address}: in use"),
+            BindProblem::Other(err) => format!("{address}: {err}"),
+        })
+        .collect();
+    fail(
+        Exit::Login,
+        format!(
+            "cannot listen for the login callback ({}); pass a --listen-address this machine allows, e.g. {any_port}",
+            reasons.join("; ")
+        ),
+    )
+}
+
+fn timed_out(budget: Duration) -> anyhow::Error {
+    fail(
+        Exit::Login,
+        format!(
+            "no login completed within {}s (--auth-timeout); run `kubecred login` to try again, \
+             pass a longer --auth-timeout, or use --grant-type device-code if the browser cannot reach this machine",
+            budget.as_secs_f64().ceil()
+        ),
+    )
+}
+
+/// Gives back a connection slot when its thread ends, however it ends.
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What a callback (from the browser or pasted) amounts to.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// The authorization code of our login.
+    Code(Secret),
+    /// Not from our login: state missing or different. Ignored, with a notice.
+    Refused(&'static str),
+    /// The provider's error for our login (`error=access_denied&error_description=...`).
+    Denied {
+        error: String,
+        description: Option<String>,
+    },
+    /// Our state, but neither a code nor an error.
+    Incomplete,
+}
+
+/// Where a verdict came from, for the wording of the notices.
+#[derive(Clone, Copy)]
+pub(crate) enum Origin {
+    Browser,
+    Paste,
+}
+
+/// Ends the wait with the code or the provider's error, or tells the user why a callback was
+/// ignored and keeps waiting (`Ok(None)`).
+pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<Secret>> {
+    let what = match origin {
+        Origin::Browser => "a login callback",
+        Origin::Paste => "the pasted text",
+    };
+    match verdict {
+        Verdict::Code(code) => Ok(Some(code)),
+        Verdict::Denied { error, description } => {
+            Err(provider_refused(&error, description.as_deref()))
+        }
+        Verdict::Refused(why) => {
+            notice(format!(
+                "refused {what}: {why} (it belongs to another login, or is forged); still waiting for this login"
+            ));
+            Ok(None)
+        }
+        Verdict::Incomplete => {
+            notice(format!(
+                "ignored {what}: it holds neither a code nor an error; still waiting for this login"
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// Classifies the parameters of a redirect. The state is checked first, so that an error
+/// callback with a wrong state is refused like any forged callback and cannot end the login.
+pub(crate) fn classify<'a>(
+    params: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
+    expected_state: &str,
+    rule: StateRule,
+) -> Verdict {
+    let (mut code, mut state, mut error, mut description) = (None, None, None, None);
+    for (name, value) in params {
+        // The first occurrence wins; a repeated parameter cannot override a checked one.
+        let slot = match name.as_ref() {
+            "code" => &mut code,
+            "state" => &mut state,
+            "error" => &mut error,
+            "error_description" => &mut description,
+            _ => continue,
+        };
+        if slot.is_none() {
+            *slot = Some(value.into_owned());
+        }
+    }
+    match (&state, rule) {
+        (None, StateRule::Required) => return Verdict::Refused("it carries no state"),
+        (None, StateRule::IfPresent) => {}
+        (Some(state), _) if !same_state(state, expected_state) => {
+            return Verdict::Refused("its state is not the one this login sent")
+        }
+        (Some(_), _) => {}
+    }
+    if let Some(error) = error {
+        return Verdict::Denied { error, description };
+    }
+    match code {
+        Some(code) if !code.is_empty() => Verdict::Code(Secret::new(code)),
+        _ => Verdict::Incomplete,
+    }
+}
+
+/// Compares in constant time, so the listener's timing says nothing about the expected state.
+fn same_state(given: &str, expected: &str) -> bool {
+    !expected.is_empty()
+        && given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+/// The error for `error=...` on the callback, with a next step that fits the error code
+/// (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6).
+pub(crate) fn provider_refused(error: &str, description: Option<&str>) -> anyhow::Error {
+    let next = match error {
+        "access_denied" => "if you did not cancel it, check that your account may use this client (or log in as another user), then run `kubecred login` to try again",
+        "invalid_scope" => "check the scopes (--scopes) against what the client may request",
+        "unauthorized_client" | "unsupported_response_type" | "invalid_request" => {
+            "the client is not set up for this login at the provider: check --client-id, --redirect-url and the redirect URIs registered for the client"
+        }
+        "login_required" | "consent_required" | "interaction_required" | "account_selection_required" => {
+            "the provider needs you to interact: drop --prompt none, then run `kubecred login`"
+        }
+        "server_error" | "temporarily_unavailable" => "the provider has a problem; try again in a minute",
+        _ => "run `kubecred login` to try again",
+    };
+    let detail = description
+        .filter(|text| !text.trim().is_empty())
+        .map(|text| format!(" ({})", printable_brief(text, 300)))
+        .unwrap_or_default();
+    fail(
+        Exit::Login,
+        format!(
+            "the identity provider refused the login: {}{detail}; {next}",
+            printable_brief(error, 100)
+        ),
+    )
+}
+
+/// Reads one request, answers it, and says what it was (`None`: not a callback at all).
+fn serve_connection(
+    mut stream: TcpStream,
+    callback_path: &str,
+    expected_state: &str,
+) -> Option<Verdict> {
+    // Accepted sockets inherit O_NONBLOCK from the listener on macOS and the BSDs.
+    stream.set_nonblocking(false).ok()?;
+    stream.set_write_timeout(Some(CONNECTION_TIMEOUT)).ok()?;
+    let head = match read_request_head(&mut stream, Instant::now() + CONNECTION_TIMEOUT) {
+        Ok(head) => head,
+        Err(err) => {
+            debug!(2, "ignored a login callback connection: {err}");
+            return None;
+        }
+    };
+    let (method, target) = match parse_request_line(&head) {
+        Some(parts) => parts,
+        None => {
+            respond(
+                &mut stream,
+                "400 Bad Request",
+                "Bad request",
+                "This is kubecred's login listener.",
+            );
+            return None;
+        }
+    };
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if method != "GET" || path != callback_path {
+        // Favicons and the like: not a callback, no notice.
+        respond(
+            &mut stream,
+            "404 Not Found",
+            "Not found",
+            "This is kubecred's login listener.",
+        );
+        return None;
+    }
+    let verdict = classify(
+        url::form_urlencoded::parse(query.as_bytes()),
+        expected_state,
+        StateRule::Required,
+    );
+    match &verdict {
+        Verdict::Code(_) => respond(
+            &mut stream,
+            "200 OK",
+            "Logged in",
+            "Logged in. You may close this tab and return to your terminal.",
+        ),
+        Verdict::Refused(_) => respond(
+            &mut stream,
+            "400 Bad Request",
+            "Login callback refused",
+            "kubecred refused this callback: it does not carry the state of the login in progress \
+             (it may belong to another login, or be a forgery). Return to your terminal.",
+        ),
+        Verdict::Denied { error, description } => {
+            let detail = description
+                .as_deref()
+                .map(|text| format!(" ({})", html_escape(text)))
+                .unwrap_or_default();
+            respond(
+                &mut stream,
+                "200 OK",
+                "Login failed",
+                &format!(
+                    "The identity provider refused the login: {}{detail}. Return to your terminal for what to do next.",
+                    html_escape(error)
+                ),
+            )
+        }
+        Verdict::Incomplete => respond(
+            &mut stream,
+            "400 Bad Request",
+            "Login callback incomplete",
+            "This callback carries neither a code nor an error. Return to your terminal.",
+        ),
+    }
+    Some(verdict)
+}
+
+/// Reads up to the blank line that ends the request head, within `deadline` and
+/// [`MAX_REQUEST_HEAD`] bytes. A GET has no body, so this is the whole request.
+fn read_request_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<String> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "request not sent in time",
+            ));
+        }
+        // Per read, the time left overall: a client trickling bytes cannot extend its time.
+        stream.set_read_timeout(Some(left))?;
+        let read = stream.read(&mut chunk)?;
+        if read == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "closed before a full request",
+            ));
+        }
+        head.extend_from_slice(&chunk[..read]);
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            return Ok(String::from_utf8_lossy(&head).into_owned());
+        }
+        if head.len() > MAX_REQUEST_HEAD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "request head too large",
+            ));
+        }
+    }
+}
+
+/// `GET /callback?code=... HTTP/1.1` → ("GET", "/callback?code=..."); origin-form targets only.
+fn parse_request_line(head: &str) -> Option<(&str, &str)> {
+    let mut parts = head.lines().next()?.split(' ');
+    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || !target.starts_with('/') || !version.starts_with("HTTP/1.") {
+        return None;
+    }
+    Some((method, target))
+}
+
+/// Writes a complete small HTML answer and closes our side. `body` must already be escaped.
+fn respond(stream: &mut TcpStream, status: &str, title: &str, body: &str) {
+    let page = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+         <body><h1>{title}</h1><p>{body}</p></body></html>\n"
+    );
+    // The page loads nothing, and with the code in its URL it must not be cached or leak it in
+    // a Referer; the CSP makes any markup that slipped through the escaping inert.
+    let answer = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nX-Content-Type-Options: nosniff\r\n\
+         Content-Security-Policy: default-src 'none'\r\nConnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    if let Err(err) = stream
+        .write_all(answer.as_bytes())
+        .and_then(|()| stream.flush())
+    {
+        debug!(2, "could not answer a login callback connection: {err}");
+    }
+    // A FIN after the page, rather than a reset that could make the browser drop it.
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub(crate) fn html_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit_code_of;
+    use std::io::Cursor;
+    use std::thread;
+
+    const STATE: &str = "expected-state-1234";
+
+    fn localhost_v4() -> SocketAddr {
+        "127.0.0.1:0".parse().unwrap()
+    }
+
+    fn ip_redirect() -> Url {
+        Url::parse("http://127.0.0.1/callback").unwrap()
+    }
+
+    fn ipv6_available() -> bool {
+        TcpListener::bind("[::1]:0").is_ok()
+    }
+
+    /// Sends one GET and returns (status line, whole answer).
+    fn get(address: SocketAddr, target: &str) -> (String, String) {
+        let mut stream = TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let status = answer.lines().next().unwrap_or_default().to_string();
+        (status, answer)
+    }
+
+    fn start(
+        listener: CallbackListener,
+        timeout: Duration,
+        paste: Option<PasteSource>,
+    ) -> thread::JoinHandle<anyhow::Result<Secret>> {
+        let deadline = Instant::now() + timeout;
+        thread::spawn(move || listener.wait(STATE, deadline, paste))
+    }
+
+    #[test]
+    fn forged_callback_is_refused_then_the_real_one_returns_the_code() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let waiting = start(listener, Duration::from_secs(10), None);
+
+        let (status, page) = get(address, "/callback?code=evil&state=forged");
+        assert!(status.contains("400"), "{status}");
+        assert!(page.contains("refused"), "{page}");
+        let (status, _) = get(address, "/callback?code=evil");
+        assert!(status.contains("400"), "{status}");
+
+        let (status, page) = get(address, &format!("/callback?code=the%2Fcode&state={STATE}"));
+        assert!(status.contains("200"), "{status}");
+        assert!(page.contains("Logged in. You may close this tab and return to your terminal."));
+        assert!(page.contains("Content-Security-Policy: default-src 'none'"));
+
+        let code = waiting.join().unwrap().unwrap();
+        assert_eq!(code.expose(), "the/code");
+    }
+
+    #[test]
+    fn provider_error_ends_the_wait_and_is_shown_escaped() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let waiting = start(listener, Duration::from_secs(10), None);
+
+        let (_, page) = get(
+            address,
+            &format!("/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state={STATE}"),
+        );
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(!page.contains("<script>"), "{page}");
+
+        let err = waiting.join().unwrap().unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Login);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("the identity provider refused the login: access_denied (<script>alert(1)</script>); "),
+            "{message}"
+        );
+        assert!(message.contains("kubecred login"), "{message}");
+    }
+
+    #[test]
+    fn provider_error_with_a_wrong_state_is_refused_and_the_wait_goes_on() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let waiting = start(listener, Duration::from_secs(10), None);
+
+        let (status, _) = get(address, "/callback?error=access_denied&state=forged");
+        assert!(status.contains("400"), "{status}");
+        let (status, _) = get(address, "/callback?error=access_denied");
+        assert!(status.contains("400"), "{status}");
+        get(address, &format!("/callback?code=real&state={STATE}"));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
+    }
+
+    #[test]
+    fn other_paths_and_methods_get_404_and_do_not_end_the_wait() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let waiting = start(listener, Duration::from_secs(10), None);
+
+        let (status, _) = get(address, "/favicon.ico");
+        assert!(status.contains("404"), "{status}");
+        let (status, _) = get(address, &format!("/other?code=x&state={STATE}"));
+        assert!(status.contains("404"), "{status}");
+        let mut post = TcpStream::connect(address).unwrap();
+        write!(
+            post,
+            "POST /callback?code=x&state={STATE} HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        post.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+
+        get(address, &format!("/callback?code=real&state={STATE}"));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
+    }
+
+    #[test]
+    fn a_silent_connection_does_not_delay_the_callback() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let waiting = start(listener, Duration::from_secs(10), None);
+
+        let _idle = TcpStream::connect(address).unwrap();
+        let mut partial = TcpStream::connect(address).unwrap();
+        partial.write_all(b"GET /callback?code=half").unwrap();
+        let started = Instant::now();
+        get(address, &format!("/callback?code=real&state={STATE}"));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn the_wait_ends_at_the_deadline_and_the_sockets_close() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let started = Instant::now();
+        let err = listener
+            .wait(STATE, Instant::now() + Duration::from_millis(300), None)
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(exit_code_of(&err), Exit::Login);
+        assert!(
+            err.to_string()
+                .starts_with("no login completed within 1s (--auth-timeout); "),
+            "{err}"
+        );
+        assert_eq!(
+            TcpStream::connect(address).unwrap_err().kind(),
+            io::ErrorKind::ConnectionRefused
+        );
+    }
+
+    #[test]
+    fn the_sockets_close_once_the_code_arrived() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let waiting = start(listener, Duration::from_secs(10), None);
+        get(address, &format!("/callback?code=real&state={STATE}"));
+        waiting.join().unwrap().unwrap();
+        assert!(TcpStream::connect(address).is_err());
+    }
+
+    #[test]
+    fn a_busy_address_moves_on_to_the_next() {
+        let other_program = TcpListener::bind(localhost_v4()).unwrap();
+        let busy = other_program.local_addr().unwrap();
+        let listener =
+            CallbackListener::bind(&[busy, localhost_v4()], Some(&ip_redirect())).unwrap();
+        let bound = listener.local_addresses()[0];
+        assert_ne!(bound.port(), busy.port());
+        assert_eq!(
+            listener.redirect_uri(),
+            format!("http://127.0.0.1:{}/callback", bound.port())
+        );
+    }
+
+    #[test]
+    fn all_addresses_busy_names_each_of_them() {
+        let first = TcpListener::bind(localhost_v4()).unwrap();
+        let second = TcpListener::bind(localhost_v4()).unwrap();
+        let (a, b) = (first.local_addr().unwrap(), second.local_addr().unwrap());
+        let err = CallbackListener::bind(&[a, b], Some(&ip_redirect())).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Login);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot listen for the login callback: {a}, {b} are all in use; \
+                 close the other program or pass --listen-address 127.0.0.1:0"
+            )
+        );
+    }
+
+    #[test]
+    fn redirect_uri_keeps_the_users_path_and_takes_the_bound_port() {
+        let user = Url::parse("http://127.0.0.1:9999/oidc/done").unwrap();
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&user)).unwrap();
+        let port = listener.local_addresses()[0].port();
+        assert_eq!(
+            listener.redirect_uri(),
+            format!("http://127.0.0.1:{port}/oidc/done")
+        );
+
+        let listener = CallbackListener::bind(&[localhost_v4()], None).unwrap();
+        let port = listener.local_addresses()[0].port();
+        assert_eq!(
+            listener.redirect_uri(),
+            format!("http://localhost:{port}/callback")
+        );
+    }
+
+    #[test]
+    fn an_ip_redirect_pins_the_address_it_names() {
+        // The configured addresses are 127.0.0.1; the redirect says [::1]: listen there.
+        if !ipv6_available() {
+            eprintln!("skipped: IPv6 loopback unavailable");
+            return;
+        }
+        let user = Url::parse("http://[::1]/callback").unwrap();
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&user)).unwrap();
+        let addresses = listener.local_addresses();
+        assert_eq!(addresses.len(), 1);
+        assert_eq!(addresses[0].ip(), IpAddr::V6(Ipv6Addr::LOCALHOST));
+        assert_eq!(
+            listener.redirect_uri(),
+            format!("http://[::1]:{}/callback", addresses[0].port())
+        );
+    }
+
+    #[test]
+    fn a_localhost_redirect_is_served_on_both_families() {
+        let listener = CallbackListener::bind(&[localhost_v4()], None).unwrap();
+        let addresses = listener.local_addresses();
+        let port = addresses[0].port();
+        if !ipv6_available() {
+            eprintln!("skipped the [::1] part: IPv6 loopback unavailable");
+            assert_eq!(addresses.len(), 1);
+            return;
+        }
+        assert_eq!(addresses.len(), 2, "{addresses:?}");
+        assert!(addresses.iter().all(|address| address.port() == port));
+        let waiting = start(listener, Duration::from_secs(10), None);
+        let via_v6 = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port);
+        let (status, _) = get(via_v6, "/favicon.ico");
+        assert!(status.contains("404"), "{status}");
+        get(via_v6, &format!("/callback?code=over-v6&state={STATE}"));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "over-v6");
+    }
+
+    #[test]
+    fn a_busy_twin_port_makes_the_address_busy_for_localhost() {
+        if !ipv6_available() {
+            eprintln!("skipped: IPv6 loopback unavailable");
+            return;
+        }
+        let other_program = TcpListener::bind("[::1]:0").unwrap();
+        let port = other_program.local_addr().unwrap().port();
+        let same_port_v4 = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+        if TcpListener::bind(same_port_v4).is_err() {
+            eprintln!("skipped: 127.0.0.1:{port} happens to be taken");
+            return;
+        }
+        let listener = CallbackListener::bind(&[same_port_v4, localhost_v4()], None).unwrap();
+        assert_ne!(listener.local_addresses()[0].port(), port);
+
+        let err = CallbackListener::bind(&[same_port_v4], None).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "127.0.0.1:{port} (with [::1]:{port}, for localhost) is in use"
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let pasted = format!(
+            "\nhttp://localhost:8000/callback?code=wrong&state=forged\nhttp://localhost:8000/callback?code=pasted%2B1&state={STATE}\n"
+        );
+        let paste = PasteSource::from_reader(Cursor::new(pasted));
+        let waiting = start(listener, Duration::from_secs(10), Some(paste));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "pasted+1");
+
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let paste = PasteSource::from_reader(Cursor::new("  bare-code-42  \n"));
+        let waiting = start(listener, Duration::from_secs(10), Some(paste));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "bare-code-42");
+    }
+
+    #[test]
+    fn a_pasted_url_without_state_is_refused_and_closed_stdin_leaves_the_browser() {
+        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+        let address = listener.local_addresses()[0];
+        let paste =
+            PasteSource::from_reader(Cursor::new("http://localhost/callback?code=nostate\n"));
+        let waiting = start(listener, Duration::from_secs(10), Some(paste));
+        thread::sleep(Duration::from_millis(200));
+        get(address, &format!("/callback?code=browser&state={STATE}"));
+        assert_eq!(waiting.join().unwrap().unwrap().expose(), "browser");
+    }
+
+    #[test]
+    fn html_is_escaped() {
+        assert_eq!(
+            html_escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn request_lines_are_parsed_strictly() {
+        assert_eq!(
+            parse_request_line("GET /callback?code=1 HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Some(("GET", "/callback?code=1"))
+        );
+        assert_eq!(
+            parse_request_line("GET http://evil/callback HTTP/1.1\r\n\r\n"),
+            None
+        );
+        assert_eq!(parse_request_line("GET /a b HTTP/1.1\r\n\r\n"), None);
+        assert_eq!(parse_request_line("garbage\r\n\r\n"), None);
+    }
+
+    #[test]
+    fn state_comparison() {
+        assert!(same_state("abc", "abc"));
+        assert!(!same_state("abd", "abc"));
+        assert!(!same_state("ab", "abc"));
+        assert!(!same_state("", ""));
+    }
+}
