@@ -35,7 +35,7 @@ pub enum Command {
 /// How to obtain a token. kubelogin's `--grant-type` values are accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GrantType {
-    /// Browser login (authorization code + PKCE), unless the settings imply a non-interactive grant.
+    /// Browser login (authorization code + PKCE); CI jobs choose their grant explicitly.
     Auto,
     /// Authorization code + PKCE through a browser and a loopback listener.
     Authcode,
@@ -274,6 +274,24 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_reads_its_kubecred_environment_variable() {
+        let command = Cli::command();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        for arg in get_token.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if matches!(long, "help" | "verbose") {
+                continue; // -v is counted; KUBECRED_VERBOSE is read in config.rs
+            }
+            let expected = format!("KUBECRED_{}", long.to_uppercase().replace('-', "_"));
+            assert_eq!(
+                arg.get_env().and_then(|v| v.to_str()),
+                Some(expected.as_str()),
+                "--{long}"
+            );
+        }
     }
 
     #[test]

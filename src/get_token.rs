@@ -1,0 +1,189 @@
+//! The exec credential path: answer from the cache when the token is fresh, otherwise take the
+//! entry's lock, look again, refresh or log in once, save, and print.
+//!
+//! The cache-hit path (`cached_credential`) reads one small file and renders JSON: it builds no
+//! HTTP or TLS client, does no discovery, reads no JWKS and calls no keyring (in `auto` and
+//! `disk` storage). Everything slow happens under the lock, so N parallel kubectl processes
+//! cause one request to the identity provider, and one browser tab.
+
+use crate::cache::{EntryLock, TokenCache};
+use crate::config::{Config, Grant};
+use crate::error::{fail, Exit};
+use crate::exec_credential;
+use crate::grants::{RefreshOutcome, Session};
+use crate::login::cooldown::Cooldown;
+use crate::tokens::Tokens;
+use chrono::Utc;
+
+/// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    GetToken,
+    ExplicitLogin,
+}
+
+/// `kubecred get-token`: the ExecCredential document to print.
+pub fn get_token(config: &Config) -> anyhow::Result<String> {
+    let cache = TokenCache::new(config);
+    if !config.force_refresh {
+        if let Some(document) = cached_credential(config, &cache)? {
+            crate::debug!(1, "cache hit");
+            return Ok(document);
+        }
+    }
+    let tokens = obtain_under_lock(config, &cache, Trigger::GetToken)?;
+    render(config, &tokens)
+}
+
+/// `kubecred login`: a fresh login (or refresh, with --force-refresh semantics) now.
+pub fn login(config: &Config) -> anyhow::Result<Tokens> {
+    let cache = TokenCache::new(config);
+    obtain_under_lock(config, &cache, Trigger::ExplicitLogin)
+}
+
+/// `kubecred logout`: forget this entry's tokens.
+pub fn logout(config: &Config) -> anyhow::Result<()> {
+    let cache = TokenCache::new(config);
+    let lock = cache.lock(config.lock_timeout)?;
+    cache.remove(&lock)?;
+    cooldown_for(&cache).clear();
+    Ok(())
+}
+
+/// The cache-hit path. Returns `None` when there is no fresh credential.
+fn cached_credential(config: &Config, cache: &TokenCache) -> anyhow::Result<Option<String>> {
+    let Some(cached) = cache.load()? else {
+        return Ok(None);
+    };
+    Ok(cached
+        .tokens
+        .fresh_credential(config.token_kind, Utc::now(), config.min_validity)
+        .map(|(token, expiry)| exec_credential::render(config.exec.api_version, token, expiry)))
+}
+
+fn render(config: &Config, tokens: &Tokens) -> anyhow::Result<String> {
+    let (token, expiry) = tokens.credential(config.token_kind).ok_or_else(|| {
+        let what = match config.token_kind {
+            crate::config::TokenKind::IdToken => {
+                "no ID token; request the openid scope, or pass --use-access-token"
+            }
+            crate::config::TokenKind::AccessToken => {
+                "no access token with a known expiry (no exp claim, no expires_in)"
+            }
+        };
+        fail(Exit::Provider, format!("{} returned {what}", config.issuer))
+    })?;
+    if expiry <= Utc::now() {
+        return Err(fail(
+            Exit::Provider,
+            format!(
+                "{} returned a token that has already expired ({expiry}); check the clocks of this machine and the provider",
+                config.issuer
+            ),
+        ));
+    }
+    Ok(exec_credential::render(
+        config.exec.api_version,
+        token,
+        expiry,
+    ))
+}
+
+fn cooldown_for(cache: &TokenCache) -> Cooldown {
+    Cooldown::new(cache.state_path("login-failed"))
+}
+
+/// Single flight: everything that talks to the provider happens here, under the entry's lock.
+fn obtain_under_lock(
+    config: &Config,
+    cache: &TokenCache,
+    trigger: Trigger,
+) -> anyhow::Result<Tokens> {
+    let lock = cache.lock(config.lock_timeout)?;
+    let forced = config.force_refresh || trigger == Trigger::ExplicitLogin;
+
+    // Another process may have refreshed or logged in while we waited for the lock.
+    let cached = cache.load()?;
+    if !forced {
+        if let Some(cached) = &cached {
+            if cached
+                .tokens
+                .fresh_credential(config.token_kind, Utc::now(), config.min_validity)
+                .is_some()
+            {
+                crate::debug!(1, "another kubecred refreshed the token while we waited");
+                return Ok(cached.tokens.clone());
+            }
+        }
+    }
+
+    let session = Session::new(config)?;
+
+    // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
+    if trigger == Trigger::GetToken {
+        if let Some(cached) = &cached {
+            if let Some(refresh_token) = cache.refresh_token(cached, &lock)? {
+                match session.refresh(&refresh_token)? {
+                    RefreshOutcome::Refreshed(tokens) => {
+                        if tokens.credential(config.token_kind).is_some() {
+                            cache.save(&tokens, &lock)?;
+                            return Ok(tokens);
+                        }
+                        crate::debug!(
+                            1,
+                            "the refresh response lacks the token kubectl needs; logging in again"
+                        );
+                    }
+                    RefreshOutcome::Rejected(reason) => {
+                        crate::debug!(
+                            1,
+                            "refresh token rejected ({reason}); dropping the cache entry"
+                        );
+                        // A leftover keyring item must not stand between the user and a new login.
+                        if let Err(err) = cache.remove(&lock) {
+                            crate::log::notice(format!(
+                                "could not delete the rejected token: {}",
+                                crate::error::one_line(&err)
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    obtain_new(config, cache, &session, trigger, &lock)
+}
+
+/// A new grant. Interactive logins respect the cool-down after a failed login, so that kubectl
+/// retries and background callers do not open a browser tab each.
+fn obtain_new(
+    config: &Config,
+    cache: &TokenCache,
+    session: &Session,
+    trigger: Trigger,
+    lock: &EntryLock,
+) -> anyhow::Result<Tokens> {
+    if config.grant == Grant::ClientCredentials {
+        let tokens = session.obtain()?;
+        cache.save(&tokens, lock)?;
+        return Ok(tokens);
+    }
+    let cooldown = cooldown_for(cache);
+    if trigger == Trigger::GetToken && !config.force_refresh {
+        cooldown.check(config.login.cooldown, Utc::now())?;
+    }
+    match session.obtain() {
+        Ok(tokens) => {
+            cooldown.clear();
+            cache.save(&tokens, lock)?;
+            Ok(tokens)
+        }
+        Err(err) => {
+            if crate::error::exit_code_of(&err) == Exit::Login {
+                cooldown.record_failure(&crate::error::one_line(&err), Utc::now());
+            }
+            Err(err)
+        }
+    }
+}
