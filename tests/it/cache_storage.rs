@@ -1,0 +1,187 @@
+//! The token cache on disk: private files, corrupt entries, `none`, and `logout`.
+
+use crate::support::*;
+use std::os::unix::fs::PermissionsExt;
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn cache_files_are_private() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    env.kubecred_owned(&env.cc_args(&bed))
+        .arg("--cache-storage=disk")
+        .run()
+        .success();
+    let files = cache_token_files(&env.cache_dir());
+    assert_eq!(files.len(), 1);
+    assert_eq!(mode(&env.cache_dir()), 0o700);
+    assert_eq!(mode(files[0].parent().unwrap()), 0o700);
+    assert_eq!(mode(&files[0]), 0o600);
+}
+
+#[test]
+fn a_corrupt_entry_is_a_miss_and_is_replaced() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let args = env.cc_args(&bed);
+    env.kubecred_owned(&args).run().success();
+    let file = cache_token_files(&env.cache_dir()).remove(0);
+    std::fs::write(&file, b"{\"truncated\": ").unwrap();
+    env.kubecred_owned(&args).run().success();
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+    // Replaced by a good entry: the next run is a hit.
+    env.kubecred_owned(&args).run().success();
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+    assert!(serde_json::from_slice::<serde_json::Value>(&std::fs::read(&file).unwrap()).is_ok());
+}
+
+#[test]
+fn storage_none_asks_the_provider_every_time() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    for _ in 0..2 {
+        env.kubecred_owned(&env.cc_args(&bed))
+            .arg("--cache-storage=none")
+            .run()
+            .success();
+    }
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+}
+
+#[test]
+fn logout_forgets_the_entry() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let args = env.cc_args(&bed);
+    env.kubecred_owned(&args).run().success();
+    let mut logout = args.clone();
+    logout[0] = "logout".into();
+    env.kubecred_owned(&logout)
+        .run()
+        .success()
+        .stderr_contains("forgot");
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+    env.kubecred_owned(&args).run().success();
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+}
+
+#[test]
+fn min_validity_and_force_refresh_bypass_the_cache() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let args = env.cc_args(&bed);
+    env.kubecred_owned(&args).run().success();
+    env.kubecred_owned(&args)
+        .arg("--force-refresh")
+        .run()
+        .success();
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+    // The test bed's tokens live 600s: asking for 20 minutes of validity forces a new one.
+    env.kubecred_owned(&args)
+        .arg("--min-validity=20m")
+        .run()
+        .success();
+    assert_eq!(bed.token_requests("client_credentials"), 3);
+}
+
+/// The real keyring tests run where scripts/test.sh provides a Secret Service daemon
+/// (gnome-keyring in a private D-Bus session) and sets KUBECRED_TEST_KEYRING=1.
+fn keyring_available() -> bool {
+    let on = std::env::var("KUBECRED_TEST_KEYRING").is_ok_and(|v| v == "1");
+    if !on {
+        eprintln!("skipped: needs a Secret Service daemon; run scripts/test.sh");
+    }
+    on
+}
+
+#[test]
+fn keyring_storage_keeps_nothing_on_disk() {
+    if !keyring_available() {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let args = env.cc_args(&bed);
+    let first = env
+        .kubecred_owned(&args)
+        .arg("--cache-storage=keyring")
+        .run()
+        .success();
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+    let second = env
+        .kubecred_owned(&args)
+        .arg("--cache-storage=keyring")
+        .run()
+        .success();
+    assert_eq!(first.token(), second.token());
+    assert_eq!(
+        bed.token_requests("client_credentials"),
+        1,
+        "the second run is a keyring hit"
+    );
+    let mut logout = args.clone();
+    logout[0] = "logout".into();
+    env.kubecred_owned(&logout)
+        .arg("--cache-storage=keyring")
+        .run()
+        .success();
+    env.kubecred_owned(&args)
+        .arg("--cache-storage=keyring")
+        .run()
+        .success();
+    assert_eq!(
+        bed.token_requests("client_credentials"),
+        2,
+        "logout removed the keyring entry"
+    );
+}
+
+#[test]
+fn keyring_storage_without_a_keyring_is_a_clear_error() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    env.kubecred_owned(&env.cc_args(&bed))
+        .arg("--cache-storage=keyring")
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+        .run()
+        .failure(5)
+        .stderr_contains("--cache-storage disk");
+    assert_eq!(
+        bed.total_token_requests(),
+        0,
+        "fails before asking the provider"
+    );
+}
+
+#[test]
+fn auto_storage_puts_the_refresh_token_in_the_keyring_and_refreshes_from_it() {
+    if !keyring_available() {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let args = authcode_args(&bed);
+    env.kubecred_owned(&args).run().success();
+    let files = cache_token_files(&env.cache_dir());
+    assert_eq!(files.len(), 1);
+    let entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    let text = entry.to_string();
+    assert!(
+        text.contains("id_token"),
+        "short-lived tokens stay on disk: {text}"
+    );
+    assert!(
+        !text.contains("\"refresh_token\":\""),
+        "the refresh token is not on disk: {text}"
+    );
+    expire_cached_tokens(&env.cache_dir());
+    env.kubecred_owned(&args).run().success();
+    let stats = bed.stats();
+    assert_eq!(stats["token"]["refresh_token"], 1, "{stats}");
+    assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
+}

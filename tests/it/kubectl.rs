@@ -1,0 +1,76 @@
+//! The real kubectl runs kubecred from a kubeconfig exec stanza against the HTTPS API stand-in,
+//! which verifies the bearer JWT as kube-apiserver's OIDC authenticator does.
+
+use crate::support::*;
+use serde_json::json;
+
+fn whoami(env: &TestEnv, kubeconfig: &std::path::Path) -> String {
+    let run = env
+        .kubectl(kubeconfig, &["auth", "whoami", "-o", "json"])
+        .run()
+        .success();
+    let review: serde_json::Value = serde_json::from_str(&run.stdout()).unwrap();
+    review["status"]["userInfo"]["username"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn kubectl_with_v1_and_v1beta1() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    for api_version in [V1, V1BETA1] {
+        let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(api_version, env.cc_args(&bed)));
+        env.kubectl(&kubeconfig, &["get", "--raw", "/version"])
+            .run()
+            .success()
+            .stdout_contains("v1.32.4-testbed");
+        assert_eq!(whoami(&env, &kubeconfig), CC_CLIENT);
+    }
+    // Both kubeconfigs share one cache entry: one token request in all.
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+}
+
+#[test]
+fn kubectl_with_provide_cluster_info_and_the_cluster_extension() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut spec = KubeconfigSpec::new(V1, vec!["get-token".into()]);
+    spec.provide_cluster_info = true;
+    spec.cluster_extension = Some(json!({
+        "issuerURL": bed.issuer,
+        "clientID": CC_CLIENT,
+        "grantType": "client-credentials",
+        "resource": RESOURCE,
+    }));
+    // The secret comes from the exec stanza's env, as a CI job would set it.
+    spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
+    let kubeconfig = env.kubeconfig(&bed, spec);
+    assert_eq!(whoami(&env, &kubeconfig), CC_CLIENT);
+
+    // Without provideClusterInfo the extension is not seen: kubectl shows our error line.
+    let mut spec = KubeconfigSpec::new(V1, vec!["get-token".into()]);
+    spec.cluster_extension = Some(json!({"issuerURL": bed.issuer, "clientID": CC_CLIENT}));
+    let kubeconfig = env.kubeconfig(&bed, spec);
+    env.kubectl(&kubeconfig, &["get", "--raw", "/version"])
+        .run()
+        .stderr_contains("no issuer URL");
+}
+
+#[test]
+fn the_api_stand_in_rejects_a_token_for_another_audience() {
+    // A real check that can fail: the stand-in verifies aud, so a token for another resource is
+    // refused and kubectl reports Unauthorized.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = env.cc_args(&bed);
+    args.retain(|a| !a.starts_with("--resource"));
+    args.push("--resource=https://somewhere-else.testbed".into());
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, args));
+    let run = env
+        .kubectl(&kubeconfig, &["get", "--raw", "/version"])
+        .run();
+    assert!(!run.output.status.success());
+    run.stderr_contains("Unauthorized");
+}

@@ -1,0 +1,336 @@
+//! Interactive logins with a real headless Chromium against the real OpenID Provider:
+//! authorization code + PKCE through the loopback listener, the device flow, refused forged
+//! callbacks, denial, timeouts, the cool-down, busy ports, and no tab storms.
+
+use crate::support::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[test]
+fn kubectl_logs_in_through_the_browser() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let log = env.dir.path().join("browser.log");
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, authcode_args(&bed)));
+    env.kubectl(&kubeconfig, &["auth", "whoami"])
+        .env("TESTBED_BROWSER_LOG", &log)
+        .run()
+        .success()
+        .stdout_contains("alice");
+    // The second kubectl is answered from the cache: no browser, no provider.
+    env.kubectl(&kubeconfig, &["get", "--raw", "/version"])
+        .env("TESTBED_BROWSER_LOG", &log)
+        .run()
+        .success();
+    assert_eq!(browser_launches(&log), 1);
+    let stats = bed.stats();
+    assert_eq!(stats["authorization"], 1, "{stats}");
+    assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
+}
+
+#[test]
+fn the_localhost_redirect_works_over_ipv4_and_the_login_hint_is_sent() {
+    // The default redirect is http://localhost:<port>/callback; the listener answers on
+    // 127.0.0.1 and (where the machine has it) [::1].
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = authcode_args(&bed);
+    args.push("--login-hint=alice@testbed.example".into());
+    args.push("--auth-param=ui_locales=en".into());
+    let run = env.kubecred_owned(&args).arg("-v").run().success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+}
+
+#[test]
+fn the_browser_commands_stdout_never_reaches_kubecreds_stdout() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let run = env
+        .kubecred_owned(&authcode_args(&bed))
+        .env("TESTBED_BROWSER_NOISY", "1")
+        .run()
+        .success()
+        .stderr_contains("BROWSER-STDOUT-NOISE");
+    assert!(!run.stdout().contains("BROWSER-STDOUT-NOISE"));
+    run.credential();
+}
+
+#[test]
+fn a_denied_login_fails_then_cools_down_without_opening_another_tab() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let log = env.dir.path().join("browser.log");
+    let args = authcode_args(&bed);
+    env.kubecred_owned(&args)
+        .env("TESTBED_BROWSER_ACTION", "deny")
+        .env("TESTBED_BROWSER_LOG", &log)
+        .run()
+        .failure(4)
+        .stderr_contains("access_denied");
+    assert_eq!(browser_launches(&log), 1);
+    // kubectl retries at once: fail fast, no new tab.
+    let started = Instant::now();
+    env.kubecred_owned(&args)
+        .env("TESTBED_BROWSER_LOG", &log)
+        .run()
+        .failure(4)
+        .stderr_contains("failed")
+        .stderr_contains("kubecred login");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        browser_launches(&log),
+        1,
+        "the cool-down must not open a browser"
+    );
+    // An explicit login bypasses the cool-down.
+    let mut login = args.clone();
+    login[0] = "login".into();
+    env.kubecred_owned(&login)
+        .env("TESTBED_BROWSER_LOG", &log)
+        .run()
+        .success()
+        .stderr_contains("logged in");
+    assert_eq!(browser_launches(&log), 2);
+    env.kubecred_owned(&args).run().success();
+}
+
+#[test]
+fn an_abandoned_login_times_out_and_force_refresh_bypasses_the_cool_down() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let args = authcode_args(&bed);
+    env.kubecred_owned(&args)
+        .arg("--auth-timeout=3s")
+        .env("TESTBED_BROWSER_ACTION", "ignore")
+        .run()
+        .failure(4)
+        .stderr_contains("no login completed within 3s");
+    env.kubecred_owned(&args)
+        .run()
+        .failure(4)
+        .stderr_contains("--force-refresh");
+    // The retry gets the default timeout: Chromium may take a few seconds to start.
+    env.kubecred_owned(&args)
+        .arg("--force-refresh")
+        .run()
+        .success();
+}
+
+#[test]
+fn all_listen_addresses_busy_is_a_clear_error() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let first = TcpListener::bind("127.0.0.1:0").unwrap();
+    let second = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (a, b) = (first.local_addr().unwrap(), second.local_addr().unwrap());
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--listen-address"));
+    args.push(format!("--listen-address={a}"));
+    args.push(format!("--listen-address={b}"));
+    env.kubecred_owned(&args)
+        .run()
+        .failure(4)
+        .stderr_contains(&a.to_string())
+        .stderr_contains(&b.to_string());
+}
+
+#[test]
+fn a_busy_listen_address_moves_on_to_the_next() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--listen-address"));
+    args.push(format!("--listen-address={}", busy.local_addr().unwrap()));
+    args.push("--listen-address=127.0.0.1:0".into());
+    env.kubecred_owned(&args).run().success();
+}
+
+/// Reads kubecred's stderr until the login URL appears.
+fn login_url_from(stderr: &mut impl BufRead, seen: &mut String) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "no login URL on stderr: {seen}"
+        );
+        seen.push_str(&line);
+        if let Some(start) = line.find("http") {
+            let url = line[start..].trim().to_string();
+            if url.contains("/auth") {
+                return url;
+            }
+        }
+    }
+}
+
+fn http_get(url: &url::Url) -> String {
+    let mut stream = TcpStream::connect((
+        url.host_str().unwrap().trim_matches(['[', ']']),
+        url.port().unwrap(),
+    ))
+    .unwrap();
+    write!(
+        stream,
+        "GET {} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        &url[url::Position::BeforePath..]
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn a_forged_callback_is_refused_and_the_real_login_still_completes() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--browser-command"));
+    args.push("--skip-open-browser".into());
+    args.push("--redirect-url=http://127.0.0.1/callback".into());
+    let mut child = env
+        .kubecred_owned(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let login_url = url::Url::parse(&login_url_from(&mut stderr, &mut seen)).unwrap();
+    let redirect = login_url
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    let forged = url::Url::parse(&format!(
+        "{redirect}?code=forged-code-4711&state=not-the-state"
+    ))
+    .unwrap();
+    let response = http_get(&forged);
+    assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+    let missing_state = url::Url::parse(&format!("{redirect}?code=forged-code-4711")).unwrap();
+    assert!(http_get(&missing_state).starts_with("HTTP/1.1 400"));
+    // The wait goes on: the real browser login completes it.
+    let status = std::process::Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .arg(login_url.as_str())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(output.status.success(), "stderr: {seen}{rest}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ExecCredential"));
+    assert!(
+        !format!("{seen}{rest}").contains("forged-code-4711"),
+        "a code must never be echoed: {rest}"
+    );
+}
+
+#[test]
+fn eight_parallel_kubectl_processes_open_one_browser_tab() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let log = env.dir.path().join("browser.log");
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, authcode_args(&bed)));
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            env.kubectl(
+                &kubeconfig,
+                &[
+                    "auth",
+                    "whoami",
+                    "-o",
+                    "jsonpath={.status.userInfo.username}",
+                ],
+            )
+            .env("TESTBED_BROWSER_LOG", &log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "alice");
+    }
+    assert_eq!(browser_launches(&log), 1);
+    let stats = bed.stats();
+    assert_eq!(stats["authorization"], 1, "{stats}");
+    assert_eq!(stats["token"]["total"], 1, "{stats}");
+}
+
+fn device_args(bed: &Testbed) -> Vec<String> {
+    vec![
+        "get-token".into(),
+        format!("--issuer-url={}", bed.issuer),
+        format!("--client-id={PUBLIC_CLIENT}"),
+        "--grant-type=device-code".into(),
+        format!("--browser-command={}", browser_command()),
+    ]
+}
+
+#[test]
+fn device_flow_approved_in_the_browser_with_slow_down() {
+    let bed = Testbed::start_with(serde_json::json!({"deviceSlowDown": 1}));
+    let env = TestEnv::new();
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, device_args(&bed)));
+    let run = env
+        .kubectl(&kubeconfig, &["auth", "whoami"])
+        .run()
+        .success()
+        .stdout_contains("alice");
+    // The code and a QR code were shown on stderr (kubectl passes the plugin's stderr through).
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("▀") || stderr.contains("█") || stderr.contains("▄"),
+        "QR code expected: {stderr}"
+    );
+    let stats = bed.stats();
+    assert_eq!(stats["device_authorization"], 1, "{stats}");
+    let polls = stats["token"]["urn:ietf:params:oauth:grant-type:device_code"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        polls >= 2,
+        "slow_down answered at least once before the token: {stats}"
+    );
+}
+
+#[test]
+fn device_flow_denied_is_a_clear_error() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    env.kubecred_owned(&device_args(&bed))
+        .env("TESTBED_BROWSER_ACTION", "deny")
+        .run()
+        .failure(4)
+        .stderr_contains("access_denied");
+}
+
+#[test]
+fn authcode_keyboard_needs_an_interactive_session() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    env.kubecred(&[
+        "get-token",
+        &format!("--issuer-url={}", bed.issuer),
+        &format!("--client-id={PUBLIC_CLIENT}"),
+        "--grant-type=authcode-keyboard",
+    ])
+    .env("KUBERNETES_EXEC_INFO", exec_info(V1, false))
+    .run()
+    .failure(4)
+    .stderr_contains("device-code");
+}

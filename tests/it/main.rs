@@ -1,0 +1,14 @@
+//! kubecred's integration tests: one binary, each test with its own temp HOME and cache, a real
+//! OpenID Provider (npm `oidc-provider`) and an HTTPS stand-in for kube-apiserver's OIDC
+//! authenticator on loopback (`tests/support/testbed.mjs`), the real kubectl, and Debian's
+//! headless Chromium for browser logins. `scripts/test.sh` installs the Node packages.
+
+mod support;
+
+mod cache_storage;
+mod client_credentials;
+mod concurrency;
+mod exec_protocol;
+mod kubectl;
+mod login;
+mod refresh;

@@ -1,0 +1,539 @@
+//! The test environment: temp dirs, the test bed, and runners for kubecred and kubectl whose
+//! assertions print the command, stdout and stderr when they fail.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const V1: &str = "client.authentication.k8s.io/v1";
+pub const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
+pub const RESOURCE: &str = "https://kubernetes.testbed";
+pub const CC_CLIENT: &str = "kubecred-cc";
+pub const CC_SECRET: &str = "testbed-cc-secret";
+pub const CC_POST_CLIENT: &str = "kubecred-cc-post";
+pub const CC_POST_SECRET: &str = "testbed-cc-post-secret";
+pub const PUBLIC_CLIENT: &str = "kubecred";
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn kubecred_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kubecred"))
+}
+
+/// A running test bed (IdP + API stand-in). Stopped when dropped (its stdin closes).
+pub struct Testbed {
+    child: Child,
+    pub issuer: String,
+    pub api_server: String,
+    pub ca_file: PathBuf,
+    pub ca_data: String,
+    pub admin: String,
+}
+
+impl Testbed {
+    pub fn start() -> Testbed {
+        Self::start_with(json!({}))
+    }
+
+    pub fn start_with(options: Value) -> Testbed {
+        let support = repo_root().join("tests/support");
+        assert!(
+            support.join("node_modules/oidc-provider").exists(),
+            "tests/support/node_modules is missing: run scripts/test.sh (it runs `npm ci` there)"
+        );
+        let mut child = Command::new("node")
+            .arg(support.join("testbed.mjs"))
+            .arg(options.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting node tests/support/testbed.mjs");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("reading the test bed's startup line");
+        let info: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|err| panic!("test bed startup line {line:?}: {err}"));
+        let text = |key: &str| {
+            info[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("{key} in {info}"))
+                .to_string()
+        };
+        Testbed {
+            issuer: text("issuer"),
+            api_server: text("api_server"),
+            ca_file: PathBuf::from(text("ca_file")),
+            ca_data: text("ca_data"),
+            admin: text("admin"),
+            child,
+        }
+    }
+
+    fn admin_client(&self) -> reqwest::blocking::Client {
+        let ca = std::fs::read(&self.ca_file).unwrap();
+        reqwest::blocking::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap()
+    }
+
+    pub fn stats(&self) -> Value {
+        self.admin_client()
+            .get(format!("{}/stats", self.admin))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.json())
+            .expect("test bed stats")
+    }
+
+    /// Token endpoint requests of one grant type so far.
+    pub fn token_requests(&self, grant_type: &str) -> u64 {
+        self.stats()["token"][grant_type].as_u64().unwrap_or(0)
+    }
+
+    pub fn total_token_requests(&self) -> u64 {
+        self.stats()["token"]["total"].as_u64().unwrap_or(0)
+    }
+
+    pub fn reset_stats(&self) {
+        self.admin_client()
+            .post(format!("{}/reset", self.admin))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .expect("test bed reset");
+    }
+
+    pub fn configure(&self, knobs: Value) {
+        self.admin_client()
+            .post(format!("{}/config", self.admin))
+            .json(&knobs)
+            .send()
+            .and_then(|r| r.error_for_status())
+            .expect("test bed config");
+    }
+
+    pub fn revoke_refresh_tokens(&self) {
+        self.admin_client()
+            .post(format!("{}/revoke-refresh-tokens", self.admin))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .expect("test bed revoke");
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One test's private world: HOME, cache dir, kubeconfig dir.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::Builder::new()
+            .prefix("kubecred-it-")
+            .tempdir()
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        TestEnv { dir }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    /// A clean environment: nothing from the developer's shell leaks in (no KUBECRED_*, no
+    /// BROWSER, no DISPLAY), so tests read like a specification.
+    fn base_command(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_CACHE_HOME", self.home().join(".cache"))
+            .stdin(Stdio::null());
+        for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
+            if let Ok(value) = std::env::var(passthrough) {
+                cmd.env(passthrough, value);
+            }
+        }
+        cmd
+    }
+
+    /// `kubecred <args>` with the test's cache dir and storage `disk` unless the args say otherwise.
+    pub fn kubecred(&self, args: &[&str]) -> Command {
+        let mut cmd = self.base_command(&kubecred_bin());
+        cmd.args(args);
+        if !args.iter().any(|a| a.starts_with("--cache-dir")) {
+            cmd.arg(format!("--cache-dir={}", self.cache_dir().display()));
+        }
+        cmd
+    }
+
+    /// kubecred arguments for client credentials against the test bed.
+    pub fn cc_args(&self, bed: &Testbed) -> Vec<String> {
+        vec![
+            "get-token".into(),
+            format!("--issuer-url={}", bed.issuer),
+            format!("--client-id={CC_CLIENT}"),
+            format!("--client-secret={CC_SECRET}"),
+            "--grant-type=client-credentials".into(),
+            format!("--resource={RESOURCE}"),
+        ]
+    }
+
+    pub fn kubecred_owned(&self, args: &[String]) -> Command {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.kubecred(&refs)
+    }
+
+    /// Writes a kubeconfig whose user runs kubecred; returns its path.
+    pub fn kubeconfig(&self, bed: &Testbed, spec: KubeconfigSpec) -> PathBuf {
+        let mut cluster = json!({
+            "server": bed.api_server,
+            "certificate-authority-data": bed.ca_data,
+        });
+        if let Some(extension) = &spec.cluster_extension {
+            cluster["extensions"] = json!([{
+                "name": "client.authentication.k8s.io/exec",
+                "extension": extension,
+            }]);
+        }
+        let mut args = spec.args.clone();
+        if !args.iter().any(|a| a.starts_with("--cache-dir")) {
+            args.push(format!("--cache-dir={}", self.cache_dir().display()));
+        }
+        let mut exec = json!({
+            "apiVersion": spec.api_version,
+            "command": kubecred_bin(),
+            "args": args,
+            "interactiveMode": "Never",
+            "provideClusterInfo": spec.provide_cluster_info,
+        });
+        if !spec.env.is_empty() {
+            exec["env"] = Value::Array(
+                spec.env
+                    .iter()
+                    .map(|(k, v)| json!({"name": k, "value": v}))
+                    .collect(),
+            );
+        }
+        let config = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "testbed", "cluster": cluster}],
+            "users": [{"name": "sso", "user": {"exec": exec}}],
+            "contexts": [{"name": "testbed", "context": {"cluster": "testbed", "user": "sso"}}],
+            "current-context": "testbed",
+        });
+        let path = self
+            .dir
+            .path()
+            .join(format!("kubeconfig-{}.json", rand_suffix()));
+        std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+        path
+    }
+
+    pub fn kubectl(&self, kubeconfig: &Path, args: &[&str]) -> Command {
+        let mut cmd = self.base_command(Path::new("/usr/bin/kubectl"));
+        cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg("--request-timeout=60s")
+            .args(args);
+        cmd
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+pub struct KubeconfigSpec {
+    pub api_version: &'static str,
+    pub args: Vec<String>,
+    pub provide_cluster_info: bool,
+    pub cluster_extension: Option<Value>,
+    pub env: Vec<(String, String)>,
+}
+
+impl KubeconfigSpec {
+    pub fn new(api_version: &'static str, args: Vec<String>) -> Self {
+        KubeconfigSpec {
+            api_version,
+            args,
+            provide_cluster_info: false,
+            cluster_extension: None,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// The outcome of a command, with assertions that show everything on failure.
+pub struct Run {
+    pub command: String,
+    pub output: Output,
+}
+
+pub trait RunExt {
+    fn run(&mut self) -> Run;
+    fn run_with_stdin(&mut self, input: &str) -> Run;
+}
+
+impl RunExt for Command {
+    fn run(&mut self) -> Run {
+        let command = format!("{self:?}");
+        let output = self
+            .output()
+            .unwrap_or_else(|err| panic!("running {command}: {err}"));
+        Run { command, output }
+    }
+
+    fn run_with_stdin(&mut self, input: &str) -> Run {
+        use std::io::Write;
+        let command = format!("{self:?}");
+        let mut child = self
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        Run { command, output }
+    }
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "command: {}\nexit: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.command,
+            self.output.status.code(),
+            self.stdout(),
+            self.stderr()
+        )
+    }
+
+    #[track_caller]
+    pub fn success(self) -> Self {
+        assert!(
+            self.output.status.success(),
+            "expected success\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    /// Failure with this exit code, one line on stderr, nothing on stdout.
+    #[track_caller]
+    pub fn failure(self, code: i32) -> Self {
+        assert_eq!(
+            self.output.status.code(),
+            Some(code),
+            "unexpected exit code\n{}",
+            self.describe()
+        );
+        assert!(
+            self.output.stdout.is_empty(),
+            "stdout must be empty on failure\n{}",
+            self.describe()
+        );
+        let stderr = self.stderr();
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("kubecred: error:"))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "exactly one error line expected\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stderr_contains(self, needle: &str) -> Self {
+        assert!(
+            self.stderr().contains(needle),
+            "stderr should contain {needle:?}\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_contains(self, needle: &str) -> Self {
+        assert!(
+            self.stdout().contains(needle),
+            "stdout should contain {needle:?}\n{}",
+            self.describe()
+        );
+        self
+    }
+
+    /// Neither stream carries any of these strings.
+    #[track_caller]
+    pub fn never_shows(self, secrets: &[&str]) -> Self {
+        for secret in secrets {
+            assert!(
+                !self.stderr().contains(secret),
+                "stderr leaks a secret\n{}",
+                self.describe()
+            );
+        }
+        self
+    }
+
+    /// The ExecCredential on stdout: exactly one JSON document and a newline.
+    #[track_caller]
+    pub fn credential(&self) -> Value {
+        let stdout = self.stdout();
+        assert!(
+            stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+            "one line expected\n{}",
+            self.describe()
+        );
+        let doc: Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|err| panic!("{err}\n{}", self.describe()));
+        assert_eq!(doc["kind"], "ExecCredential", "{}", self.describe());
+        doc
+    }
+
+    pub fn token(&self) -> String {
+        self.credential()["status"]["token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+}
+
+/// Decodes a JWT's claims without verification (tests only).
+pub fn jwt_claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+pub fn exec_info(api_version: &str, interactive: bool) -> String {
+    json!({"kind": "ExecCredential", "apiVersion": api_version, "spec": {"interactive": interactive}}).to_string()
+}
+
+/// Marks every cached token as expired (as if time had passed) by rewriting each `*expiry`
+/// field of the cache entries to the year 2000. The refresh token is left as it is.
+pub fn expire_cached_tokens(cache_dir: &Path) -> usize {
+    fn rewrite(value: &mut Value) -> usize {
+        match value {
+            Value::Object(map) => {
+                let mut changed = 0;
+                for (key, field) in map.iter_mut() {
+                    if key.ends_with("expiry") && field.is_string() {
+                        *field = Value::String("2000-01-01T00:00:00Z".into());
+                        changed += 1;
+                    } else {
+                        changed += rewrite(field);
+                    }
+                }
+                changed
+            }
+            _ => 0,
+        }
+    }
+    let mut changed = 0;
+    for entry in std::fs::read_dir(cache_dir.join("tokens")).expect("cache tokens dir") {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            changed += rewrite(&mut doc);
+            std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+        }
+    }
+    assert!(
+        changed > 0,
+        "no expiry fields found in {}",
+        cache_dir.display()
+    );
+    changed
+}
+
+/// Files of the token cache (not locks, not discovery).
+pub fn cache_token_files(cache_dir: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(cache_dir.join("tokens")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// `--browser-command` that signs in through Debian's headless Chromium (playwright-core).
+pub fn browser_command() -> String {
+    format!(
+        "node {}",
+        repo_root().join("tests/support/browser.mjs").display()
+    )
+}
+
+/// kubecred arguments for a browser login with the public client.
+pub fn authcode_args(bed: &Testbed) -> Vec<String> {
+    vec![
+        "get-token".into(),
+        format!("--issuer-url={}", bed.issuer),
+        format!("--client-id={PUBLIC_CLIENT}"),
+        "--grant-type=authcode".into(),
+        "--listen-address=127.0.0.1:0".into(),
+        format!("--browser-command={}", browser_command()),
+        "--scope=email".into(),
+    ]
+}
+
+/// Lines in the browser launch log (one per browser.mjs run).
+pub fn browser_launches(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}

@@ -1,0 +1,842 @@
+#!/usr/bin/env node
+// kubecred test bed: one Node process that runs, on loopback only,
+//   (a) a real OpenID Provider (oidc-provider 9) with an admin API under /__testbed/,
+//   (b) an HTTPS stand-in for kube-apiserver's OIDC authenticator.
+//
+// Usage: node testbed.mjs ['<json options>']      (or options in env TESTBED_OPTIONS)
+// When both servers listen it prints exactly one JSON line on stdout and nothing else, ever.
+// It stops (and removes its temp dir) on SIGTERM, SIGINT, and EOF on a piped stdin.
+// See README.md next to this file for options, clients and the admin API.
+
+import { execFileSync } from 'node:child_process';
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { format } from 'node:util';
+
+import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify } from 'jose';
+
+// ---------------------------------------------------------------------------------------------
+// stdout belongs to the startup line alone. oidc-provider prints its NOTICEs with console.info
+// (stdout!) and its WARNINGs (e.g. "Unsupported runtime" on Node 20) with console.warn, so every
+// console method is re-pointed at stderr BEFORE oidc-provider is imported (hence the dynamic
+// import below), and the chatty ones are dropped unless verbose.
+// ---------------------------------------------------------------------------------------------
+const VERBOSE = process.env.TESTBED_VERBOSE === '1';
+const toStderr = (...args) => { process.stderr.write(`testbed: ${format(...args)}\n`); };
+const quiet = (...args) => { if (VERBOSE) toStderr(...args); };
+console.log = quiet;
+console.info = quiet;
+console.debug = quiet;
+console.warn = quiet;
+console.error = toStderr;
+// A harness that closes its end of our stdout/stderr must not crash us with EPIPE.
+process.stdout.on('error', () => {});
+process.stderr.on('error', () => {});
+
+const { default: Provider, errors, interactionPolicy } = await import('oidc-provider');
+
+// ---------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------
+const DEFAULTS = {
+  idpTls: false,
+  idTokenTtl: 600,
+  accessTokenTtl: 600,
+  clientCredentialsTtl: 600,
+  refreshTokenTtl: 86400,
+  deviceCodeTtl: 300,
+  deviceInterval: 1, // seconds, returned as `interval` by the device authorization endpoint
+  refreshError: null, // e.g. "invalid_grant": every refresh_token grant fails with it
+  deviceSlowDown: 0, // the first N polls of each device code answer slow_down
+  tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
+  idTokenSigningAlg: 'RS256', // RS256 | ES256
+  accessTokenSigningAlg: 'RS256', // RS256 | ES256 (JWT access tokens)
+  resources: null, // null: any absolute URI is an accepted resource indicator; else an allow-list
+  groups: ['developers'], // groups claim of every account ...
+  accounts: {}, // ... unless overridden per login: {"bob": {"groups": [], "email": "b@x"}}
+  apiAudiences: ['kubecred', 'kubecred-confidential', 'https://kubernetes.testbed'],
+  usernameClaim: 'sub',
+  usernamePrefix: '',
+  groupsClaim: 'groups',
+  groupsPrefix: '',
+  exitOnStdinEof: true,
+};
+
+// Knobs that POST /__testbed/config may change while the bed runs (TTLs apply to new tokens).
+const RUNTIME_KEYS = new Set([
+  'refreshError', 'deviceSlowDown', 'tokenDelayMs', 'deviceInterval',
+  'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
+  'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
+  'groupsPrefix', 'resources',
+]);
+
+function parseOptions() {
+  const sources = [process.env.TESTBED_OPTIONS, process.argv[2]].filter((s) => s && s.trim());
+  const merged = { ...DEFAULTS };
+  for (const src of sources) {
+    let parsed;
+    try {
+      parsed = JSON.parse(src);
+    } catch (err) {
+      throw new Error(`options are not valid JSON (${err.message}): ${src}`);
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new Error('options must be a JSON object');
+    }
+    for (const key of Object.keys(parsed)) {
+      if (!(key in DEFAULTS)) throw new Error(`unknown option "${key}"`);
+    }
+    Object.assign(merged, parsed);
+  }
+  return merged;
+}
+
+let cfg;
+try {
+  cfg = parseOptions();
+} catch (err) {
+  console.error(err.message);
+  process.exit(2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters (GET /__testbed/stats)
+// ---------------------------------------------------------------------------------------------
+const GRANT_TYPES = ['client_credentials', 'refresh_token', 'authorization_code',
+  'urn:ietf:params:oauth:grant-type:device_code'];
+
+function freshStats() {
+  return {
+    token: Object.fromEntries([...GRANT_TYPES.map((g) => [g, 0]), ['total', 0]]),
+    authorization: 0,
+    device_authorization: 0,
+    discovery: 0,
+    jwks: 0,
+    revocation: 0,
+    introspection: 0,
+    userinfo: 0,
+    api: { requests: 0, unauthorized: 0, last_user: null },
+  };
+}
+let stats = freshStats();
+const devicePolls = new Map(); // device_code -> number of polls seen (for deviceSlowDown)
+
+// ---------------------------------------------------------------------------------------------
+// State dir and a throwaway test CA (the API stand-in always needs it; the IdP with idpTls).
+// ---------------------------------------------------------------------------------------------
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kubecred-testbed-'));
+
+function makeCertificates(dir) {
+  const cnf = path.join(dir, 'openssl.cnf');
+  // A private config so the system openssl.cnf adds no surprising extensions. rustls/webpki
+  // wants a proper CA (basicConstraints CA:TRUE + keyCertSign) and a leaf with CA:FALSE + SANs.
+  fs.writeFileSync(cnf, [
+    '[req]', 'distinguished_name = dn', 'prompt = no', '[dn]', 'CN = kubecred testbed',
+    '[ca_ext]', 'basicConstraints = critical, CA:TRUE', 'keyUsage = critical, keyCertSign, cRLSign',
+    'subjectKeyIdentifier = hash',
+    '[server_ext]', 'basicConstraints = critical, CA:FALSE',
+    'keyUsage = critical, digitalSignature, keyEncipherment', 'extendedKeyUsage = serverAuth',
+    'subjectAltName = IP:127.0.0.1, IP:::1, DNS:localhost',
+    'subjectKeyIdentifier = hash', 'authorityKeyIdentifier = keyid', '',
+  ].join('\n'));
+  const f = (name) => path.join(dir, name);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  const run = (args) => execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  run(['req', '-x509', '-config', cnf, '-extensions', 'ca_ext', ...ec, '-keyout', f('ca.key'),
+    '-out', f('ca.pem'), '-days', '2', '-subj', `/CN=kubecred testbed CA ${crypto.randomUUID()}`]);
+  run(['req', '-new', '-config', cnf, ...ec, '-keyout', f('server.key'), '-out', f('server.csr'),
+    '-subj', '/CN=localhost']);
+  run(['x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'),
+    '-set_serial', `0x${crypto.randomBytes(8).toString('hex')}`, '-days', '2',
+    '-extfile', cnf, '-extensions', 'server_ext', '-out', f('server.pem')]);
+  return {
+    caFile: f('ca.pem'),
+    caPem: fs.readFileSync(f('ca.pem'), 'utf8'),
+    key: fs.readFileSync(f('server.key')),
+    cert: fs.readFileSync(f('server.pem')),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage adapter: like oidc-provider's memory adapter, but unbounded (its LRU holds only 1000
+// entries, which a stress test could evict) and enumerable, so the admin API can destroy every
+// refresh token at once.
+// ---------------------------------------------------------------------------------------------
+const store = new Map(); // `${model}:${id}` -> { payload, expiresAt }
+const uidIndex = new Map(); // session uid -> id
+const userCodeIndex = new Map(); // user code -> id
+const nowMs = () => Date.now();
+
+class TestbedAdapter {
+  constructor(model) { this.model = model; }
+
+  key(id) { return `${this.model}:${id}`; }
+
+  get(id) {
+    const entry = store.get(this.key(id));
+    if (!entry) return undefined;
+    if (entry.expiresAt <= nowMs()) {
+      store.delete(this.key(id));
+      return undefined;
+    }
+    return entry;
+  }
+
+  async upsert(id, payload, expiresIn) {
+    const expiresAt = typeof expiresIn === 'number' ? nowMs() + expiresIn * 1000 : Infinity;
+    store.set(this.key(id), { payload: structuredClone(payload), expiresAt });
+    if (this.model === 'Session' && payload.uid) uidIndex.set(payload.uid, id);
+    if (payload.userCode) userCodeIndex.set(payload.userCode, id);
+  }
+
+  async find(id) {
+    const entry = this.get(id);
+    return entry ? structuredClone(entry.payload) : undefined;
+  }
+
+  async findByUid(uid) {
+    const id = uidIndex.get(uid);
+    return id === undefined ? undefined : this.find(id);
+  }
+
+  async findByUserCode(userCode) {
+    const id = userCodeIndex.get(userCode);
+    return id === undefined ? undefined : this.find(id);
+  }
+
+  async consume(id) {
+    const entry = this.get(id);
+    if (entry) entry.payload.consumed = Math.floor(nowMs() / 1000);
+  }
+
+  async destroy(id) {
+    store.delete(this.key(id));
+  }
+
+  async revokeByGrantId(grantId) {
+    for (const [key, entry] of store) {
+      if (entry.payload.grantId === grantId) store.delete(key);
+    }
+  }
+
+  static destroyAll(model) {
+    let n = 0;
+    for (const key of store.keys()) {
+      if (key.startsWith(`${model}:`)) {
+        store.delete(key);
+        n += 1;
+      }
+    }
+    return n;
+  }
+}
+
+// Sweep expired entries now and then so a long soak does not grow without bound.
+setInterval(() => {
+  const now = nowMs();
+  for (const [key, entry] of store) if (entry.expiresAt <= now) store.delete(key);
+  for (const [uid, id] of uidIndex) if (!store.has(`Session:${id}`)) uidIndex.delete(uid);
+  for (const [code, id] of userCodeIndex) if (!store.has(`DeviceCode:${id}`)) userCodeIndex.delete(code);
+}, 30_000).unref();
+
+// ---------------------------------------------------------------------------------------------
+// Accounts: any login works; sub = the login typed.
+// ---------------------------------------------------------------------------------------------
+function accountClaims(login) {
+  const over = cfg.accounts?.[login] ?? {};
+  return {
+    sub: login,
+    email: over.email ?? `${login}@testbed.example`,
+    email_verified: over.email_verified ?? true,
+    name: over.name ?? `${login.charAt(0).toUpperCase()}${login.slice(1)} Testbed`,
+    preferred_username: over.preferred_username ?? login,
+    groups: over.groups ?? cfg.groups,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML for the device-flow pages and errors. The defaults @import a Google font (this machine has
+// no internet, and traffic off loopback must not happen); these add data-testbed-page markers that
+// browser.mjs uses to know where it is.
+// ---------------------------------------------------------------------------------------------
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+function page(marker, title, body) {
+  return `<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>${esc(title)}</title>
+<style>body{font-family:sans-serif;margin:2em auto;max-width:30em}button{margin-top:1em}</style>
+</head><body data-testbed-page="${esc(marker)}"><h1>${esc(title)}</h1>${body}</body></html>`;
+}
+
+const deviceFlowPages = {
+  async userCodeInputSource(ctx, form, out, err) {
+    let marker = 'device-input';
+    let msg = '<p>Enter the code displayed on your device</p>';
+    if (err && (err.userCode || err.name === 'NoCodeError')) {
+      marker = 'device-input-bad-code';
+      msg = '<p id="testbed-error">The code you entered is incorrect. Try again</p>';
+    } else if (err && err.name === 'AbortedError') {
+      marker = 'device-aborted';
+      msg = '<p id="testbed-error">The Sign-in request was interrupted</p>';
+    } else if (err) {
+      marker = 'device-error';
+      msg = `<p id="testbed-error">There was an error processing your request: ${esc(err.name)} ${esc(err.message ?? '')}</p>`;
+    }
+    ctx.body = page(marker, 'Sign-in', `${msg}${form}
+<button type="submit" form="op.deviceInputForm">Continue</button>`);
+  },
+  async userCodeConfirmSource(ctx, form, client, deviceInfo, userCode) {
+    ctx.body = page('device-confirm', 'Confirm Device', `
+<p><strong>${esc(client.clientName || client.clientId)}</strong></p>
+<p>The following code should be displayed on your device: <code>${esc(userCode)}</code></p>
+${form}
+<button autofocus type="submit" form="op.deviceConfirmForm">Continue</button>
+<button type="submit" form="op.deviceConfirmForm" value="yes" name="abort">[ Abort ]</button>`);
+  },
+  async successSource(ctx) {
+    ctx.body = page('device-success', 'Sign-in Success',
+      '<p>Your sign-in was successful, you can now close this page.</p>');
+  },
+};
+
+async function renderError(ctx, out) {
+  ctx.type = 'html';
+  ctx.body = page('error', 'oops! something went wrong', Object.entries(out)
+    .map(([k, v]) => `<pre><strong>${esc(k)}</strong>: ${esc(v)}</pre>`).join(''));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Provider configuration
+// ---------------------------------------------------------------------------------------------
+const BASE_RS_SCOPES = ['openid', 'profile', 'email', 'groups', 'offline_access'];
+const REDIRECT_URIS = ['http://localhost/callback', 'http://127.0.0.1/callback', 'http://[::1]/callback'];
+
+const CLIENTS = [
+  {
+    client_id: 'kubecred',
+    application_type: 'native',
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
+    response_types: ['code'],
+    redirect_uris: REDIRECT_URIS,
+  },
+  {
+    client_id: 'kubecred-confidential',
+    client_secret: 'testbed-confidential-secret',
+    application_type: 'native',
+    token_endpoint_auth_method: 'client_secret_basic',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: REDIRECT_URIS,
+  },
+  {
+    client_id: 'kubecred-cc',
+    client_secret: 'testbed-cc-secret',
+    token_endpoint_auth_method: 'client_secret_basic',
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+  },
+  {
+    client_id: 'kubecred-cc-post',
+    client_secret: 'testbed-cc-post-secret',
+    token_endpoint_auth_method: 'client_secret_post',
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+  },
+];
+
+// Consent is auto-granted: whatever the request asks for (OIDC scopes, claims, resource scopes)
+// is added to the session's grant, so the login form is the only page a browser has to fill.
+async function loadExistingGrant(ctx) {
+  const { oidc } = ctx;
+  const { Grant } = oidc.provider;
+  const { accountId } = oidc.account; // oidc-provider calls this only once an account is known
+  const { clientId } = oidc.client;
+  const grantId = oidc.result?.consent?.grantId || oidc.session.grantIdFor(clientId);
+  let grant = grantId ? await Grant.find(grantId) : undefined;
+  if (!grant || grant.accountId !== accountId || grant.clientId !== clientId) {
+    grant = new Grant({ accountId, clientId });
+  }
+  const scopes = [...oidc.requestParamOIDCScopes];
+  if (scopes.length) grant.addOIDCScope(scopes.join(' '));
+  const claims = [...oidc.requestParamClaims];
+  if (claims.length) grant.addOIDCClaims(claims);
+  for (const [indicator, rs] of Object.entries(oidc.resourceServers)) {
+    const rsScopes = [...oidc.requestParamScopes].filter((s) => rs.scopes.has(s));
+    if (rsScopes.length) grant.addResourceScope(indicator, rsScopes.join(' '));
+  }
+  await grant.save();
+  return grant;
+}
+
+// The stock policy always shows a consent page to native clients ("native_client_prompt") even
+// when the grant covers everything; drop that check so auto-consent above takes effect.
+const policy = interactionPolicy.base();
+policy.get('consent').checks.remove('native_client_prompt');
+
+async function makeJwks() {
+  const suffix = crypto.randomBytes(4).toString('hex'); // kids differ between test beds
+  const keys = [];
+  for (const alg of ['RS256', 'ES256']) {
+    const { privateKey } = await generateKeyPair(alg, { extractable: true });
+    keys.push({ ...(await exportJWK(privateKey)), kid: `testbed-${alg.toLowerCase()}-${suffix}`, alg, use: 'sig' });
+  }
+  return { keys };
+}
+
+function providerConfiguration(jwks) {
+  return {
+    adapter: TestbedAdapter,
+    clients: CLIENTS,
+    jwks,
+    cookies: { keys: [crypto.randomBytes(32).toString('hex')] },
+    claims: {
+      openid: ['sub'],
+      email: ['email', 'email_verified'],
+      profile: ['name', 'preferred_username'],
+      groups: ['groups'],
+    },
+    conformIdTokenClaims: false, // scope-requested claims go into the ID token too
+    responseTypes: ['code', 'none'], // no implicit/hybrid flows
+    clientDefaults: {
+      id_token_signed_response_alg: cfg.idTokenSigningAlg,
+    },
+    features: {
+      devInteractions: { enabled: true },
+      deviceFlow: { enabled: true, ...deviceFlowPages },
+      clientCredentials: { enabled: true },
+      revocation: { enabled: true },
+      introspection: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        // Keep the resource of the authorization/device request when the refresh (or code
+        // exchange) request does not repeat it, so refreshed access tokens stay JWTs.
+        useGrantedResource: async () => true,
+        async getResourceServerInfo(ctx, resourceIndicator) {
+          if (Array.isArray(cfg.resources) && !cfg.resources.includes(resourceIndicator)) {
+            throw new errors.InvalidTarget();
+          }
+          // oidc-provider only puts scopes the resource server "has" into its access tokens:
+          // accept the usual ones plus anything this request (or the refresh token) carries.
+          const scope = new Set(BASE_RS_SCOPES);
+          for (const s of (ctx.oidc.params?.scope ?? '').split(' ')) if (s) scope.add(s);
+          for (const s of (ctx.oidc.entities?.RefreshToken?.scope ?? '').split(' ')) if (s) scope.add(s);
+          return {
+            scope: [...scope].join(' '),
+            audience: resourceIndicator,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: cfg.accessTokenSigningAlg } },
+          };
+        },
+      },
+    },
+    pkce: { required: (ctx, client) => client.clientAuthMethod === 'none' }, // S256 is the only method in v9
+    // Default: only with offline_access. Here: whenever the client may use refresh_token.
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    // Default ties tokens without offline_access to the browser session; refresh tokens here live
+    // on their own, as with most IdPs.
+    expiresWithSession: async () => false,
+    async findAccount(ctx, sub) {
+      return { accountId: sub, claims: async () => accountClaims(sub) };
+    },
+    // JWT access tokens of a user also carry the identity claims the API stand-in can map.
+    async extraTokenClaims(ctx, token) {
+      if (!token.accountId) return undefined;
+      const c = accountClaims(token.accountId);
+      return { email: c.email, email_verified: c.email_verified, preferred_username: c.preferred_username, groups: c.groups };
+    },
+    loadExistingGrant,
+    interactions: { policy },
+    renderError,
+    ttl: {
+      AccessToken: () => cfg.accessTokenTtl,
+      AuthorizationCode: 60,
+      ClientCredentials: () => cfg.clientCredentialsTtl,
+      DeviceCode: () => cfg.deviceCodeTtl,
+      IdToken: () => cfg.idTokenTtl,
+      RefreshToken: () => cfg.refreshTokenTtl,
+      Interaction: 600,
+      Session: 86400,
+      Grant: () => Math.max(30 * 86400, cfg.refreshTokenTtl * 4),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Koa middleware on the provider: counters, fault knobs, small response fix-ups.
+// ---------------------------------------------------------------------------------------------
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+async function readRaw(req, limit = 64 * 1024) {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > limit) throw new Error('request body too large');
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const ERROR_STATUS = { invalid_client: 401, server_error: 500, temporarily_unavailable: 503 };
+
+function oauthError(ctx, error, description) {
+  ctx.status = ERROR_STATUS[error] ?? 400;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error, error_description: description };
+}
+
+function testbedMiddleware() {
+  return async function testbed(ctx, next) {
+    // The API stand-in's own discovery/JWKS fetches carry this header and are not counted.
+    const internal = ctx.get('x-testbed-internal') === '1';
+    const { method, path: p } = ctx;
+    if (!internal) {
+      if (method === 'GET' && p === '/.well-known/openid-configuration') stats.discovery += 1;
+      else if (method === 'GET' && p === '/jwks') stats.jwks += 1;
+      else if (method === 'GET' && p === '/auth') stats.authorization += 1;
+      else if (method === 'POST' && p === '/device/auth') stats.device_authorization += 1;
+      else if (method === 'POST' && p === '/token/revocation') stats.revocation += 1;
+      else if (method === 'POST' && p === '/token/introspection') stats.introspection += 1;
+      else if (p === '/me') stats.userinfo += 1;
+    }
+
+    if (method === 'POST' && p === '/token') {
+      // Read the form body here to see grant_type, then hand the text to oidc-provider, which
+      // parses req.body when the stream was already consumed.
+      const raw = await readRaw(ctx.req);
+      ctx.req.body = raw;
+      const params = new URLSearchParams(raw);
+      const grantType = params.get('grant_type') ?? '(none)';
+      stats.token[grantType] = (stats.token[grantType] ?? 0) + 1;
+      stats.token.total += 1;
+
+      if (cfg.tokenDelayMs > 0) await sleep(cfg.tokenDelayMs);
+
+      if (grantType === 'refresh_token' && cfg.refreshError) {
+        const desc = cfg.refreshError === 'invalid_grant'
+          ? 'testbed: refresh token revoked'
+          : `testbed: injected ${cfg.refreshError}`;
+        oauthError(ctx, cfg.refreshError, desc);
+        return;
+      }
+      if (grantType === 'urn:ietf:params:oauth:grant-type:device_code' && cfg.deviceSlowDown > 0) {
+        const code = params.get('device_code') ?? '';
+        const polls = (devicePolls.get(code) ?? 0) + 1;
+        devicePolls.set(code, polls);
+        if (polls <= cfg.deviceSlowDown) {
+          oauthError(ctx, 'slow_down', `testbed: slow down (poll ${polls} of ${cfg.deviceSlowDown})`);
+          return;
+        }
+      }
+    }
+
+    await next();
+
+    // RFC 8628 clients default to 5 s between polls when `interval` is absent (oidc-provider
+    // omits it); a short interval keeps device-flow tests fast.
+    if (p === '/device/auth' && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
+      ctx.body = { ...ctx.body, interval: cfg.deviceInterval };
+    }
+    // devInteractions' own pages @import a Google font: strip it (no traffic off loopback).
+    if (typeof ctx.body === 'string' && ctx.response.is('html')) {
+      ctx.body = ctx.body.replace(/@import url\(https?:\/\/[^)]*\);?/g, '');
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admin API: /__testbed/*
+// ---------------------------------------------------------------------------------------------
+function sendJson(res, status, body, headers = {}) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers });
+  res.end(text);
+}
+
+async function handleAdmin(req, res, url) {
+  const route = `${req.method} ${url.pathname.replace(/\/+$/, '')}`;
+  switch (route) {
+    case 'GET /__testbed/stats':
+      return sendJson(res, 200, stats);
+    case 'POST /__testbed/reset':
+      await readRaw(req);
+      stats = freshStats();
+      devicePolls.clear();
+      return sendJson(res, 200, stats);
+    case 'GET /__testbed/config':
+      return sendJson(res, 200, cfg);
+    case 'POST /__testbed/config': {
+      let body;
+      try {
+        body = JSON.parse((await readRaw(req)) || '{}');
+      } catch (err) {
+        return sendJson(res, 400, { error: `body is not JSON: ${err.message}` });
+      }
+      if (!body || typeof body !== 'object' || Array.isArray(body)) {
+        return sendJson(res, 400, { error: 'body must be a JSON object' });
+      }
+      const bad = Object.keys(body).filter((k) => !RUNTIME_KEYS.has(k));
+      if (bad.length) return sendJson(res, 400, { error: `not runtime-settable: ${bad.join(', ')}` });
+      Object.assign(cfg, body);
+      return sendJson(res, 200, cfg);
+    }
+    case 'POST /__testbed/revoke-refresh-tokens':
+      await readRaw(req);
+      return sendJson(res, 200, { revoked: TestbedAdapter.destroyAll('RefreshToken') });
+    default:
+      return sendJson(res, 404, { error: `no such admin route: ${route}` });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// kube-apiserver stand-in: validates bearer JWTs the way the Kubernetes OIDC authenticator does.
+// ---------------------------------------------------------------------------------------------
+function makeApiHandler({ issuer, caPem }) {
+  let keyset = null;
+  let lastFetch = 0;
+
+  function getJson(url) {
+    const mod = url.startsWith('https:') ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = mod.get(url, { ca: caPem, headers: { 'x-testbed-internal': '1' }, timeout: 5000 }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => { text += c; });
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`GET ${url}: HTTP ${res.statusCode}`));
+          try { return resolve(JSON.parse(text)); } catch (err) { return reject(err); }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`GET ${url}: timeout`)));
+      req.on('error', reject);
+    });
+  }
+
+  // Like the real authenticator: discovery document -> jwks_uri -> keys; refetch on an unknown kid.
+  async function refreshKeys() {
+    lastFetch = Date.now();
+    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
+    if (discovery.issuer !== issuer) throw new Error(`discovery issuer mismatch: ${discovery.issuer}`);
+    keyset = createLocalJWKSet(await getJson(discovery.jwks_uri));
+  }
+
+  async function verify(token) {
+    if (!keyset) await refreshKeys();
+    const options = { issuer, algorithms: ['RS256', 'ES256'], requiredClaims: ['exp'] };
+    let result;
+    try {
+      result = await jwtVerify(token, keyset, options);
+    } catch (err) {
+      if (err.code !== 'ERR_JWKS_NO_MATCHING_KEY' || Date.now() - lastFetch < 1000) throw err;
+      await refreshKeys();
+      result = await jwtVerify(token, keyset, options);
+    }
+    const { payload } = result;
+    const auds = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
+    if (!auds.some((a) => cfg.apiAudiences.includes(a))) {
+      throw new Error(`aud ${JSON.stringify(payload.aud)} not in ${JSON.stringify(cfg.apiAudiences)}`);
+    }
+    const username = payload[cfg.usernameClaim];
+    if (typeof username !== 'string' || !username) throw new Error(`claim ${cfg.usernameClaim} missing`);
+    // The authenticator refuses email usernames whose email_verified is present and not true.
+    if (cfg.usernameClaim === 'email' && 'email_verified' in payload && payload.email_verified !== true) {
+      throw new Error('email not verified');
+    }
+    let groups = payload[cfg.groupsClaim] ?? [];
+    if (typeof groups === 'string') groups = [groups];
+    if (!Array.isArray(groups) || groups.some((g) => typeof g !== 'string')) {
+      throw new Error(`claim ${cfg.groupsClaim} is not a string or string array`);
+    }
+    return {
+      username: `${cfg.usernamePrefix}${username}`,
+      groups: [...groups.map((g) => `${cfg.groupsPrefix}${g}`), 'system:authenticated'],
+    };
+  }
+
+  const status = (code, reason, message) => ({
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code,
+  });
+  const unauthorized = {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401,
+  };
+
+  const VERSION = {
+    major: '1', minor: '32', gitVersion: 'v1.32.4-testbed', gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean', buildDate: '2025-04-22T00:00:00Z', goVersion: 'go1.23.8', compiler: 'gc',
+    platform: 'linux/amd64',
+  };
+  const API_VERSIONS = {
+    kind: 'APIVersions', versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1:6443' }],
+  };
+  const API_GROUPS = {
+    kind: 'APIGroupList', apiVersion: 'v1',
+    groups: [{
+      name: 'authentication.k8s.io',
+      versions: [{ groupVersion: 'authentication.k8s.io/v1', version: 'v1' }],
+      preferredVersion: { groupVersion: 'authentication.k8s.io/v1', version: 'v1' },
+    }],
+  };
+  const AUTHN_RESOURCES = {
+    kind: 'APIResourceList', apiVersion: 'v1', groupVersion: 'authentication.k8s.io/v1',
+    resources: [
+      { name: 'selfsubjectreviews', singularName: 'selfsubjectreview', namespaced: false, kind: 'SelfSubjectReview', verbs: ['create'] },
+      { name: 'tokenreviews', singularName: 'tokenreview', namespaced: false, kind: 'TokenReview', verbs: ['create'] },
+    ],
+  };
+  const CORE_RESOURCES = { kind: 'APIResourceList', groupVersion: 'v1', resources: [] };
+
+  return async function apiHandler(req, res) {
+    stats.api.requests += 1;
+    try {
+      const url = new URL(req.url, 'https://127.0.0.1');
+      await readRaw(req, 1024 * 1024); // drain the body
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+      let user = null;
+      if (m) {
+        try {
+          user = await verify(m[1]);
+        } catch (err) {
+          quiet(`api: rejected token: ${err.message}`);
+        }
+      }
+      if (!user) {
+        stats.api.unauthorized += 1;
+        return sendJson(res, 401, unauthorized);
+      }
+      stats.api.last_user = user.username;
+
+      const route = `${req.method} ${url.pathname.replace(/\/+$/, '') || '/'}`;
+      switch (route) {
+        case 'GET /version': return sendJson(res, 200, VERSION);
+        case 'GET /api': return sendJson(res, 200, API_VERSIONS);
+        case 'GET /api/v1': return sendJson(res, 200, CORE_RESOURCES);
+        case 'GET /apis': return sendJson(res, 200, API_GROUPS);
+        case 'GET /apis/authentication.k8s.io': return sendJson(res, 200, { kind: 'APIGroup', apiVersion: 'v1', ...API_GROUPS.groups[0] });
+        case 'GET /apis/authentication.k8s.io/v1': return sendJson(res, 200, AUTHN_RESOURCES);
+        case 'POST /apis/authentication.k8s.io/v1/selfsubjectreviews':
+          // The request body carries nothing of interest (kubectl sends it as protobuf), and
+          // client-go accepts a JSON answer.
+          return sendJson(res, 201, {
+            kind: 'SelfSubjectReview',
+            apiVersion: 'authentication.k8s.io/v1',
+            metadata: { creationTimestamp: null },
+            status: { userInfo: { username: user.username, groups: user.groups } },
+          });
+        default:
+          return sendJson(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
+      }
+    } catch (err) {
+      console.error(`api: ${err.stack ?? err}`);
+      if (!res.headersSent) sendJson(res, 500, status(500, 'InternalError', String(err.message ?? err)));
+      return undefined;
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up
+// ---------------------------------------------------------------------------------------------
+const servers = [];
+let stopping = false;
+
+function removeStateDir() {
+  try { fs.rmSync(stateDir, { recursive: true, force: true }); } catch { /* best effort */ }
+}
+
+function shutdown(reason, code = 0) {
+  if (stopping) return;
+  stopping = true;
+  quiet(`stopping (${reason})`);
+  for (const s of servers) {
+    s.close();
+    s.closeAllConnections?.();
+  }
+  removeStateDir();
+  // Exit right away: lingering keep-alive sockets or timers must not keep a test waiting.
+  process.exit(code);
+}
+
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGHUP', () => shutdown('SIGHUP'));
+process.on('exit', removeStateDir);
+process.on('uncaughtException', (err) => { console.error(`fatal: ${err.stack ?? err}`); shutdown('error', 1); });
+process.on('unhandledRejection', (err) => { console.error(`fatal: ${err?.stack ?? err}`); shutdown('error', 1); });
+
+// Stop when a piped stdin reaches EOF (the Rust harness drops its end to stop the bed). Only
+// pipes/sockets are watched: /dev/null (a backgrounded job in a script) would end at once, and
+// reading a TTY from a background job would stop the process with SIGTTIN.
+function watchStdin() {
+  if (!cfg.exitOnStdinEof) return;
+  let st;
+  try { st = fs.fstatSync(0); } catch { return; }
+  if (!st.isFIFO() && !st.isSocket()) return;
+  process.stdin.on('data', () => {});
+  process.stdin.on('end', () => shutdown('stdin EOF'));
+  process.stdin.on('error', () => shutdown('stdin error'));
+  process.stdin.resume();
+}
+
+function listen(server) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: '127.0.0.1', port: 0 }, () => resolve(server.address().port));
+  });
+}
+
+async function main() {
+  const tls = makeCertificates(stateDir);
+  const jwks = await makeJwks();
+
+  // Listen first (port 0 = OS-chosen), then build the Provider with the final issuer.
+  let providerCallback = null;
+  const idpHandler = (req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    if (url.pathname === '/__testbed' || url.pathname.startsWith('/__testbed/')) {
+      handleAdmin(req, res, url).catch((err) => {
+        console.error(`admin: ${err.stack ?? err}`);
+        if (!res.headersSent) sendJson(res, 500, { error: String(err.message ?? err) });
+      });
+      return;
+    }
+    providerCallback(req, res);
+  };
+  const idpServer = cfg.idpTls
+    ? https.createServer({ key: tls.key, cert: tls.cert }, idpHandler)
+    : http.createServer(idpHandler);
+  servers.push(idpServer);
+  const idpPort = await listen(idpServer);
+  const issuer = `${cfg.idpTls ? 'https' : 'http'}://127.0.0.1:${idpPort}`;
+
+  const provider = new Provider(issuer, providerConfiguration(jwks));
+  provider.use(testbedMiddleware());
+  provider.on('server_error', (ctx, err) => console.error(`provider server_error: ${err.stack ?? err}`));
+  providerCallback = provider.callback();
+
+  const apiServer = https.createServer({ key: tls.key, cert: tls.cert }, makeApiHandler({ issuer, caPem: tls.caPem }));
+  servers.push(apiServer);
+  const apiPort = await listen(apiServer);
+
+  process.stdout.write(`${JSON.stringify({
+    issuer,
+    api_server: `https://127.0.0.1:${apiPort}`,
+    ca_file: tls.caFile,
+    ca_data: Buffer.from(tls.caPem).toString('base64'),
+    admin: `${issuer}/__testbed`,
+    state_dir: stateDir,
+  })}\n`);
+  watchStdin();
+}
+
+main().catch((err) => {
+  console.error(`start-up failed: ${err.stack ?? err}`);
+  shutdown('start-up failure', 1);
+});
