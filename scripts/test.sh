@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests, and the integration tests against a real OpenID Provider
+# (npm oidc-provider), the real kubectl and Debian's headless Chromium. The keyring tests run for
+# real: inside a private D-Bus session with gnome-keyring (Secret Service), and inside a private
+# kernel session keyring (keyutils). Extra arguments go to `cargo test`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. scripts/node-deps.sh
+
+missing=()
+for tool in node npm kubectl chromium dbus-run-session gnome-keyring-daemon keyctl; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "scripts/test.sh: missing ${missing[*]}; on Debian: apt-get install chromium dbus gnome-keyring keyutils (kubectl 1.26+ and Node 20 too)" >&2
+    exit 1
+fi
+ensure_node_deps "$root"
+
+# Build first so the test clock does not include compilation.
+cargo test --no-run --quiet
+
+# The kernel keyring store, in a private session keyring with no D-Bus in reach (the
+# headless SSH case).
+env -u DBUS_SESSION_BUS_ADDRESS -u XDG_RUNTIME_DIR KUBECRED_TEST_KEYUTILS=1 \
+    keyctl session - cargo test --quiet --lib cache::keyring
+
+# Everything, with a real Secret Service daemon (gnome-keyring) in a private D-Bus session. Its
+# keyrings live in a throwaway XDG_DATA_HOME, so a developer's own login keyring (locked, with
+# another password) cannot get in the way.
+keyring_home=$(mktemp -d)
+trap 'rm -rf "$keyring_home"' EXIT
+dbus-run-session -- sh -c '
+    echo -n kubecred-test | XDG_DATA_HOME="$0" gnome-keyring-daemon --unlock --components=secrets >/dev/null
+    KUBECRED_TEST_KEYRING=1 exec cargo test "$@"
+' "$keyring_home" "$@"
