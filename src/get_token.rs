@@ -7,7 +7,7 @@
 //! cause one request to the identity provider, and one browser tab.
 
 use crate::cache::{EntryLock, TokenCache};
-use crate::config::{Config, Grant};
+use crate::config::Config;
 use crate::error::{fail, Exit};
 use crate::exec_credential;
 use crate::grants::{RefreshOutcome, Session};
@@ -99,80 +99,112 @@ fn obtain_under_lock(
     cache: &TokenCache,
     trigger: Trigger,
 ) -> anyhow::Result<Tokens> {
+    let started = Utc::now();
     let lock = cache.lock(config.lock_timeout)?;
     let forced = config.force_refresh || trigger == Trigger::ExplicitLogin;
 
-    // Another process may have refreshed or logged in while we waited for the lock.
+    // Another process may have refreshed or logged in while we waited for the lock. A forced run
+    // still takes what a parallel run obtained after this one started: N parallel
+    // `--force-refresh` runs then make one request, not N in a row.
     let cached = cache.load()?;
-    if !forced {
-        if let Some(cached) = &cached {
-            if cached
-                .tokens
-                .fresh_credential(config.token_kind, Utc::now(), config.min_validity)
-                .is_some()
-            {
-                crate::debug!(1, "another kubecred refreshed the token while we waited");
-                return Ok(cached.tokens.clone());
-            }
+    if let Some(cached) = &cached {
+        let fresh = cached
+            .tokens
+            .fresh_credential(config.token_kind, Utc::now(), config.min_validity)
+            .is_some();
+        if fresh && (!forced || cached.tokens.obtained_at >= started) {
+            crate::debug!(1, "another kubecred refreshed the token while we waited");
+            return Ok(cached.tokens.clone());
         }
+    }
+
+    // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
+    let refresh_token = match (&cached, trigger) {
+        (Some(cached), Trigger::GetToken) => cache.refresh_token(cached, &lock)?,
+        _ => None,
+    };
+    if refresh_token.is_none() {
+        check_login_allowed(config, cache, trigger)?;
     }
 
     let session = Session::new(config)?;
-
-    // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
-    if trigger == Trigger::GetToken {
-        if let Some(cached) = &cached {
-            if let Some(refresh_token) = cache.refresh_token(cached, &lock)? {
-                match session.refresh(&refresh_token)? {
-                    RefreshOutcome::Refreshed(tokens) => {
-                        if tokens.credential(config.token_kind).is_some() {
-                            cache.save(&tokens, &lock)?;
-                            return Ok(tokens);
-                        }
-                        crate::debug!(
-                            1,
-                            "the refresh response lacks the token kubectl needs; logging in again"
-                        );
-                    }
-                    RefreshOutcome::Rejected(reason) => {
-                        crate::debug!(
-                            1,
-                            "refresh token rejected ({reason}); dropping the cache entry"
-                        );
-                        // A leftover keyring item must not stand between the user and a new login.
-                        if let Err(err) = cache.remove(&lock) {
-                            crate::log::notice(format!(
-                                "could not delete the rejected token: {}",
-                                crate::error::one_line(&err)
-                            ));
-                        }
-                    }
+    if let (Some(refresh_token), Some(cached)) = (refresh_token, &cached) {
+        match session.refresh(&refresh_token)? {
+            RefreshOutcome::Refreshed(tokens) => {
+                // Saved before anything else: the provider may have rotated the refresh token.
+                cache.save(&tokens, &lock)?;
+                if tokens.credential(config.token_kind).is_some() {
+                    return Ok(tokens);
+                }
+                crate::debug!(
+                    1,
+                    "the refresh response lacks the token kubectl needs; logging in again"
+                );
+            }
+            RefreshOutcome::Unusable {
+                refresh_token,
+                error,
+            } => {
+                let mut kept = cached.tokens.clone();
+                kept.refresh_token = Some(refresh_token);
+                cache.save(&kept, &lock)?;
+                return Err(error);
+            }
+            RefreshOutcome::Rejected(reason) => {
+                crate::debug!(
+                    1,
+                    "refresh token rejected ({reason}); dropping the cache entry"
+                );
+                // A leftover keyring item must not stand between the user and a new login.
+                if let Err(err) = cache.remove(&lock) {
+                    crate::log::notice(format!(
+                        "could not delete the rejected token: {}",
+                        crate::error::one_line(&err)
+                    ));
                 }
             }
         }
+        check_login_allowed(config, cache, trigger)?;
     }
 
-    obtain_new(config, cache, &session, trigger, &lock)
+    obtain_new(config, cache, &session, &lock)
 }
 
-/// A new grant. Interactive logins respect the cool-down after a failed login, so that kubectl
-/// retries and background callers do not open a browser tab each.
+/// The checks that make a login that cannot or should not happen fail at once, before any
+/// network round trip: a keyboard login without a terminal, and the cool-down after a failed
+/// login (which `kubecred login` and --force-refresh bypass).
+fn check_login_allowed(
+    config: &Config,
+    cache: &TokenCache,
+    trigger: Trigger,
+) -> anyhow::Result<()> {
+    if !config.grant.is_user_login() {
+        return Ok(());
+    }
+    crate::grants::check_login_possible(config)?;
+    if trigger == Trigger::GetToken && !config.force_refresh {
+        cooldown_for(cache).check(config.login.cooldown, Utc::now())?;
+    }
+    Ok(())
+}
+
+/// A new grant. An interactive login leaves a cool-down record behind unless it succeeds, so
+/// that kubectl retries and background callers do not open a browser tab each.
 fn obtain_new(
     config: &Config,
     cache: &TokenCache,
     session: &Session,
-    trigger: Trigger,
     lock: &EntryLock,
 ) -> anyhow::Result<Tokens> {
-    if config.grant == Grant::ClientCredentials {
+    if !config.grant.is_user_login() {
         let tokens = session.obtain()?;
         cache.save(&tokens, lock)?;
         return Ok(tokens);
     }
     let cooldown = cooldown_for(cache);
-    if trigger == Trigger::GetToken && !config.force_refresh {
-        cooldown.check(config.login.cooldown, Utc::now())?;
-    }
+    // Written before the browser opens: a login that is abandoned (Ctrl-C, or an IDE killing
+    // the plugin) must hold off the next tab as much as one that failed.
+    cooldown.record_failure("a login was started and did not finish", Utc::now());
     match session.obtain() {
         Ok(tokens) => {
             cooldown.clear();
@@ -180,9 +212,7 @@ fn obtain_new(
             Ok(tokens)
         }
         Err(err) => {
-            if crate::error::exit_code_of(&err) == Exit::Login {
-                cooldown.record_failure(&crate::error::one_line(&err), Utc::now());
-            }
+            cooldown.record_failure(&crate::error::one_line(&err), Utc::now());
             Err(err)
         }
     }

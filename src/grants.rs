@@ -6,13 +6,14 @@
 //! lock is held (see `get_token.rs`).
 
 use crate::cli::ClientAuthMethod;
-use crate::config::{Config, Grant};
+use crate::config::{BrowserChoice, Config, Grant};
 use crate::error::{fail, Exit};
-use crate::login::{browser, device_display, loopback::CallbackListener, paste};
+use crate::login::loopback::{CallbackListener, DEFAULT_REDIRECT_URL};
+use crate::login::{browser, device_display, paste};
 use crate::oidc::Provider;
 use crate::secret::Secret;
 use crate::tokens::{access_token_expiry, Tokens};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
     BasicTokenType,
@@ -26,7 +27,7 @@ use oauth2::{
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The `id_token` an OpenID Provider adds to token responses.
 #[derive(Clone, Serialize, Deserialize)]
@@ -66,13 +67,34 @@ pub enum RefreshOutcome {
     Refreshed(Tokens),
     /// The provider no longer accepts the refresh token (`invalid_grant`): log in again.
     Rejected(String),
+    /// The provider answered, but the answer cannot be used (e.g. the ID token failed
+    /// verification). It may have rotated the refresh token all the same, so the caller must
+    /// keep `refresh_token`: the old one is spent, and reusing it can revoke the whole grant.
+    Unusable {
+        refresh_token: Secret,
+        error: anyhow::Error,
+    },
+}
+
+/// Fails at once when a login would be needed but cannot happen in this session, before any
+/// network round trip.
+pub fn check_login_possible(config: &Config) -> anyhow::Result<()> {
+    if config.grant == Grant::AuthcodeKeyboard
+        && !paste::stdin_is_interactive(config.exec.interactive)
+    {
+        return Err(fail(
+            Exit::Login,
+            "--grant-type authcode-keyboard needs an interactive terminal (kubectl passes stdin only with interactiveMode IfAvailable/Always on a TTY); use --grant-type device-code or authcode",
+        ));
+    }
+    Ok(())
 }
 
 /// One conversation with the provider: the HTTP client, its metadata and our settings.
 pub struct Session<'a> {
-    pub config: &'a Config,
-    pub http: reqwest::blocking::Client,
-    pub provider: Provider,
+    config: &'a Config,
+    http: reqwest::blocking::Client,
+    provider: Provider,
 }
 
 impl<'a> Session<'a> {
@@ -161,15 +183,18 @@ impl<'a> Session<'a> {
     }
 
     /// Turns a token response into [`Tokens`], verifying the ID token when there is one.
+    /// `requested_at` is taken before the request went out, so that `expires_in` counted from it
+    /// can only make the expiry earlier than the real one, never later.
     fn tokens_from(
         &self,
         response: OidcTokenResponse,
         nonce: Option<&str>,
         previous_refresh: Option<&Secret>,
+        requested_at: DateTime<Utc>,
     ) -> anyhow::Result<Tokens> {
         let now = Utc::now();
         let access = response.access_token().secret().to_string();
-        let access_expiry = access_token_expiry(&access, response.expires_in(), now);
+        let access_expiry = access_token_expiry(&access, response.expires_in(), requested_at);
         let (id_token, id_token_expiry) = match &response.extra_fields().id_token {
             Some(raw) => {
                 let id_token = Secret::new(raw.clone());
@@ -201,7 +226,7 @@ impl<'a> Session<'a> {
             access_token: Some(Secret::new(access)),
             access_token_expiry: access_expiry,
             refresh_token,
-            obtained_at: now,
+            obtained_at: requested_at,
         })
     }
 
@@ -219,10 +244,11 @@ impl<'a> Session<'a> {
             "requesting a token with client credentials from {}",
             client.token_uri().as_str()
         );
+        let requested_at = Utc::now();
         let response = request.request(&self.http).map_err(|err| {
             token_error(err, "client credentials", &self.provider.metadata.issuer)
         })?;
-        self.tokens_from(response, None, None)
+        self.tokens_from(response, None, None, requested_at)
     }
 
     /// The refresh-token grant. `invalid_grant` is an outcome, not an error: the caller drops
@@ -235,12 +261,21 @@ impl<'a> Session<'a> {
             request = request.add_extra_param(name, value);
         }
         crate::debug!(1, "refreshing the token at {}", client.token_uri().as_str());
+        let requested_at = Utc::now();
         match request.request(&self.http) {
-            Ok(response) => Ok(RefreshOutcome::Refreshed(self.tokens_from(
-                response,
-                None,
-                Some(refresh_token),
-            )?)),
+            Ok(response) => {
+                let current = response
+                    .refresh_token()
+                    .map(|token| Secret::new(token.secret().to_string()))
+                    .unwrap_or_else(|| refresh_token.clone());
+                match self.tokens_from(response, None, Some(refresh_token), requested_at) {
+                    Ok(tokens) => Ok(RefreshOutcome::Refreshed(tokens)),
+                    Err(error) => Ok(RefreshOutcome::Unusable {
+                        refresh_token: current,
+                        error,
+                    }),
+                }
+            }
             Err(RequestTokenError::ServerResponse(err))
                 if err.error().as_ref() == "invalid_grant" =>
             {
@@ -252,12 +287,10 @@ impl<'a> Session<'a> {
 
     /// Whether to use PKCE: on unless turned off, or unless discovery lists methods without S256.
     fn use_pkce(&self) -> bool {
-        self.config.login.pkce.unwrap_or_else(|| {
-            match &self.provider.metadata.code_challenge_methods_supported {
-                Some(methods) => methods.iter().any(|m| m == "S256"),
-                None => true,
-            }
-        })
+        self.config
+            .login
+            .pkce
+            .unwrap_or_else(|| self.provider.metadata.supports_pkce_s256())
     }
 
     /// The authorization URL with state, nonce, PKCE and the user's extra parameters.
@@ -324,10 +357,11 @@ impl<'a> Session<'a> {
         for (name, value) in self.token_params() {
             request = request.add_extra_param(name, value);
         }
+        let requested_at = Utc::now();
         let response = request.request(&self.http).map_err(|err| {
             token_error(err, "authorization code", &self.provider.metadata.issuer)
         })?;
-        self.tokens_from(response, Some(nonce), None)
+        self.tokens_from(response, Some(nonce), None, requested_at)
     }
 
     /// Authorization code + PKCE through the browser and a one-shot loopback listener, with the
@@ -346,7 +380,16 @@ impl<'a> Session<'a> {
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
         let paste = paste::stdin_is_interactive(self.config.exec.interactive)
             .then(paste::PasteSource::spawn_stdin);
-        browser::open(url.as_str(), &self.config.login.browser)?;
+        let opened = browser::open(url.as_str(), &self.config.login.browser)?;
+        // With no browser and no terminal to paste into, nothing can complete this login: say so
+        // now rather than hang kubectl for the whole --auth-timeout. (--skip-open-browser keeps
+        // waiting: the user may open the URL elsewhere, e.g. through an SSH port forward.)
+        if !opened && paste.is_none() && self.config.login.browser != BrowserChoice::Skip {
+            return Err(fail(
+                Exit::Login,
+                "no browser could be opened and this session cannot take a pasted code; use --grant-type device-code, set --browser-command, or pass --skip-open-browser to wait for a callback (e.g. through an SSH port forward)",
+            ));
+        }
         if paste.is_some() {
             crate::log::notice(
                 "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
@@ -358,12 +401,7 @@ impl<'a> Session<'a> {
 
     /// Authorization code + PKCE with no listener: the user pastes the code.
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
-        if !paste::stdin_is_interactive(self.config.exec.interactive) {
-            return Err(fail(
-                Exit::Login,
-                "--grant-type authcode-keyboard needs an interactive terminal (kubectl passes stdin only with interactiveMode IfAvailable/Always on a TTY); use --grant-type device-code or authcode",
-            ));
-        }
+        check_login_possible(self.config)?;
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let redirect = self
             .config
@@ -371,7 +409,7 @@ impl<'a> Session<'a> {
             .redirect_url
             .as_ref()
             .map(|url| url.to_string())
-            .unwrap_or_else(|| "http://localhost/callback".to_string());
+            .unwrap_or_else(|| DEFAULT_REDIRECT_URL.to_string());
         let client = self.oauth_client()?.set_redirect_uri(
             RedirectUrl::new(redirect.clone())
                 .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
@@ -400,6 +438,17 @@ impl<'a> Session<'a> {
         for (name, value) in self.token_params() {
             request = request.add_extra_param(name, value);
         }
+        // RFC 8628 has no PKCE, but some providers accept it on the device grant to bind the
+        // polling client to the one that started the flow; the rest ignore the extra parameters.
+        let verifier = if self.use_pkce() {
+            let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+            request = request
+                .add_extra_param("code_challenge", challenge.as_str().to_string())
+                .add_extra_param("code_challenge_method", challenge.method().to_string());
+            Some(verifier)
+        } else {
+            None
+        };
         let details: StandardDeviceAuthorizationResponse =
             request.request(&self.http).map_err(|err| {
                 token_error(err, "device authorization", &self.provider.metadata.issuer)
@@ -413,7 +462,7 @@ impl<'a> Session<'a> {
             complete.as_deref(),
             details.expires_in(),
         );
-        if self.config.login.browser != crate::config::BrowserChoice::Skip {
+        if self.config.login.browser != BrowserChoice::Skip {
             let target = complete
                 .clone()
                 .unwrap_or_else(|| details.verification_uri().to_string());
@@ -429,17 +478,38 @@ impl<'a> Session<'a> {
         for (name, value) in self.token_params() {
             poll = poll.add_extra_param(name, value);
         }
-        // oauth2 honours `interval`, `slow_down` (+5 s) and `authorization_pending`, and stops at
-        // the earlier of our timeout and the code's `expires_in`.
+        if let Some(verifier) = &verifier {
+            poll = poll.add_extra_param("code_verifier", verifier.secret().to_string());
+        }
+        // oauth2 honours `interval`, `slow_down` (+5 s) and `authorization_pending`; its timeout
+        // replaces the code's `expires_in`, so pass the earlier of the two. It reports either
+        // running out as `expired_token`: tell our own --auth-timeout apart by the clock.
+        let auth_timeout = self.config.login.auth_timeout;
+        let limited_by_us = auth_timeout < details.expires_in();
+        let started = Instant::now();
+        let requested_at = Utc::now();
         let response = poll
-            .request(&self.http, std::thread::sleep, Some(self.config.login.auth_timeout))
+            .request(
+                &self.http,
+                std::thread::sleep,
+                Some(auth_timeout.min(details.expires_in())),
+            )
             .map_err(|err| match err {
                 RequestTokenError::ServerResponse(err) => {
                     let code = err.error().to_string();
+                    if code == "expired_token" && limited_by_us && started.elapsed() >= auth_timeout {
+                        return fail(
+                            Exit::Login,
+                            format!(
+                                "no device login completed within {}s (--auth-timeout); run `kubecred login` to get a new code, or pass a longer --auth-timeout",
+                                auth_timeout.as_secs()
+                            ),
+                        );
+                    }
                     let next = match code.as_str() {
-                        "access_denied" => "the login was denied; run kubectl again to retry",
-                        "expired_token" => "the code expired before the login was approved; run kubectl again for a new code",
-                        _ => "run kubectl again to retry",
+                        "access_denied" => "the login was denied; run `kubecred login` to try again",
+                        "expired_token" => "the code expired before the login was approved; run `kubecred login` for a new code",
+                        _ => "run `kubecred login` to try again",
                     };
                     fail(
                         Exit::Login,
@@ -448,7 +518,7 @@ impl<'a> Session<'a> {
                 }
                 other => token_error(other, "device code", &self.provider.metadata.issuer),
             })?;
-        self.tokens_from(response, None, None)
+        self.tokens_from(response, None, None, requested_at)
     }
 
     /// Runs the configured grant (not the refresh).
@@ -459,11 +529,6 @@ impl<'a> Session<'a> {
             Grant::AuthcodeKeyboard => self.authcode_keyboard(),
             Grant::DeviceCode => self.device_code(),
         }
-    }
-
-    /// How long a login may take, for messages.
-    pub fn login_timeout(&self) -> Duration {
-        self.config.login.auth_timeout
     }
 }
 

@@ -21,6 +21,7 @@ pub mod tokens;
 use cli::{Cli, Command};
 use config::{Config, Environment};
 use exec_credential::ExecInfo;
+use std::io::IsTerminal;
 
 /// Runs one command; returns what to print on stdout, if anything.
 pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
@@ -34,15 +35,26 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
             get_token::get_token(&config).map(Some)
         }
         Command::Login(args) => {
+            // Run by a person rather than by kubectl: with no KUBERNETES_EXEC_INFO, a terminal on
+            // stdin makes the session interactive (paste fallback, authcode-keyboard).
+            let exec = if exec_info_raw.is_none() {
+                ExecInfo {
+                    interactive: std::io::stdin().is_terminal(),
+                    ..exec
+                }
+            } else {
+                exec
+            };
             let config = Config::resolve(&args, &env, exec)?;
             log::set_level(config.verbose);
             let tokens = get_token::login(&config)?;
+            let who = tokens::display_subject(&tokens).unwrap_or_else(|| "unknown".into());
             let until = tokens
                 .credential(config.token_kind)
                 .map(|(_, expiry)| expiry.to_rfc3339())
                 .unwrap_or_else(|| "unknown".into());
             log::notice(format!(
-                "logged in to {} (token valid until {until})",
+                "logged in to {} as {who} (token valid until {until})",
                 config.issuer
             ));
             Ok(None)

@@ -50,9 +50,20 @@ impl Tokens {
     }
 }
 
-/// The `exp` claim of a JWT, read WITHOUT verifying the signature. Use it only for tokens the
-/// provider just handed us over TLS (access tokens are for the API server to verify, not us).
-pub fn unverified_jwt_expiry(token: &str) -> Option<DateTime<Utc>> {
+/// Who a token names, for messages such as "logged in as …": `preferred_username`, `email` or
+/// `sub` of the ID token (verified when it was obtained), else of a JWT access token.
+pub fn display_subject(tokens: &Tokens) -> Option<String> {
+    let claims = [&tokens.id_token, &tokens.access_token]
+        .into_iter()
+        .flatten()
+        .find_map(|token| unverified_jwt_claims(token.expose()))?;
+    ["preferred_username", "email", "sub"]
+        .iter()
+        .find_map(|name| claims.get(*name)?.as_str().map(str::to_string))
+}
+
+/// The claims of a JWT, read WITHOUT verifying the signature.
+fn unverified_jwt_claims(token: &str) -> Option<serde_json::Value> {
     let mut parts = token.split('.');
     let (_header, payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
@@ -61,8 +72,13 @@ pub fn unverified_jwt_expiry(token: &str) -> Option<DateTime<Utc>> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload.trim_end_matches('='))
         .ok()?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let exp = claims.get("exp")?.as_i64()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The `exp` claim of a JWT, read WITHOUT verifying the signature. Use it only for tokens the
+/// provider just handed us over TLS (access tokens are for the API server to verify, not us).
+pub fn unverified_jwt_expiry(token: &str) -> Option<DateTime<Utc>> {
+    let exp = unverified_jwt_claims(token)?.get("exp")?.as_i64()?;
     DateTime::from_timestamp(exp, 0)
 }
 
@@ -113,6 +129,25 @@ mod tests {
             Some(now + chrono::Duration::seconds(50))
         );
         assert_eq!(access_token_expiry("opaque", None, now), None);
+    }
+
+    #[test]
+    fn display_subject_prefers_a_readable_name() {
+        let enc = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+        let jwt = |claims: &str| format!("{}.{}.sig", enc("{}"), enc(claims));
+        let mut tokens = Tokens {
+            id_token: Some(Secret::new(jwt(r#"{"sub":"u1","email":"a@x"}"#))),
+            id_token_expiry: None,
+            access_token: Some(Secret::new("opaque")),
+            access_token_expiry: None,
+            refresh_token: None,
+            obtained_at: Utc::now(),
+        };
+        assert_eq!(display_subject(&tokens).as_deref(), Some("a@x"));
+        tokens.id_token = None;
+        assert_eq!(display_subject(&tokens), None);
+        tokens.access_token = Some(Secret::new(jwt(r#"{"sub":"client"}"#)));
+        assert_eq!(display_subject(&tokens).as_deref(), Some("client"));
     }
 
     #[test]

@@ -23,11 +23,14 @@ use url::Url;
 /// A `--browser-command` that cannot be started is an error (the setting is wrong); the system
 /// browser failing to open is only a notice, since the URL is on screen and the login completes
 /// just as well when the user opens it by hand.
-pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<()> {
+///
+/// Returns whether a browser (or the user's launcher) was started, so that a caller with no
+/// other way for the login to complete can fail at once instead of waiting for nothing.
+pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<bool> {
     let shown = printable(url);
     if *choice == BrowserChoice::Skip {
         notice(format!("Open this URL in a browser to log in: {shown}"));
-        return Ok(());
+        return Ok(false);
     }
     notice(format!(
         "Opening the browser for login. If it does not open, visit: {shown}"
@@ -38,19 +41,20 @@ pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<()> {
         notice(
             "not opening a browser for a URL that is not http(s); open it by hand if you trust it",
         );
-        return Ok(());
+        return Ok(false);
     }
     match choice {
-        BrowserChoice::Skip => Ok(()),
-        BrowserChoice::Command(words) => open_with_command(words, url),
-        BrowserChoice::System => {
-            if let Err(why) = open_with_system_browser(url) {
+        BrowserChoice::Skip => Ok(false),
+        BrowserChoice::Command(words) => open_with_command(words, url).map(|()| true),
+        BrowserChoice::System => match open_with_system_browser(url) {
+            Ok(()) => Ok(true),
+            Err(why) => {
                 notice(format!(
                     "could not open a browser ({why}); open the URL above by hand"
                 ));
+                Ok(false)
             }
-            Ok(())
-        }
+        },
     }
 }
 
