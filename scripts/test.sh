@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, and the integration tests against a real OpenID Provider
-# (npm oidc-provider), the real kubectl and Debian's headless Chromium. The keyring tests run for
+# (npm oidc-provider), the real kubectl, the official Python client (PyPI kubernetes) and
+# Debian's headless Chromium. The keyring tests run for
 # real: inside a private D-Bus session with gnome-keyring (Secret Service), and inside a private
 # kernel session keyring (keyutils). Extra arguments go to `cargo test`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . scripts/node-deps.sh
+. scripts/python-deps.sh
 
 missing=()
-for tool in node npm kubectl chromium dbus-run-session gnome-keyring-daemon keyctl; do
+for tool in node npm python3 kubectl chromium dbus-run-session gnome-keyring-daemon keyctl; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -17,6 +19,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
 fi
 ensure_node_deps "$root"
+ensure_python_deps "$root"
 
 # Build first so the test clock does not include compilation.
 cargo test --no-run --quiet

@@ -1,0 +1,100 @@
+//! The second real client: the official Python client (PyPI `kubernetes`, installed by
+//! scripts/test.sh into target/python-venv) runs kubecred itself from the kubeconfig exec stanza
+//! and checks the ExecCredential strictly (apiVersion, kind and status present, apiVersion equal
+//! to the kubeconfig's). With `provideClusterInfo` it sends the raw kubeconfig cluster map in
+//! KUBERNETES_EXEC_INFO (`extensions` list included, plus `config`), which kubecred must parse
+//! leniently. `tests/support/python_client.py` calls `/version` and a SelfSubjectReview against
+//! the HTTPS API stand-in, which verifies the bearer JWT.
+
+use crate::support::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn venv_python() -> PathBuf {
+    repo_root().join("target/python-venv/bin/python")
+}
+
+/// `python tests/support/python_client.py KUBECONFIG` in a clean environment like the one
+/// kubecred and kubectl get (HOME = the test's home), so nothing from the developer's shell leaks
+/// into the plugin the Python client starts.
+fn python_client(env: &TestEnv, kubeconfig: &Path) -> Command {
+    let python = venv_python();
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh (it installs the Python Kubernetes client there)",
+        python.display()
+    );
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = Command::new(python);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.home())
+        .env("XDG_CACHE_HOME", env.home().join(".cache"))
+        // The client writes certificate-authority-data to a temp file: keep it in the test's dir.
+        .env("TMPDIR", &tmp)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null());
+    for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
+        if let Ok(value) = std::env::var(passthrough) {
+            cmd.env(passthrough, value);
+        }
+    }
+    cmd.arg(repo_root().join("tests/support/python_client.py"))
+        .arg(kubeconfig);
+    cmd
+}
+
+/// Runs the Python client and returns its `{"gitVersion", "username"}` line.
+#[track_caller]
+fn python_whoami(env: &TestEnv, kubeconfig: &Path) -> Value {
+    let run = python_client(env, kubeconfig).run().success();
+    let stdout = run.stdout();
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "one line expected from python_client.py\nstdout: {stdout}\nstderr: {}",
+        run.stderr()
+    );
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|err| panic!("{err}\nstdout: {stdout}\nstderr: {}", run.stderr()))
+}
+
+#[test]
+fn python_client_with_v1_client_credentials() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, env.cc_args(&bed)));
+    let answer = python_whoami(&env, &kubeconfig);
+    assert_eq!(answer["username"], CC_CLIENT, "{answer}");
+    assert_eq!(answer["gitVersion"], "v1.32.4-testbed", "{answer}");
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+    assert_eq!(bed.stats()["api"]["unauthorized"], 0);
+
+    // A second process: served from kubecred's cache, no new token request.
+    let answer = python_whoami(&env, &kubeconfig);
+    assert_eq!(answer["username"], CC_CLIENT, "{answer}");
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+}
+
+#[test]
+fn python_client_with_v1beta1_provide_cluster_info_and_the_cluster_extension() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut spec = KubeconfigSpec::new(V1BETA1, vec!["get-token".into()]);
+    spec.provide_cluster_info = true;
+    spec.cluster_extension = Some(json!({
+        "issuerURL": bed.issuer,
+        "clientID": CC_CLIENT,
+        "grantType": "client-credentials",
+        "resource": RESOURCE,
+    }));
+    // The secret comes from the exec stanza's env, as a CI job would set it.
+    spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
+    let kubeconfig = env.kubeconfig(&bed, spec);
+    let answer = python_whoami(&env, &kubeconfig);
+    assert_eq!(answer["username"], CC_CLIENT, "{answer}");
+    assert_eq!(answer["gitVersion"], "v1.32.4-testbed", "{answer}");
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+    assert_eq!(bed.stats()["api"]["unauthorized"], 0);
+}
