@@ -5,7 +5,9 @@
 //! Nothing outside this module and `config.rs` sees these types: `Config::resolve` turns them,
 //! the exec info and the cluster extension into one plain struct.
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -71,6 +73,8 @@ pub enum ClientAuthMethod {
     Post,
 }
 
+/// On/off flags take `KUBECRED_FORCE_REFRESH=1` (or true/yes/on, and 0/false/no/off) from the
+/// environment: clap alone would take only `true` and `false` there.
 #[derive(Debug, Clone, Args)]
 pub struct TokenArgs {
     /// Issuer URL of the OpenID Provider (HTTPS, or http on a loopback address).
@@ -124,7 +128,8 @@ pub struct TokenArgs {
     #[arg(
         long,
         env = "KUBECRED_USE_ACCESS_TOKEN",
-        alias = "oidc-use-access-token"
+        alias = "oidc-use-access-token",
+        value_parser = BoolishValueParser::new()
     )]
     pub use_access_token: bool,
 
@@ -164,16 +169,13 @@ pub struct TokenArgs {
     )]
     pub cache_storage: Option<CacheStorage>,
 
-    /// PEM file of extra CA certificates to trust for the identity provider; repeatable.
-    #[arg(
-        long,
-        env = "KUBECRED_CERTIFICATE_AUTHORITY",
-        value_delimiter = ',',
-        value_name = "PATH"
-    )]
+    /// PEM file of extra CA certificates to trust for the identity provider; repeatable (not
+    /// comma-separated: a path may contain commas).
+    #[arg(long, env = "KUBECRED_CERTIFICATE_AUTHORITY", value_name = "PATH")]
     pub certificate_authority: Vec<PathBuf>,
 
-    /// Base64-encoded PEM CA certificates to trust for the identity provider; repeatable.
+    /// Base64-encoded PEM CA certificates to trust for the identity provider; repeatable or
+    /// comma-separated.
     #[arg(
         long,
         env = "KUBECRED_CERTIFICATE_AUTHORITY_DATA",
@@ -183,11 +185,19 @@ pub struct TokenArgs {
     pub certificate_authority_data: Vec<String>,
 
     /// Do not verify the identity provider's TLS certificate (dangerous: prints a warning).
-    #[arg(long, env = "KUBECRED_INSECURE_SKIP_TLS_VERIFY")]
+    #[arg(
+        long,
+        env = "KUBECRED_INSECURE_SKIP_TLS_VERIFY",
+        value_parser = BoolishValueParser::new()
+    )]
     pub insecure_skip_tls_verify: bool,
 
     /// Ignore a cached token: refresh, or log in again, now.
-    #[arg(long, env = "KUBECRED_FORCE_REFRESH")]
+    #[arg(
+        long,
+        env = "KUBECRED_FORCE_REFRESH",
+        value_parser = BoolishValueParser::new()
+    )]
     pub force_refresh: bool,
 
     /// A cached token with less life than this left is refreshed (e.g. 90s, 5m) [default: 60s].
@@ -198,7 +208,9 @@ pub struct TokenArgs {
     #[arg(long, env = "KUBECRED_HTTP_TIMEOUT", value_name = "DURATION")]
     pub http_timeout: Option<String>,
 
-    /// How long to wait for another kubecred working on the same token [default: auth timeout + 30s].
+    /// How long to wait for another kubecred working on the same token
+    /// [default: auth timeout + 3 × HTTP timeout + 10s, as the lock holder may run discovery, a
+    /// login, a code exchange and a JWKS fetch].
     #[arg(long, env = "KUBECRED_LOCK_TIMEOUT", value_name = "DURATION")]
     pub lock_timeout: Option<String>,
 
@@ -222,8 +234,26 @@ pub struct TokenArgs {
     pub listen_address: Vec<String>,
 
     /// Use PKCE (S256); `--pkce=false` turns it off [default: true unless discovery says it is unsupported].
-    #[arg(long, env = "KUBECRED_PKCE", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    #[arg(
+        long,
+        env = "KUBECRED_PKCE",
+        alias = "oidc-use-pkce",
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
     pub pkce: Option<bool>,
+
+    /// kubelogin's PKCE choice: `auto` (the default), `no` (= --pkce=false), `S256` (= --pkce).
+    /// --pkce, when given, wins. Resolved in config.rs.
+    #[arg(long, hide = true, value_name = "METHOD")]
+    pub oidc_pkce_method: Option<String>,
+
+    /// kubelogin's host for the default redirect URL (`localhost` unless given); --redirect-url
+    /// wins. Resolved in config.rs.
+    #[arg(long, hide = true, value_name = "HOST")]
+    pub oidc_redirect_url_hostname: Option<String>,
 
     /// Command that opens the login URL, run directly with the URL as its last argument
     /// (its stdout goes to stderr) [default: $BROWSER, then the system browser].
@@ -231,11 +261,20 @@ pub struct TokenArgs {
     pub browser_command: Option<String>,
 
     /// Do not open a browser: print the login URL on stderr.
-    #[arg(long, env = "KUBECRED_SKIP_OPEN_BROWSER")]
+    #[arg(
+        long,
+        env = "KUBECRED_SKIP_OPEN_BROWSER",
+        value_parser = BoolishValueParser::new()
+    )]
     pub skip_open_browser: bool,
 
     /// Upper bound on a whole interactive login [default: 180s].
-    #[arg(long, env = "KUBECRED_AUTH_TIMEOUT", value_name = "DURATION")]
+    #[arg(
+        long,
+        env = "KUBECRED_AUTH_TIMEOUT",
+        alias = "authentication-timeout-sec",
+        value_name = "DURATION"
+    )]
     pub auth_timeout: Option<String>,
 
     /// After a login fails or is abandoned, fail at once for this long instead of opening another
@@ -243,12 +282,13 @@ pub struct TokenArgs {
     #[arg(long, env = "KUBECRED_LOGIN_COOLDOWN", value_name = "DURATION")]
     pub login_cooldown: Option<String>,
 
-    /// Extra authorization request parameter KEY=VALUE; repeatable.
+    /// Extra authorization request parameter KEY=VALUE; repeatable. A value may contain commas
+    /// (`acr_values=a,b`); one holding several KEY=VALUE pairs joined by commas (`a=1,b=2`,
+    /// kubelogin's form) is split into them.
     #[arg(
         long = "auth-param",
         env = "KUBECRED_AUTH_PARAM",
         alias = "oidc-auth-request-extra-params",
-        value_delimiter = ',',
         value_name = "KEY=VALUE"
     )]
     pub auth_params: Vec<String>,
@@ -264,6 +304,149 @@ pub struct TokenArgs {
     /// More detail on stderr (-v, -vv); secrets are always redacted. Also KUBECRED_VERBOSE=N.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    // kubelogin flags kubecred has nothing to do for: accepted so that a kubelogin stanza runs
+    // unchanged, and named in a notice (config.rs). Only flags whose absence cannot weaken or
+    // misdirect a login belong here.
+    #[command(flatten)]
+    pub kubelogin_ignored: KubeloginIgnored,
+
+    // kubelogin flags kubecred refuses with an explanation (config.rs), rather than clap's
+    // bare "unexpected argument".
+    #[command(flatten)]
+    pub kubelogin_unsupported: KubeloginUnsupported,
+}
+
+/// kubelogin `get-token` flags that are safe to ignore (see [`TokenArgs::kubelogin_ignored`]).
+#[derive(Debug, Clone, Default, Args)]
+pub struct KubeloginIgnored {
+    /// kubelogin opens this URL after a login; kubecred's callback page says the login is done.
+    #[arg(long, hide = true, value_name = "URL")]
+    pub open_url_after_authentication: Option<String>,
+
+    /// kubelogin's TLS renegotiation setting; rustls never renegotiates, and that only makes a
+    /// connection fail, never less safe.
+    #[arg(long, hide = true, value_name = "MODE")]
+    pub tls_renegotiation: Option<String>,
+}
+
+impl KubeloginIgnored {
+    /// The flags given, as `--name`.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.open_url_after_authentication.is_some() {
+            names.push("--open-url-after-authentication");
+        }
+        if self.tls_renegotiation.is_some() {
+            names.push("--tls-renegotiation");
+        }
+        names
+    }
+}
+
+/// kubelogin `get-token` flags kubecred refuses (see [`TokenArgs::kubelogin_unsupported`]).
+/// Their values are never printed: `--password` holds one.
+#[derive(Debug, Clone, Default, Args)]
+pub struct KubeloginUnsupported {
+    /// kubelogin's resource owner password grant.
+    #[arg(long, hide = true, value_name = "USERNAME")]
+    pub username: Option<String>,
+
+    /// kubelogin's resource owner password grant.
+    #[arg(long, hide = true, value_name = "PASSWORD")]
+    pub password: Option<String>,
+
+    /// kubelogin's HTTPS login listener.
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub local_server_cert: Option<PathBuf>,
+
+    /// kubelogin's HTTPS login listener.
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub local_server_key: Option<PathBuf>,
+}
+
+/// kubelogin's subcommand: its stanzas read `args: [oidc-login, get-token, ...]` because kubelogin
+/// runs as the kubectl plugin `kubectl oidc-login`.
+const KUBELOGIN_SUBCOMMAND: &str = "oidc-login";
+
+impl Cli {
+    /// Parses a command line (program name first) the way the binary does. A kubelogin stanza
+    /// migrated by changing only `command:` still starts with `oidc-login`: that word is dropped,
+    /// and kubelogin's numeric verbosity (`-v1`, `--v=2`, `-v 1`) becomes `-v`/`-vv`.
+    pub fn try_parse_command_line<I, T>(argv: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString>,
+    {
+        Cli::try_parse_from(from_kubelogin(argv.into_iter().map(Into::into).collect()))
+    }
+}
+
+/// Rewrites a kubelogin command line (see [`Cli::try_parse_command_line`]); others pass unchanged.
+fn from_kubelogin(mut argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.get(1).and_then(|arg| arg.to_str()) != Some(KUBELOGIN_SUBCOMMAND) {
+        return argv;
+    }
+    argv.remove(1);
+    let mut out = Vec::with_capacity(argv.len());
+    let mut rest = argv.into_iter();
+    while let Some(arg) = rest.next() {
+        let Some(text) = arg.to_str() else {
+            out.push(arg);
+            continue;
+        };
+        if text == "--" {
+            out.push(arg);
+            out.extend(rest.by_ref());
+            break;
+        }
+        let inline = ["--v=", "-v="]
+            .iter()
+            .find_map(|prefix| text.strip_prefix(prefix))
+            .or_else(|| text.strip_prefix("-v").filter(|n| n.parse::<u8>().is_ok()));
+        let level = match inline {
+            Some(number) => number.parse::<u8>().ok(),
+            None if text == "-v" || text == "--v" => {
+                // kubelogin's -v takes a number; ours counts. Only a number after it is kubelogin's.
+                let next = rest.as_slice().first().and_then(|n| n.to_str());
+                match next.and_then(|n| n.parse::<u8>().ok()) {
+                    Some(level) => {
+                        rest.next();
+                        Some(level)
+                    }
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        match level {
+            Some(0) => {}
+            Some(1) => out.push("-v".into()),
+            Some(_) => out.push("-vv".into()),
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+/// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).
+pub fn usage_error_line(err: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        // clap would print the whole help (whose first line is the description) as the "error".
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "a command is required: get-token, login or logout (see kubecred --help)".into()
+        }
+        _ => {
+            let rendered = err.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("invalid command line")
+                .trim_start_matches("error: ");
+            format!("{first} (see kubecred --help)")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -284,6 +467,10 @@ mod tests {
             let Some(long) = arg.get_long() else { continue };
             if matches!(long, "help" | "verbose") {
                 continue; // -v is counted; KUBECRED_VERBOSE is read in config.rs
+            }
+            if arg.is_hide_set() {
+                assert_eq!(arg.get_env(), None, "hidden kubelogin flag --{long}");
+                continue; // kubelogin compatibility only: no KUBECRED_* name
             }
             let expected = format!("KUBECRED_{}", long.to_uppercase().replace('-', "_"));
             assert_eq!(
@@ -319,6 +506,156 @@ mod tests {
         assert!(args.use_access_token);
         assert_eq!(args.cache_storage, Some(CacheStorage::Disk));
         assert_eq!(args.grant_type, Some(GrantType::AuthcodeKeyboard));
+    }
+
+    fn token_args(argv: &[&str]) -> TokenArgs {
+        match Cli::try_parse_command_line(argv).unwrap().command {
+            Command::GetToken(args) => args,
+            _ => panic!("get-token expected"),
+        }
+    }
+
+    #[test]
+    fn a_kubelogin_stanza_parses_unchanged() {
+        let args = token_args(&[
+            "kubecred",
+            "oidc-login",
+            "get-token",
+            "--oidc-issuer-url=https://idp.example",
+            "--oidc-client-id=k8s",
+            "--oidc-use-pkce",
+            "--oidc-pkce-method=S256",
+            "--authentication-timeout-sec=300",
+            "--oidc-redirect-url-hostname=127.0.0.1",
+            "--oidc-auth-request-extra-params=acr_values=a,b",
+            "--open-url-after-authentication=https://done.example",
+            "--tls-renegotiation=never",
+            "--certificate-authority=/etc/ca,with,commas.pem",
+            "-v1",
+        ]);
+        assert_eq!(args.issuer_url.as_deref(), Some("https://idp.example"));
+        assert_eq!(args.pkce, Some(true));
+        assert_eq!(args.oidc_pkce_method.as_deref(), Some("S256"));
+        assert_eq!(args.auth_timeout.as_deref(), Some("300"));
+        assert_eq!(
+            args.oidc_redirect_url_hostname.as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(args.auth_params, ["acr_values=a,b"]);
+        assert_eq!(
+            args.kubelogin_ignored.given(),
+            ["--open-url-after-authentication", "--tls-renegotiation"]
+        );
+        assert_eq!(
+            args.certificate_authority,
+            [PathBuf::from("/etc/ca,with,commas.pem")]
+        );
+        assert_eq!(args.verbose, 1);
+    }
+
+    #[test]
+    fn only_a_leading_oidc_login_is_dropped() {
+        // Not kubelogin's: nothing is rewritten, and a stray oidc-login stays an error.
+        assert!(Cli::try_parse_command_line(["kubecred", "get-token", "oidc-login"]).is_err());
+        assert!(Cli::try_parse_command_line(["kubecred", "get-token", "-v1"]).is_err());
+        let args = token_args(&["kubecred", "get-token", "-vv"]);
+        assert_eq!(args.verbose, 2);
+        let err = Cli::try_parse_command_line(["kubecred", "oidc-login"]).unwrap_err();
+        assert!(usage_error_line(&err).starts_with("a command is required"));
+    }
+
+    #[test]
+    fn kubelogins_numeric_verbosity_becomes_a_count() {
+        let verbose = |extra: &[&str]| {
+            let mut argv = vec!["kubecred", "oidc-login", "get-token"];
+            argv.extend_from_slice(extra);
+            token_args(&argv).verbose
+        };
+        assert_eq!(verbose(&[]), 0);
+        assert_eq!(verbose(&["-v0"]), 0);
+        assert_eq!(verbose(&["-v1"]), 1);
+        assert_eq!(verbose(&["--v=4"]), 2);
+        assert_eq!(verbose(&["-v", "1"]), 1);
+        assert_eq!(verbose(&["--v", "2"]), 2);
+        assert_eq!(verbose(&["-v"]), 1);
+        assert_eq!(verbose(&["-vv"]), 2);
+    }
+
+    #[test]
+    fn comma_splitting_only_where_values_cannot_hold_commas() {
+        let args = token_args(&[
+            "kubecred",
+            "get-token",
+            "--scope=email,groups",
+            "--listen-address=127.0.0.1:1,127.0.0.1:2",
+            "--certificate-authority-data=QQ==,Qg==",
+            "--auth-param=acr_values=a,b",
+            "--certificate-authority=a,b.pem",
+        ]);
+        assert_eq!(args.scopes, ["email", "groups"]);
+        assert_eq!(args.listen_address.len(), 2);
+        assert_eq!(args.certificate_authority_data, ["QQ==", "Qg=="]);
+        assert_eq!(args.auth_params, ["acr_values=a,b"]);
+        assert_eq!(args.certificate_authority, [PathBuf::from("a,b.pem")]);
+    }
+
+    #[test]
+    fn a_missing_command_says_which_commands_there_are() {
+        for argv in [&["kubecred"][..], &["kubecred", "oidc-login"]] {
+            let err = Cli::try_parse_command_line(argv).unwrap_err();
+            assert_eq!(
+                usage_error_line(&err),
+                "a command is required: get-token, login or logout (see kubecred --help)",
+                "{argv:?}"
+            );
+        }
+        let err = Cli::try_parse_command_line(["kubecred", "get-token", "--nope"]).unwrap_err();
+        let line = usage_error_line(&err);
+        assert!(
+            line.contains("--nope") && line.ends_with("(see kubecred --help)"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'), "{line}");
+    }
+
+    #[test]
+    fn on_off_environment_variables_take_1_yes_and_true() {
+        let on_off = [
+            "use_access_token",
+            "insecure_skip_tls_verify",
+            "force_refresh",
+            "skip_open_browser",
+        ];
+        for (value, expected) in [
+            ("1", true),
+            ("yes", true),
+            ("true", true),
+            ("0", false),
+            ("off", false),
+        ] {
+            for id in on_off {
+                // A variable no other test reads, so setting it races with nothing.
+                let var = format!("KUBECRED_TEST_{}_{value}", id.to_uppercase());
+                std::env::set_var(&var, value);
+                let command = Cli::command().mut_subcommand("get-token", |sub| {
+                    sub.mut_arg(id, |arg| arg.env(&*var.clone().leak()))
+                });
+                let matches = command
+                    .try_get_matches_from(["kubecred", "get-token"])
+                    .unwrap_or_else(|err| panic!("{var}={value}: {err}"));
+                let sub = matches.subcommand_matches("get-token").unwrap();
+                assert_eq!(sub.get_flag(id), expected, "{var}={value}");
+            }
+        }
+        let var = "KUBECRED_TEST_PKCE";
+        std::env::set_var(var, "no");
+        let command = Cli::command()
+            .mut_subcommand("get-token", |sub| sub.mut_arg("pkce", |arg| arg.env(var)));
+        let matches = command
+            .try_get_matches_from(["kubecred", "get-token"])
+            .unwrap();
+        let sub = matches.subcommand_matches("get-token").unwrap();
+        assert_eq!(sub.get_one::<bool>("pkce"), Some(&false));
     }
 
     #[test]

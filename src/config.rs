@@ -114,6 +114,13 @@ pub const DEFAULT_MIN_VALIDITY: Duration = Duration::from_secs(60);
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(180);
 pub const DEFAULT_LOGIN_COOLDOWN: Duration = Duration::from_secs(30);
+/// Added to the lock wait beyond the lock holder's own bounded work (see `default_lock_timeout`).
+pub const LOCK_TIMEOUT_SLACK: Duration = Duration::from_secs(10);
+/// The longest duration any setting takes: far beyond any sensible timeout or validity margin,
+/// and small enough that `Instant::now() + d` and chrono conversions can never overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How [`MAX_DURATION`] is written in messages and the README.
+pub const MAX_DURATION_TEXT: &str = "168h (7 days)";
 /// Registered-port friendly defaults, as kubelogin uses: many IdPs need exact redirect URIs.
 pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
 
@@ -140,6 +147,14 @@ impl Environment {
 impl Config {
     pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
         let ext = Extension(exec.cluster_config());
+        refuse_unsupported_kubelogin_flags(args)?;
+        let ignored = args.kubelogin_ignored.given();
+        if !ignored.is_empty() {
+            crate::log::notice(format!(
+                "ignoring kubelogin's {}: kubecred has no use for it",
+                ignored.join(", ")
+            ));
+        }
 
         let issuer_raw = args
             .issuer_url
@@ -234,14 +249,15 @@ impl Config {
         let ca_data = args
             .certificate_authority_data
             .iter()
-            .cloned()
-            .chain(ext.string("certificateAuthorityData")?);
-        for data in ca_data {
+            .map(|data| (data.clone(), "--certificate-authority-data"))
+            .chain(
+                ext.string("certificateAuthorityData")?
+                    .map(|data| (data, "the cluster extension's certificateAuthorityData")),
+            );
+        for (data, source) in ca_data {
             let pem = base64::engine::general_purpose::STANDARD
                 .decode(data.trim())
-                .map_err(|err| {
-                    input(format!("--certificate-authority-data is not base64: {err}"))
-                })?;
+                .map_err(|err| input(format!("{source} is not base64: {err}")))?;
             extra_ca_pems.push(pem);
         }
 
@@ -251,10 +267,11 @@ impl Config {
         };
 
         let auth_timeout = duration_or(&args.auth_timeout, "--auth-timeout", DEFAULT_AUTH_TIMEOUT)?;
+        let http_timeout = duration_or(&args.http_timeout, "--http-timeout", DEFAULT_HTTP_TIMEOUT)?;
         let lock_timeout = duration_or(
             &args.lock_timeout,
             "--lock-timeout",
-            auth_timeout + Duration::from_secs(30),
+            default_lock_timeout(auth_timeout, http_timeout),
         )?;
 
         let mut listen_addresses = Vec::new();
@@ -280,8 +297,8 @@ impl Config {
             listen_addresses.push(addr);
         }
 
-        let redirect_url = match &args.redirect_url {
-            Some(raw) => {
+        let redirect_url = match (&args.redirect_url, &args.oidc_redirect_url_hostname) {
+            (Some(raw), _) => {
                 let url = Url::parse(raw)
                     .map_err(|err| input(format!("--redirect-url {raw:?} is not a URL: {err}")))?;
                 if url.scheme() != "http" || !is_loopback_host(&url) {
@@ -291,7 +308,18 @@ impl Config {
                 }
                 Some(url)
             }
-            None => None,
+            // kubelogin's way to change only the host of the default redirect URL.
+            (None, Some(host)) => {
+                let mut url =
+                    Url::parse(crate::login::loopback::DEFAULT_REDIRECT_URL).expect("it parses");
+                if url.set_host(Some(host.trim())).is_err() || !is_loopback_host(&url) {
+                    return Err(input(format!(
+                        "--oidc-redirect-url-hostname {host:?} must be localhost or a loopback address"
+                    )));
+                }
+                Some(url)
+            }
+            (None, None) => None,
         };
 
         let browser = if args.skip_open_browser {
@@ -313,11 +341,20 @@ impl Config {
         let auth_params = args
             .auth_params
             .iter()
+            .flat_map(|value| split_auth_params(value))
             .map(|pair| match pair.split_once('=') {
                 Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
                 _ => Err(input(format!("--auth-param {pair:?} is not KEY=VALUE"))),
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
+
+        let pkce = match (
+            args.pkce,
+            pkce_from_method(args.oidc_pkce_method.as_deref())?,
+        ) {
+            (Some(pkce), _) => Some(pkce),
+            (None, from_method) => from_method,
+        };
 
         let verbose = if args.verbose > 0 {
             args.verbose
@@ -354,12 +391,12 @@ impl Config {
                     None => DEFAULT_MIN_VALIDITY,
                 },
             )?,
-            http_timeout: duration_or(&args.http_timeout, "--http-timeout", DEFAULT_HTTP_TIMEOUT)?,
+            http_timeout,
             lock_timeout,
             login: LoginSettings {
                 redirect_url,
                 listen_addresses,
-                pkce: args.pkce,
+                pkce,
                 browser,
                 auth_timeout,
                 cooldown: duration_or(
@@ -414,6 +451,67 @@ pub fn is_loopback_host(url: &Url) -> bool {
     }
 }
 
+/// The lock wait when --lock-timeout is not given: the holder may run discovery, a whole login,
+/// the code exchange and a JWKS fetch, each bounded, and a little more for the cache writes.
+pub fn default_lock_timeout(auth_timeout: Duration, http_timeout: Duration) -> Duration {
+    auth_timeout
+        .saturating_add(http_timeout.saturating_mul(3))
+        .saturating_add(LOCK_TIMEOUT_SLACK)
+}
+
+/// kubelogin's `--oidc-pkce-method`: `auto` leaves the choice to discovery, `no` turns PKCE off,
+/// `S256` on.
+fn pkce_from_method(method: Option<&str>) -> anyhow::Result<Option<bool>> {
+    let Some(method) = method else {
+        return Ok(None);
+    };
+    match method.trim() {
+        m if m.eq_ignore_ascii_case("auto") => Ok(None),
+        m if m.eq_ignore_ascii_case("no") => Ok(Some(false)),
+        m if m.eq_ignore_ascii_case("S256") => Ok(Some(true)),
+        _ => Err(input(format!(
+            "--oidc-pkce-method {method:?} is not one of auto, no, S256 (or use --pkce / --pkce=false)"
+        ))),
+    }
+}
+
+/// One `--auth-param` value as pairs. A value may hold commas (`acr_values=a,b`); only when
+/// every comma-separated piece is itself KEY=VALUE (`a=1,b=2`, as kubelogin's
+/// `--oidc-auth-request-extra-params` takes them) is it split.
+fn split_auth_params(value: &str) -> Vec<&str> {
+    let pieces: Vec<&str> = value.split(',').collect();
+    let all_pairs = pieces.iter().all(|piece| {
+        piece
+            .split_once('=')
+            .is_some_and(|(key, _)| !key.is_empty())
+    });
+    if pieces.len() > 1 && all_pairs {
+        pieces
+    } else {
+        vec![value]
+    }
+}
+
+/// kubelogin flags that would change what kind of login happens: refused with the reason, never
+/// ignored. Their values are not printed (`--password` holds one).
+fn refuse_unsupported_kubelogin_flags(args: &TokenArgs) -> anyhow::Result<()> {
+    let unsupported = &args.kubelogin_unsupported;
+    if unsupported.username.is_some() || unsupported.password.is_some() {
+        return Err(input(
+            "--username/--password (the resource owner password grant) are not supported; \
+             drop them and use --grant-type=authcode, authcode-keyboard or device-code",
+        ));
+    }
+    if unsupported.local_server_cert.is_some() || unsupported.local_server_key.is_some() {
+        return Err(input(
+            "--local-server-cert/--local-server-key are not supported: the login listener serves \
+             plain http on loopback; drop them and register the http://localhost:PORT/callback \
+             redirect URI with the provider",
+        ));
+    }
+    Ok(())
+}
+
 fn duration_or(raw: &Option<String>, flag: &str, default: Duration) -> anyhow::Result<Duration> {
     match raw {
         Some(raw) => parse_duration(raw).map_err(|err| input(format!("{flag}: {err}"))),
@@ -421,14 +519,20 @@ fn duration_or(raw: &Option<String>, flag: &str, default: Duration) -> anyhow::R
     }
 }
 
-/// Parses `90s`, `5m`, `1h30m`, `250ms`, or a bare number of seconds.
+/// Parses `90s`, `5m`, `1h30m`, `250ms`, or a bare number of seconds; at most [`MAX_DURATION`].
 pub fn parse_duration(raw: &str) -> Result<Duration, String> {
+    let too_long = || format!("{raw:?} is too long; at most {MAX_DURATION_TEXT}");
     let text = raw.trim();
     if text.is_empty() {
         return Err("empty duration; write it like 90s, 5m or 1h".into());
     }
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse::<u64>()
+            .ok()
+            .map(Duration::from_secs)
+            .filter(|duration| *duration <= MAX_DURATION)
+            .ok_or_else(too_long);
     }
     let mut total = Duration::ZERO;
     let mut rest = text;
@@ -441,25 +545,26 @@ pub fn parse_duration(raw: &str) -> Result<Duration, String> {
                 "{raw:?} is not a duration; write it like 90s, 5m or 1h"
             ));
         }
-        let number: u64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("{raw:?} is too large"))?;
+        let number: u64 = rest[..digits].parse().map_err(|_| too_long())?;
         rest = &rest[digits..];
         let unit_len = rest
             .find(|c: char| c.is_ascii_digit())
             .unwrap_or(rest.len());
         let unit = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(number),
-            "s" => Duration::from_secs(number),
-            "m" => Duration::from_secs(number.saturating_mul(60)),
-            "h" => Duration::from_secs(number.saturating_mul(3600)),
+            "ms" => Some(Duration::from_millis(number)),
+            "s" => Some(Duration::from_secs(number)),
+            "m" => number.checked_mul(60).map(Duration::from_secs),
+            "h" => number.checked_mul(3600).map(Duration::from_secs),
             _ => {
                 return Err(format!(
                     "{raw:?} is not a duration; write it like 90s, 5m or 1h"
                 ))
             }
         };
-        total += unit;
+        total = unit
+            .and_then(|unit| total.checked_add(unit))
+            .filter(|total| *total <= MAX_DURATION)
+            .ok_or_else(too_long)?;
         rest = &rest[unit_len..];
     }
     Ok(total)
@@ -523,6 +628,7 @@ impl Extension<'_> {
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
+    use crate::error::exit_code_of;
     use clap::Parser;
 
     fn args(extra: &[&str]) -> TokenArgs {
@@ -551,6 +657,191 @@ mod tests {
         for bad in ["", "s", "5x", "1.5h", "-3s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn huge_durations_are_refused_not_panicked_on() {
+        assert_eq!(parse_duration("168h"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("604800"), Ok(MAX_DURATION));
+        for huge in [
+            "18446744073709551615",
+            "18446744073709551616",
+            "18446744073709551615s1s",
+            "18446744073709551615h",
+            "5124095576030431h",
+            "168h1ms",
+            "604801",
+            "99999999999999999999999ms",
+        ] {
+            let err = parse_duration(huge).unwrap_err();
+            assert!(
+                err.ends_with("is too long; at most 168h (7 days)"),
+                "{huge}: {err}"
+            );
+        }
+        let err = Config::resolve(
+            &args(&[
+                "--issuer-url=https://idp",
+                "--client-id=c",
+                "--auth-timeout=18446744073709551615",
+            ]),
+            &Environment::default(),
+            ExecInfo::absent(),
+        )
+        .unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Input);
+        assert!(
+            format!("{err:#}").starts_with("--auth-timeout: \"18446744073709551615\" is too long"),
+            "{err:#}"
+        );
+        let exec = exec_with_extension(
+            r#"{"issuerURL":"https://x","clientID":"c","minValidity":"18446744073709551615s1s"}"#,
+        );
+        let err = Config::resolve(&args(&[]), &Environment::default(), exec).unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with("cluster extension minValidity: "),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn the_lock_wait_covers_the_holders_work() {
+        let base = ["--issuer-url=https://idp", "--client-id=c"];
+        let resolve = |extra: &[&str]| {
+            let mut argv = base.to_vec();
+            argv.extend_from_slice(extra);
+            Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+                .unwrap()
+                .lock_timeout
+        };
+        // 180s + 3 × 30s + 10s
+        assert_eq!(resolve(&[]), Duration::from_secs(280));
+        assert_eq!(
+            resolve(&["--auth-timeout=60s", "--http-timeout=5s"]),
+            Duration::from_secs(85)
+        );
+        assert_eq!(resolve(&["--lock-timeout=7s"]), Duration::from_secs(7));
+        // The longest settings still leave a wait that Instant::now() + d can hold.
+        let longest = resolve(&["--auth-timeout=168h", "--http-timeout=168h"]);
+        assert_eq!(longest, MAX_DURATION * 4 + LOCK_TIMEOUT_SLACK);
+        assert!(std::time::Instant::now().checked_add(longest).is_some());
+    }
+
+    #[test]
+    fn kubelogin_pkce_method() {
+        let base = ["--issuer-url=https://idp", "--client-id=c"];
+        let resolve = |extra: &[&str]| {
+            let mut argv = base.to_vec();
+            argv.extend_from_slice(extra);
+            Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+                .map(|config| config.login.pkce)
+        };
+        assert_eq!(resolve(&[]).unwrap(), None);
+        assert_eq!(resolve(&["--oidc-pkce-method=auto"]).unwrap(), None);
+        assert_eq!(resolve(&["--oidc-pkce-method=no"]).unwrap(), Some(false));
+        assert_eq!(resolve(&["--oidc-pkce-method=S256"]).unwrap(), Some(true));
+        assert_eq!(resolve(&["--oidc-use-pkce"]).unwrap(), Some(true));
+        assert_eq!(
+            resolve(&["--oidc-pkce-method=no", "--pkce"]).unwrap(),
+            Some(true)
+        );
+        let err = resolve(&["--oidc-pkce-method=plain"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--oidc-pkce-method \"plain\" is not one of auto, no, S256 (or use --pkce / --pkce=false)"
+        );
+    }
+
+    #[test]
+    fn auth_params_keep_commas_in_values() {
+        let resolve = |extra: &[&str]| {
+            let mut argv = vec!["--issuer-url=https://idp", "--client-id=c"];
+            argv.extend_from_slice(extra);
+            Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+                .map(|config| config.login.auth_params)
+        };
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            resolve(&["--auth-param=acr_values=a,b", "--auth-param=ui_locales=en"]).unwrap(),
+            [pair("acr_values", "a,b"), pair("ui_locales", "en")]
+        );
+        // kubelogin's form: several pairs in one value.
+        assert_eq!(
+            resolve(&["--oidc-auth-request-extra-params=prompt=login,max_age=0"]).unwrap(),
+            [pair("prompt", "login"), pair("max_age", "0")]
+        );
+        assert_eq!(
+            resolve(&["--auth-param=resource=https://api/?a=b,c"]).unwrap(),
+            [pair("resource", "https://api/?a=b,c")]
+        );
+        assert!(resolve(&["--auth-param=novalue"]).is_err());
+    }
+
+    #[test]
+    fn a_bad_ca_names_where_it_came_from() {
+        let base = ["--issuer-url=https://idp", "--client-id=c"];
+        let mut argv = base.to_vec();
+        argv.push("--certificate-authority-data=not base64!");
+        let err =
+            Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--certificate-authority-data is not base64"),
+            "{err}"
+        );
+        let exec = exec_with_extension(
+            r#"{"issuerURL":"https://x","clientID":"c","certificateAuthorityData":"not base64!"}"#,
+        );
+        let err = Config::resolve(&args(&[]), &Environment::default(), exec).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the cluster extension's certificateAuthorityData is not base64"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn kubelogin_redirect_hostname_and_refused_flags() {
+        let base = ["--issuer-url=https://idp", "--client-id=c"];
+        let resolve = |extra: &[&str]| {
+            let mut argv = base.to_vec();
+            argv.extend_from_slice(extra);
+            Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+        };
+        let redirect = resolve(&["--oidc-redirect-url-hostname=127.0.0.1"])
+            .unwrap()
+            .login
+            .redirect_url
+            .unwrap();
+        assert_eq!(redirect.as_str(), "http://127.0.0.1/callback");
+        let redirect = resolve(&[
+            "--oidc-redirect-url-hostname=127.0.0.1",
+            "--redirect-url=http://localhost/cb",
+        ])
+        .unwrap()
+        .login
+        .redirect_url
+        .unwrap();
+        assert_eq!(redirect.as_str(), "http://localhost/cb");
+        assert!(resolve(&["--oidc-redirect-url-hostname=idp.example"]).is_err());
+
+        let err = resolve(&["--username=alice", "--password=hunter2"]).unwrap_err();
+        let message = format!("{err:#}");
+        assert!(message.contains("not supported"), "{message}");
+        assert!(
+            !message.contains("hunter2") && !message.contains("alice"),
+            "{message}"
+        );
+        assert_eq!(exit_code_of(&err), Exit::Input);
+        let err =
+            resolve(&["--local-server-cert=/c.pem", "--local-server-key=/k.pem"]).unwrap_err();
+        assert!(format!("{err:#}").contains("not supported"), "{err:#}");
+        // Ignored ones resolve (with a notice on stderr).
+        resolve(&[
+            "--open-url-after-authentication=https://x",
+            "--tls-renegotiation=once",
+        ])
+        .unwrap();
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! The `kubecred` binary: parse, run, print the result or one error line.
 
-use clap::Parser;
-use kubecred::cli::Cli;
+use kubecred::cli::{usage_error_line, Cli};
 use kubecred::error::{exit_code_of, one_line, Exit};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // A kubelogin stanza moved over by changing only `command:` still reads
+    // `args: [oidc-login, get-token, ...]` (kubelogin runs as `kubectl oidc-login`): the parse
+    // drops that first `oidc-login` and takes kubelogin's `-v1` (see Cli::try_parse_command_line).
+    let cli = match Cli::try_parse_command_line(std::env::args_os()) {
         Ok(cli) => cli,
         Err(err) => return clap_error(err),
     };
@@ -15,11 +17,15 @@ fn main() -> ExitCode {
         Ok(Some(document)) => {
             // One write of the whole document: stdout carries the ExecCredential and nothing else.
             let mut stdout = std::io::stdout().lock();
-            if stdout
+            if let Err(err) = stdout
                 .write_all(document.as_bytes())
                 .and_then(|()| stdout.flush())
-                .is_err()
             {
+                // stderr may be gone too (kubectl died): never panic over reporting it.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "kubecred: error: writing the credential to stdout failed: {err}; kubectl may have gone away"
+                );
                 return ExitCode::from(Exit::Input as u8);
             }
             ExitCode::SUCCESS
@@ -41,13 +47,7 @@ fn clap_error(err: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => {
-            let rendered = err.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|line| !line.trim().is_empty())
-                .unwrap_or("invalid command line")
-                .trim_start_matches("error: ");
-            eprintln!("kubecred: error: {first} (see kubecred --help)");
+            eprintln!("kubecred: error: {}", usage_error_line(&err));
             ExitCode::from(Exit::Usage as u8)
         }
     }

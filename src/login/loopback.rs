@@ -474,7 +474,7 @@ fn same_state(given: &str, expected: &str) -> bool {
 pub(crate) fn provider_refused(error: &str, description: Option<&str>) -> anyhow::Error {
     let next = match error {
         "access_denied" => "if you did not cancel it, check that your account may use this client (or log in as another user), then run `kubecred login` to try again",
-        "invalid_scope" => "check the scopes (--scopes) against what the client may request",
+        "invalid_scope" => "check the scopes (--scope) against what the client may request",
         "unauthorized_client" | "unsupported_response_type" | "invalid_request" => {
             "the client is not set up for this login at the provider: check --client-id, --redirect-url and the redirect URIs registered for the client"
         }

@@ -2,7 +2,6 @@
 //! of every exec stanza in it.
 
 use crate::support::*;
-use clap::Parser;
 
 #[test]
 fn every_sample_loads_in_kubectl_and_its_arguments_parse() {
@@ -26,7 +25,7 @@ fn every_sample_loads_in_kubectl_and_its_arguments_parse() {
                 .map(|a| a.as_str().unwrap().to_string())
                 .collect();
             let argv = std::iter::once("kubecred".to_string()).chain(args);
-            if let Err(err) = kubecred::cli::Cli::try_parse_from(argv) {
+            if let Err(err) = kubecred::cli::Cli::try_parse_command_line(argv) {
                 panic!("{}: {err}", path.display());
             }
             seen += 1;
