@@ -10,6 +10,7 @@
 //! jsonwebtoken picks its RustCrypto backend from its crate features by itself: nothing needs
 //! installing at startup.
 
+use crate::cache::disk;
 use crate::config::{is_loopback_host, Config};
 use crate::error::{fail, Exit};
 use crate::http;
@@ -42,16 +43,15 @@ pub struct ProviderMetadata {
     pub token_endpoint: Url,
     pub device_authorization_endpoint: Option<Url>,
     pub jwks_uri: Url,
-    pub revocation_endpoint: Option<Url>,
     pub code_challenge_methods_supported: Option<Vec<String>>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
-    pub id_token_signing_alg_values_supported: Option<Vec<String>>,
-    pub grant_types_supported: Option<Vec<String>>,
 }
 
 impl ProviderMetadata {
-    /// Whether PKCE with S256 should work. Providers that do not publish the list often support
-    /// it anyway, so an absent list counts as yes.
+    /// Whether PKCE with S256 should work: `code_challenge_methods_supported` is absent (or not a
+    /// list of strings, which counts as absent), or it contains exactly `"S256"`. Providers that
+    /// do not publish the list often support PKCE anyway, so an absent list counts as yes; a list
+    /// without S256 (an empty one included) counts as no.
     pub fn supports_pkce_s256(&self) -> bool {
         self.code_challenge_methods_supported
             .as_ref()
@@ -68,15 +68,10 @@ struct RawMetadata {
     token_endpoint: Option<String>,
     device_authorization_endpoint: Option<String>,
     jwks_uri: Option<String>,
-    revocation_endpoint: Option<String>,
     #[serde(default, deserialize_with = "lenient_list")]
     code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default, deserialize_with = "lenient_list")]
     token_endpoint_auth_methods_supported: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "lenient_list")]
-    id_token_signing_alg_values_supported: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "lenient_list")]
-    grant_types_supported: Option<Vec<String>>,
 }
 
 fn lenient_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
@@ -133,11 +128,8 @@ impl ProviderMetadata {
                 raw.device_authorization_endpoint,
             )?,
             jwks_uri: required("jwks_uri", raw.jwks_uri)?,
-            revocation_endpoint: endpoint("revocation_endpoint", raw.revocation_endpoint)?,
             code_challenge_methods_supported: raw.code_challenge_methods_supported,
             token_endpoint_auth_methods_supported: raw.token_endpoint_auth_methods_supported,
-            id_token_signing_alg_values_supported: raw.id_token_signing_alg_values_supported,
-            grant_types_supported: raw.grant_types_supported,
             issuer,
         })
     }
@@ -158,10 +150,9 @@ pub struct IdTokenClaims {
     pub sub: String,
     /// The token's real expiry (no leeway applied).
     pub exp: DateTime<Utc>,
-    pub iat: Option<DateTime<Utc>>,
+    /// `email` and `preferred_username` are for display only ("logged in as …"), never for a
+    /// decision.
     pub email: Option<String>,
-    pub email_verified: Option<bool>,
-    pub name: Option<String>,
     pub preferred_username: Option<String>,
 }
 
@@ -404,12 +395,22 @@ impl Provider {
                 "check --client-id",
             ));
         }
-        if audiences.len() > 1 {
-            if let Some(azp) = string("azp").filter(|azp| *azp != client_id) {
+        // OpenID Connect Core 3.1.3.7: when `azp` is present it must be our client ID, whatever
+        // the number of audiences.
+        match claims.get("azp") {
+            None => {}
+            Some(Value::String(azp)) if azp == client_id => {}
+            Some(Value::String(azp)) => {
                 return Err(rejected(
                     format!("it was issued to the client {azp:?} (azp), not {client_id:?}"),
                     "check --client-id",
-                ));
+                ))
+            }
+            Some(_) => {
+                return Err(rejected(
+                    "its authorized party (azp) is not a string".into(),
+                    "the provider's ID tokens must carry azp as a string",
+                ))
             }
         }
 
@@ -469,10 +470,7 @@ impl Provider {
         Ok(IdTokenClaims {
             sub: sub.to_string(),
             exp,
-            iat: time("iat"),
             email: string("email").map(str::to_string),
-            email_verified: claims.get("email_verified").and_then(Value::as_bool),
-            name: string("name").map(str::to_string),
             preferred_username: string("preferred_username").map(str::to_string),
         })
     }
@@ -715,43 +713,20 @@ fn read_cache<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     }
 }
 
-/// Writes a cache file atomically (temp file + rename), private to the user. Failing to cache
-/// costs a round trip next time, not this run: it is logged, not returned. Parallel writers
-/// race harmlessly: the last rename wins and every version is complete.
+/// Writes a cache file atomically and privately ([`disk::write_private`]). Failing to cache
+/// costs a round trip next time, not this run: it is logged, not returned. Parallel writers race
+/// harmlessly: the last rename wins and every version is complete.
 fn write_cache<T: Serialize>(path: &Path, value: &T) {
-    if let Err(err) = try_write_cache(path, value) {
+    let written = serde_json::to_vec(value)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| disk::write_private(path, &bytes));
+    if let Err(err) = written {
         crate::debug!(
             1,
             "could not write the cache file {}: {err}",
             path.display()
         );
     }
-}
-
-fn try_write_cache<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().expect("cache files live in a directory");
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
-
-    let nanos = Utc::now().timestamp_subsec_nanos();
-    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
-    let temp = dir.join(format!(".{file_name}.{}.{nanos}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let result = options.open(&temp).and_then(|mut file| {
-        file.write_all(&serde_json::to_vec(value).map_err(std::io::Error::other)?)?;
-        std::fs::rename(&temp, path)
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
 
 #[cfg(test)]
@@ -854,7 +829,7 @@ mod tests {
             "token_endpoint": format!("{base}/token"),
             "jwks_uri": format!("{base}/jwks"),
             "code_challenge_methods_supported": ["S256"],
-            "id_token_signing_alg_values_supported": "RS256", // wrong type: ignored
+            "token_endpoint_auth_methods_supported": "client_secret_basic", // wrong type: ignored
             "some_future_field": {"x": 1},
         })
         .to_string()
@@ -876,6 +851,7 @@ mod tests {
             "email": "ada@example.com",
             "email_verified": true,
             "name": "Ada",
+            "preferred_username": "ada",
         })
     }
 
@@ -938,7 +914,7 @@ mod tests {
             format!("{}/token", s.server.base)
         );
         assert_eq!(
-            provider.metadata.id_token_signing_alg_values_supported,
+            provider.metadata.token_endpoint_auth_methods_supported,
             None
         );
         assert!(provider.metadata.supports_pkce_s256());
@@ -1061,8 +1037,7 @@ mod tests {
             assert_eq!(claims.sub, "user-42");
             assert_eq!(claims.exp, now() + Duration::minutes(10));
             assert_eq!(claims.email.as_deref(), Some("ada@example.com"));
-            assert_eq!(claims.email_verified, Some(true));
-            assert_eq!(claims.name.as_deref(), Some("Ada"));
+            assert_eq!(claims.preferred_username.as_deref(), Some("ada"));
         }
         // One JWKS fetch served all three (the later providers read it from disk).
         assert_eq!(s.server.hits("/jwks"), 1);
@@ -1083,6 +1058,34 @@ mod tests {
             text.contains("issued to the client \"other\" (azp)"),
             "{text}"
         );
+    }
+
+    /// OpenID Connect Core 3.1.3.7: a present `azp` must be the client ID even with a single
+    /// audience (and the audience check alone would pass here).
+    #[test]
+    fn a_present_azp_must_be_the_client_id_even_with_one_audience() {
+        let ec = TestKey::ec();
+        let s = setup(&[&ec]);
+        let mut c = claims(&s.server);
+        c["azp"] = json!(CLIENT_ID);
+        s.verify(&ec.sign(&c)).unwrap();
+        c["aud"] = json!([CLIENT_ID]);
+        s.verify(&ec.sign(&c)).unwrap();
+
+        for aud in [json!(CLIENT_ID), json!([CLIENT_ID])] {
+            c["aud"] = aud;
+            c["azp"] = json!("other");
+            let text = s.rejection(&ec.sign(&c));
+            assert!(
+                text.contains(
+                    "issued to the client \"other\" (azp), not \"kubectl\"; check --client-id"
+                ),
+                "{text}"
+            );
+            c["azp"] = json!(["kubectl"]);
+            let text = s.rejection(&ec.sign(&c));
+            assert!(text.contains("(azp) is not a string"), "{text}");
+        }
     }
 
     #[test]

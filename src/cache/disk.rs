@@ -1,4 +1,6 @@
-//! Private files for the token cache: directories 0700, files 0600, every write atomic.
+//! Private files: directories 0700, files 0600, every write atomic. The one implementation for
+//! everything kubecred stores under its cache directory: token entries, lock files' directory,
+//! the OIDC discovery/JWKS cache and the login cool-down record.
 //!
 //! A cache file is replaced, never rewritten in place: a writer fills a temporary file in the same
 //! directory, flushes it to disk and renames it over the old one. A reader that does not hold the
@@ -54,15 +56,18 @@ pub(crate) fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Writes `bytes` to `path` privately: creates the parent directory (and missing ancestors) with
+/// mode 0700, tightening it if it exists looser ([`ensure_private_dir`]), then replaces the file
+/// atomically with mode 0600 ([`write_atomic`]).
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    ensure_private_dir(parent_dir(path)?)?;
+    write_atomic(path, bytes)
+}
+
 /// Replaces `path` with `bytes` atomically; the file is created with mode 0600. The parent
-/// directory must exist (see [`ensure_private_dir`]).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a cache file needs a parent directory",
-        )
-    })?;
+/// directory must exist (see [`write_private`]).
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_dir(path)?;
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a cache file needs a name"))?
@@ -83,6 +88,18 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     sync_dir(dir);
     Ok(())
+}
+
+/// The directory `path` is in; `.` for a bare file name.
+fn parent_dir(path: &Path) -> io::Result<&Path> {
+    match path.parent() {
+        Some(dir) if dir.as_os_str().is_empty() => Ok(Path::new(".")),
+        Some(dir) => Ok(dir),
+        None => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a cache file needs a parent directory",
+        )),
+    }
 }
 
 /// Deletes `path`; a file that is already gone is fine. Returns whether a file was deleted.
@@ -218,5 +235,24 @@ mod tests {
         let file = loose.join("entry.json");
         write_atomic(&file, b"x").unwrap();
         assert_eq!(mode(&file), 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn write_private_creates_or_tightens_the_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let root = tempfile::tempdir().unwrap();
+        let fresh = root.path().join("new/state/entry");
+        write_private(&fresh, b"x").unwrap();
+        assert_eq!(mode(fresh.parent().unwrap()), 0o700);
+        assert_eq!(mode(&fresh), 0o600);
+
+        let loose = root.path().join("loose");
+        fs::create_dir(&loose).unwrap();
+        fs::set_permissions(&loose, fs::Permissions::from_mode(0o755)).unwrap();
+        write_private(&loose.join("entry"), b"y").unwrap();
+        assert_eq!(mode(&loose), 0o700);
+        assert_eq!(fs::read(loose.join("entry")).unwrap(), b"y");
     }
 }

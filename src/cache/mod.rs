@@ -15,7 +15,7 @@
 //! on the hit path do not need it, because files are replaced atomically. After taking the lock a
 //! caller should [`load`](TokenCache::load) again: another process may have refreshed meanwhile.
 
-mod disk;
+pub(crate) mod disk;
 mod keyring_store;
 mod lock;
 
@@ -239,26 +239,12 @@ impl TokenCache {
     }
 
     /// A path for other per-entry state, `<cache_dir>/state/<key>.<suffix>` (the login module
-    /// keeps its cool-down marker there). Creates nothing: see [`TokenCache::ensure_state_dir`].
+    /// keeps its cool-down marker there). Creates nothing: the writer creates (or tightens) the
+    /// directory with [`disk::write_private`].
     pub fn state_path(&self, suffix: &str) -> PathBuf {
         self.dir
             .join("state")
             .join(format!("{}.{suffix}", self.key))
-    }
-
-    /// Creates `<cache_dir>/state/` with mode 0700 (tightening it if it exists looser).
-    pub fn ensure_state_dir(&self) -> anyhow::Result<PathBuf> {
-        let dir = self.dir.join("state");
-        disk::ensure_private_dir(&dir).map_err(|err| {
-            fail(
-                Exit::Cache,
-                format!(
-                    "cannot create the directory {}: {err}; check its permissions, or pass --cache-dir",
-                    dir.display()
-                ),
-            )
-        })?;
-        Ok(dir)
     }
 
     /// The cache-hit path. In `auto` and `disk` storage: ONE small file read, no keyring call, no
@@ -525,10 +511,7 @@ impl TokenCache {
                 ),
             )
         };
-        if let Some(dir) = path.parent() {
-            disk::ensure_private_dir(dir).map_err(cannot)?;
-        }
-        disk::write_atomic(&path, &entry.to_json()).map_err(cannot)
+        disk::write_private(&path, &entry.to_json()).map_err(cannot)
     }
 
     fn remove_disk_entry(&self) -> anyhow::Result<()> {
@@ -816,9 +799,10 @@ pub(super) mod tests {
         assert_eq!(mode(&dir.path().join("locks")), 0o700);
         assert_eq!(mode(&cache.entry_path()), 0o600);
         assert_eq!(mode(&cache.lock_path()), 0o600);
-        let state = cache.ensure_state_dir().unwrap();
-        assert_eq!(mode(&state), 0o700);
-        assert_eq!(cache.state_path("cooldown").parent(), Some(state.as_path()));
+        assert_eq!(
+            cache.state_path("cooldown").parent(),
+            Some(dir.path().join("state").as_path())
+        );
     }
 
     #[test]

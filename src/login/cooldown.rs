@@ -6,13 +6,14 @@
 //! The record is a small JSON file per cache entry (time and a one-line reason). A missing or
 //! unreadable file means no cool-down: this is a courtesy, never a reason to lock someone out.
 
+use crate::cache::disk;
 use crate::debug;
 use crate::error::{fail, Exit};
 use crate::login::printable_brief;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -82,7 +83,8 @@ impl Cooldown {
             Exit::Login,
             format!(
                 "a login for this cluster failed {}s ago ({}); not opening another browser for {}s — \
-                 run `kubecred login` with the same flags, or pass --force-refresh, to retry now",
+                 run `kubecred login` with the same flags, pass --force-refresh, \
+                 or set KUBECRED_FORCE_REFRESH=1 for one kubectl command, to retry now",
                 elapsed.as_secs(),
                 summary(&record.reason),
                 remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0),
@@ -134,27 +136,11 @@ impl Cooldown {
     }
 
     /// Writes the record atomically (a temporary file renamed over it), readable by the user only,
-    /// so that parallel runs never read half a record.
+    /// so that parallel runs never read half a record. The `state/` directory is created, or
+    /// tightened if it exists looser, like the token cache's own directories.
     fn write(&self, record: &FailureRecord) -> io::Result<()> {
         let json = serde_json::to_vec(record).map_err(io::Error::other)?;
-        let parent = match self.path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        create_private_dir(parent)?;
-        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
-        let temporary = parent.join(format!(
-            ".{name}.{}.{:016x}.tmp",
-            std::process::id(),
-            rand::random::<u64>()
-        ));
-        let written = create_private_file(&temporary)
-            .and_then(|mut file| file.write_all(&json))
-            .and_then(|()| fs::rename(&temporary, &self.path));
-        if written.is_err() {
-            let _ = fs::remove_file(&temporary);
-        }
-        written
+        disk::write_private(&self.path, &json)
     }
 }
 
@@ -162,38 +148,6 @@ impl Cooldown {
 /// to do"): the advice of the old error would only compete with the cool-down's own.
 fn summary(reason: &str) -> &str {
     reason.split_once("; ").map_or(reason, |(what, _)| what)
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    fs::create_dir_all(dir)
-}
-
-#[cfg(unix)]
-fn create_private_file(path: &Path) -> io::Result<fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn create_private_file(path: &Path) -> io::Result<fs::File> {
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
 }
 
 #[cfg(test)]
@@ -231,7 +185,8 @@ mod tests {
             err.to_string(),
             "a login for this cluster failed 5s ago (no login completed within 180s (--auth-timeout)); \
              not opening another browser for 25s — run `kubecred login` with the same flags, \
-             or pass --force-refresh, to retry now"
+             pass --force-refresh, or set KUBECRED_FORCE_REFRESH=1 for one kubectl command, \
+             to retry now"
         );
         cooldown.check(THIRTY, at(30)).unwrap();
         cooldown.check(Duration::ZERO, at(5)).unwrap();
@@ -309,5 +264,22 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_existing_loose_state_directory_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cooldown = cooldown_in(&dir);
+        let state = cooldown.path().parent().unwrap();
+        fs::create_dir(state).unwrap();
+        fs::set_permissions(state, fs::Permissions::from_mode(0o755)).unwrap();
+        cooldown.record_failure(REASON, at(0));
+        assert_eq!(
+            fs::metadata(state).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert!(cooldown.check(THIRTY, at(1)).is_err());
     }
 }
