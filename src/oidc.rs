@@ -15,7 +15,6 @@ use crate::config::{is_loopback_host, Config};
 use crate::error::{fail, Exit};
 use crate::http;
 use crate::secret::Secret;
-use base64::Engine;
 use chrono::{DateTime, Duration, Utc};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -660,15 +659,7 @@ struct JwtHeader {
 /// Reads a JWT's header without trusting it, so that the algorithm can be vetted before any key
 /// is looked up. jsonwebtoken's own header parser rejects `none` with a vague error.
 fn parse_header(token: &str) -> Option<JwtHeader> {
-    let mut parts = token.split('.');
-    let (header, _payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(header.trim_end_matches('='))
-        .ok()?;
-    let json: Value = serde_json::from_slice(&bytes).ok()?;
+    let json = crate::tokens::unverified_jwt_segment(token, 0)?;
     Some(JwtHeader {
         alg: json.get("alg")?.as_str()?.to_string(),
         kid: json.get("kid").and_then(Value::as_str).map(str::to_string),
@@ -735,6 +726,7 @@ mod tests {
     use crate::error::{exit_code_of, one_line};
     use crate::http::test_server::{Answer, TestServer};
     use crate::http::tests::test_config;
+    use base64::Engine;
     use chrono::TimeZone;
     use jsonwebtoken::{EncodingKey, Header};
     use serde_json::json;

@@ -64,13 +64,18 @@ pub fn display_subject(tokens: &Tokens) -> Option<String> {
 
 /// The claims of a JWT, read WITHOUT verifying the signature.
 fn unverified_jwt_claims(token: &str) -> Option<serde_json::Value> {
-    let mut parts = token.split('.');
-    let (_header, payload, _signature) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
+    unverified_jwt_segment(token, 1)
+}
+
+/// Segment `index` of a compact JWT (0: header, 1: claims) as JSON, read WITHOUT verifying
+/// anything; `None` unless the token has exactly three segments and that one is base64url JSON.
+pub(crate) fn unverified_jwt_segment(token: &str, index: usize) -> Option<serde_json::Value> {
+    let segments: Vec<&str> = token.split('.').collect();
+    if segments.len() != 3 {
         return None;
     }
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
+        .decode(segments.get(index)?.trim_end_matches('='))
         .ok()?;
     serde_json::from_slice(&bytes).ok()
 }
