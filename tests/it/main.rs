@@ -11,4 +11,8 @@ mod concurrency;
 mod exec_protocol;
 mod kubectl;
 mod login;
+mod paste;
+mod python_client;
 mod refresh;
+mod samples;
+mod secrets;

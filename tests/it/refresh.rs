@@ -24,7 +24,9 @@ fn an_expired_token_is_refreshed_once_and_the_rotated_refresh_token_is_kept() {
         .run()
         .success()
         .token();
-    assert_ne!(first, second);
+    // The refreshed ID token may equal the first one byte for byte (same second, same claims,
+    // deterministic RS256): the provider's counters say what happened.
+    assert_eq!(jwt_claims(&second)["sub"], "alice");
     assert_eq!(bed.token_requests("refresh_token"), 1);
     // The next run is a cache hit.
     env.kubecred_owned(&authcode_args(&bed)).run().success();

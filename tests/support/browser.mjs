@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A scripted user with a real browser, for kubecred's --browser-command:
 //
-//   node browser.mjs [--login NAME] [--action approve|deny|ignore] [--user-code CODE] [--detach] <URL>
+//   node browser.mjs [--login NAME] [--action approve|deny|ignore|copy] [--user-code CODE] [--detach] <URL>
 //
 // Drives Debian's /usr/bin/chromium (headless, fresh profile) through playwright-core against the
 // test bed's OpenID Provider (testbed.mjs):
@@ -10,10 +10,15 @@
 //                      success page) to load, and exit 0;
 //   deny               cancel the sign-in (auth code: redirect with error=access_denied; device
 //                      flow: abort, so polling gets access_denied);
-//   ignore             open the page and leave (a user who walks away).
+//   ignore             open the page and leave (a user who walks away);
+//   copy               sign in like approve, but stop the browser before it goes to the loopback
+//                      redirect URI (the request never leaves it) and print that callback URL (code,
+//                      state, iss) as one line on stdout, then exit 0: a user who copies the address
+//                      bar of a browser on another machine, to paste it into kubecred.
 // Environment (flags win): TESTBED_BROWSER_LOGIN, TESTBED_BROWSER_ACTION, TESTBED_BROWSER_USER_CODE,
 // TESTBED_BROWSER_DETACH=1, TESTBED_BROWSER_TIMEOUT (seconds, default 60); TESTBED_BROWSER_LOG=<file> gets one "launch <url>" line per run;
-// TESTBED_BROWSER_NOISY=1 prints "BROWSER-STDOUT-NOISE" on stdout (otherwise stdout stays empty).
+// TESTBED_BROWSER_NOISY=1 prints "BROWSER-STDOUT-NOISE" on stdout (otherwise stdout stays empty, but for
+// the URL that --action copy prints).
 // Only loopback requests leave the browser; everything else is aborted.
 
 import { spawn } from 'node:child_process';
@@ -66,8 +71,9 @@ function parseArgs(argv) {
         opts.url = arg; // the URL is the last argument; a later positional wins
     }
   }
-  if (!opts.url) fail('usage: browser.mjs [--login NAME] [--action approve|deny|ignore] [--user-code CODE] [--detach] <URL>', 2);
-  if (!['approve', 'deny', 'ignore'].includes(opts.action)) fail(`unknown action "${opts.action}"`, 2);
+  if (!opts.url) fail('usage: browser.mjs [--login NAME] [--action approve|deny|ignore|copy] [--user-code CODE] [--detach] <URL>', 2);
+  if (!['approve', 'deny', 'ignore', 'copy'].includes(opts.action)) fail(`unknown action "${opts.action}"`, 2);
+  if (opts.action === 'copy' && opts.detach) fail('--action copy prints the callback URL on stdout: it cannot --detach', 2);
   try {
     new URL(opts.url); // eslint-disable-line no-new
   } catch {
@@ -113,7 +119,11 @@ const { chromium } = await import('playwright-core');
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kubecred-browser-'));
 let context = null;
 
-async function finish(code, msg) {
+let finishing = false;
+async function finish(code, msg, after = null) {
+  if (finishing) return new Promise(() => {}); // the first outcome stands (copy ends from a CDP event)
+  finishing = true;
+  if (after) await after;
   if (msg) process.stderr.write(`browser.mjs: ${msg}\n`);
   if (context) await Promise.race([context.close().catch(() => {}), sleep(5000)]);
   fs.rmSync(profileDir, { recursive: true, force: true });
@@ -157,6 +167,38 @@ function classify() {
   return { ...base, kind: 'other' };
 }
 
+// --action copy. Playwright's routes never see the hops of a redirect, and the callback is the
+// last hop of the provider's redirects; so a CDP session of our own pauses every document request
+// (redirect hops included) and fails the callback instead of sending it, prints its URL and ends
+// the run. The callback: a loopback origin other than the IdP's (the start URL's) with `code` or `error`.
+let copied = false;
+async function stopAtTheCallback(page) {
+  const idp = new URL(opts.url).origin;
+  const cdp = await context.newCDPSession(page);
+  cdp.on('Fetch.requestPaused', async ({ requestId, request }) => {
+    let u = null;
+    try {
+      u = new URL(request.url);
+    } catch { /* not a URL */ }
+    const callback = u && isLoopback(u) && u.origin !== idp
+      && (u.searchParams.has('code') || u.searchParams.has('error'));
+    if (!callback) {
+      await cdp.send('Fetch.continueRequest', { requestId }).catch(() => {});
+      return;
+    }
+    const failed = cdp.send('Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+    if (copied) return;
+    copied = true;
+    note(`copied ${request.url}`);
+    fs.writeSync(1, `${request.url}\n`);
+    // finish() claims the outcome at once (the page loop must not take the failed navigation for
+    // an error), and closes the browser only once the request is failed: a paused request would
+    // be let go when our CDP session detaches.
+    finish(0, null, failed);
+  });
+  await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Request' }] });
+}
+
 async function run() {
   context = await chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
@@ -174,6 +216,7 @@ async function run() {
     return route.abort('blockedbyclient');
   });
   const page = context.pages()[0] ?? await context.newPage();
+  if (opts.action === 'copy') await stopAtTheCallback(page);
 
   // A failed navigation leaves page.url() at chrome-error://chromewebdata/, so remember the last
   // main-frame navigation request and how it ended.
@@ -205,6 +248,7 @@ async function run() {
     const callbackLike = current.searchParams.has('code') || current.searchParams.has('error');
     if (isLoopback(current) && current.origin !== idpOrigin && (acted || callbackLike)) {
       note(`callback ${current.href}`);
+      if (opts.action === 'copy') return finish(1, `--action copy: the browser went to ${current.href} instead of stopping there`);
       if (errorPage || lastNav?.failure) {
         return finish(1, `the loopback callback ${current.href} did not answer: ${lastNav?.failure ?? 'error page'}`);
       }
@@ -256,6 +300,7 @@ async function run() {
         case 'device-success':
           await page.waitForLoadState('load', { timeout: 15_000 }).catch(() => {});
           if (deny) return finish(1, 'device flow succeeded although --action deny');
+          if (opts.action === 'copy') return finish(1, '--action copy: the device flow has no callback URL to copy');
           return finish(0);
         case 'device-aborted':
           if (deny) return finish(0);

@@ -1,0 +1,501 @@
+//! The paste fallback with real parts: kubecred's stdin is a real terminal (a pseudo-terminal
+//! this test holds the other end of), the test bed's OpenID Provider issues the code, and headless
+//! Chromium (`browser.mjs --action copy`) signs in and hands back the callback URL without letting
+//! it reach kubecred, like a browser on another machine whose address bar the user copies.
+//! Covered: the redirect URL or the bare code pasted while the listener waits, a pasted URL of
+//! another login refused without ending the wait, `--grant-type authcode-keyboard`, and stdin left
+//! alone unless it is a terminal *and* client-go said the session is interactive.
+
+#![cfg(target_os = "linux")]
+
+use crate::support::*;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// How long kubecred may take to print the login URL (discovery on loopback).
+const URL_WAIT: Duration = Duration::from_secs(30);
+/// How long a `browser.mjs` run may take on a loaded machine (it gives up by itself after 60 s).
+const BROWSER_WAIT: Duration = Duration::from_secs(90);
+/// How long kubecred may take to finish once the paste is in (or its own timeout is due).
+const EXIT_WAIT: Duration = Duration::from_secs(60);
+/// The logins' own bound: generous, the test's waits above end a stuck run first.
+const AUTH_TIMEOUT: &str = "--auth-timeout=120s";
+
+/// A pseudo-terminal from the C library (which std links anyway), so that `stdin.is_terminal()`
+/// is true in kubecred while its stdout and stderr stay pipes the test reads. No process sits in
+/// between (as with `script`), so nothing depends on how such a relay treats its own stdin.
+mod pty {
+    use std::ffi::{c_char, c_int, CStr};
+    use std::fs::{File, OpenOptions};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    extern "C" {
+        fn grantpt(fd: c_int) -> c_int;
+        fn unlockpt(fd: c_int) -> c_int;
+        fn ptsname_r(fd: c_int, buf: *mut c_char, buflen: usize) -> c_int;
+    }
+
+    /// `O_NOCTTY` on Linux (x86, Arm, RISC-V): opening a terminal never makes it the test
+    /// process's controlling terminal.
+    const O_NOCTTY: i32 = 0o400;
+
+    /// A new pseudo-terminal: (the test's end, the terminal for kubecred's stdin). Both are
+    /// opened close-on-exec, as std always does, so no other test's child inherits them.
+    pub fn open() -> (File, File) {
+        let master = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(O_NOCTTY)
+            .open("/dev/ptmx")
+            .expect("opening /dev/ptmx");
+        let fd = master.as_raw_fd();
+        let mut name = [0 as c_char; 128];
+        // SAFETY: `fd` is an open pseudo-terminal master owned by `master`, which outlives these
+        // calls; `name` is a writable buffer of the length passed.
+        let name = unsafe {
+            assert_eq!(grantpt(fd), 0, "grantpt");
+            assert_eq!(unlockpt(fd), 0, "unlockpt");
+            assert_eq!(ptsname_r(fd, name.as_mut_ptr(), name.len()), 0, "ptsname_r");
+            CStr::from_ptr(name.as_ptr())
+        }
+        .to_str()
+        .expect("a pty name")
+        .to_string();
+        let terminal = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(O_NOCTTY)
+            .open(&name)
+            .unwrap_or_else(|err| panic!("opening {name}: {err}"));
+        (master, terminal)
+    }
+}
+
+/// What kubecred's stdin is.
+#[derive(Clone, Copy, PartialEq)]
+enum Stdin {
+    /// A terminal: what kubectl passes with `interactiveMode: IfAvailable` in a terminal.
+    Terminal,
+    /// A pipe (that the test keeps open, and may write into).
+    Pipe,
+}
+
+/// A kubecred run in progress, with its stderr read line by line as it comes. Dropping it kills
+/// kubecred, so a failed assertion never leaves it waiting.
+struct Running {
+    command: String,
+    child: Child,
+    /// The terminal's other end, or the pipe into kubecred's stdin.
+    input: Box<dyn Write + Send>,
+    lines: mpsc::Receiver<String>,
+    stderr_seen: String,
+    stderr_reader: Option<JoinHandle<()>>,
+    stdout_reader: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    fn start(mut cmd: Command, stdin: Stdin, interactive: bool) -> Running {
+        cmd.env("KUBERNETES_EXEC_INFO", exec_info(V1, interactive))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let (input, terminal): (Option<File>, Option<File>) = match stdin {
+            Stdin::Terminal => {
+                let (master, terminal) = pty::open();
+                cmd.stdin(terminal.try_clone().unwrap());
+                (Some(master), Some(terminal))
+            }
+            Stdin::Pipe => {
+                cmd.stdin(Stdio::piped());
+                (None, None)
+            }
+        };
+        let command = format!("{cmd:?}");
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|err| panic!("running {command}: {err}"));
+        // Only kubecred holds the terminal now: once it exits, reading our end fails (EIO) and
+        // the echo drain below ends.
+        drop(cmd);
+        drop(terminal);
+        let input: Box<dyn Write + Send> = match input {
+            Some(master) => {
+                // The terminal echoes what is typed; read the echo so it can never fill up.
+                let mut echo = master.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    let mut sink = [0u8; 4096];
+                    while matches!(echo.read(&mut sink), Ok(n) if n > 0) {}
+                });
+                Box::new(master)
+            }
+            None => Box::new(child.stdin.take().unwrap()),
+        };
+        let (sender, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let stderr_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stdout = child.stdout.take().unwrap();
+        let stdout_reader = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stdout.read_to_end(&mut bytes);
+            bytes
+        });
+        Running {
+            command,
+            child,
+            input,
+            lines,
+            stderr_seen: String::new(),
+            stderr_reader: Some(stderr_reader),
+            stdout_reader: Some(stdout_reader),
+        }
+    }
+
+    /// Kills kubecred and fails the test, showing what it said.
+    #[track_caller]
+    fn abort(&mut self, why: &str) -> ! {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            self.stderr_seen.push_str(&line);
+            self.stderr_seen.push('\n');
+        }
+        panic!(
+            "{why}\ncommand: {}\n--- stderr ---\n{}",
+            self.command, self.stderr_seen
+        );
+    }
+
+    /// The first stderr line from now on that contains `needle`.
+    #[track_caller]
+    fn stderr_line_with(&mut self, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.stderr_seen.push_str(&line);
+                    self.stderr_seen.push('\n');
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    self.abort(&format!("no {needle:?} on stderr within {within:?}"))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.abort(&format!("stderr ended without {needle:?}"))
+                }
+            }
+        }
+    }
+
+    /// The authorization URL kubecred prints (`--skip-open-browser`).
+    #[track_caller]
+    fn login_url(&mut self) -> Url {
+        let line = self.stderr_line_with("Open this URL in a browser to log in: ", URL_WAIT);
+        let start = line.find("http").expect("a URL on the line");
+        Url::parse(line[start..].trim()).unwrap_or_else(|err| panic!("{line}: {err}"))
+    }
+
+    /// kubecred has not exited and asked the provider for nothing: the callback the browser was
+    /// sent to did not reach its listener.
+    #[track_caller]
+    fn assert_still_waiting(&mut self, bed: &Testbed) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            self.abort(&format!("kubecred ended before the paste: {status}"));
+        }
+        let requests = bed.total_token_requests();
+        if requests != 0 {
+            self.abort(&format!(
+                "{requests} token request(s) before the paste: the callback reached kubecred"
+            ));
+        }
+    }
+
+    /// Types `text` and Enter (or writes that line into the pipe).
+    fn paste(&mut self, text: &str) {
+        self.input
+            .write_all(format!("{text}\n").as_bytes())
+            .and_then(|()| self.input.flush())
+            .expect("writing to kubecred's stdin");
+    }
+
+    /// Waits for kubecred to exit (killing it after `within`) and returns the whole run for
+    /// the usual assertions.
+    #[track_caller]
+    fn finish(mut self, within: Duration) -> Run {
+        let deadline = Instant::now() + within;
+        let status = loop {
+            match self.child.try_wait().expect("waiting for kubecred") {
+                Some(status) => break status,
+                None if Instant::now() >= deadline => {
+                    self.abort(&format!("kubecred did not exit within {within:?}"))
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        self.stderr_reader.take().unwrap().join().unwrap();
+        while let Ok(line) = self.lines.try_recv() {
+            self.stderr_seen.push_str(&line);
+            self.stderr_seen.push('\n');
+        }
+        let stdout = self.stdout_reader.take().unwrap().join().unwrap();
+        Run {
+            command: self.command.clone(),
+            output: Output {
+                status,
+                stdout,
+                stderr: std::mem::take(&mut self.stderr_seen).into_bytes(),
+            },
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Signs in as alice in headless Chromium and returns the callback URL the provider redirected
+/// to, which never reached kubecred (`browser.mjs --action copy`).
+fn copy_callback_url(login_url: &Url) -> Url {
+    let mut browser = Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .args(["--action", "copy", "--login", "alice"])
+        .arg(login_url.as_str())
+        .env("TESTBED_BROWSER_TIMEOUT", "60")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting node tests/support/browser.mjs");
+    let deadline = Instant::now() + BROWSER_WAIT;
+    while browser.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = browser.kill();
+            let output = browser.wait_with_output().unwrap();
+            panic!(
+                "browser.mjs --action copy ran longer than {BROWSER_WAIT:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = browser.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.lines().count() == 1,
+        "browser.mjs --action copy: {:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Url::parse(stdout.trim()).unwrap_or_else(|err| panic!("{stdout}: {err}"))
+}
+
+fn param(url: &Url, name: &str) -> String {
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_else(|| panic!("no {name} in {url}"))
+}
+
+/// `url` with the parameter `name` set to `value` (the others kept, in order).
+fn with_param(url: &Url, name: &str, value: &str) -> Url {
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(key, old)| {
+            let new = if key == name {
+                value.into()
+            } else {
+                old.into()
+            };
+            (key.into_owned(), new)
+        })
+        .collect();
+    let mut changed = url.clone();
+    changed.query_pairs_mut().clear().extend_pairs(pairs);
+    changed
+}
+
+/// `authcode_args` for a session whose browser is elsewhere: the URL is printed, not opened.
+fn paste_args(bed: &Testbed, grant: &str) -> Vec<String> {
+    let mut args = authcode_args(bed);
+    args.retain(|arg| !arg.starts_with("--browser-command") && !arg.starts_with("--grant-type"));
+    args.push(format!("--grant-type={grant}"));
+    args.push("--skip-open-browser".into());
+    args
+}
+
+/// One code exchanged, and the credential is alice's.
+#[track_caller]
+fn assert_logged_in_as_alice(bed: &Testbed, run: &Run) {
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    let stats = bed.stats();
+    assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
+    assert_eq!(stats["token"]["total"], 1, "{stats}");
+}
+
+#[test]
+fn the_redirect_url_pasted_in_the_terminal_completes_the_login() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let login_url = kubecred.login_url();
+    kubecred.stderr_line_with("paste the code (or the whole URL", URL_WAIT);
+    let callback = copy_callback_url(&login_url);
+    kubecred.assert_still_waiting(&bed);
+    assert_eq!(param(&callback, "state"), param(&login_url, "state"));
+    kubecred.paste(callback.as_str());
+    let run = kubecred
+        .finish(EXIT_WAIT)
+        .success()
+        .never_shows(&[&param(&callback, "code")]);
+    assert_logged_in_as_alice(&bed, &run);
+    // The token is cached like after any login.
+    env.kubecred_owned(&paste_args(&bed, "authcode"))
+        .run()
+        .success();
+    assert_eq!(bed.total_token_requests(), 1);
+}
+
+#[test]
+fn the_bare_code_pasted_in_the_terminal_completes_the_login() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let callback = copy_callback_url(&kubecred.login_url());
+    kubecred.assert_still_waiting(&bed);
+    let code = param(&callback, "code");
+    // Pasted with the stray blanks a terminal copy brings along.
+    kubecred.paste(&format!("  {code} "));
+    let run = kubecred.finish(EXIT_WAIT).success().never_shows(&[&code]);
+    assert_logged_in_as_alice(&bed, &run);
+}
+
+#[test]
+fn a_pasted_url_of_another_login_is_refused_and_the_wait_goes_on() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let callback = copy_callback_url(&kubecred.login_url());
+    kubecred.assert_still_waiting(&bed);
+    // The real code under a state this login did not send: it must not be exchanged.
+    kubecred.paste(with_param(&callback, "state", "not-this-logins-state").as_str());
+    kubecred.stderr_line_with("refused the pasted text", EXIT_WAIT);
+    kubecred.assert_still_waiting(&bed);
+    // The listener still waits, and the right URL completes the login.
+    kubecred.paste(callback.as_str());
+    let run = kubecred
+        .finish(EXIT_WAIT)
+        .success()
+        .stderr_contains("its state is not the one this login sent")
+        .never_shows(&[&param(&callback, "code")]);
+    assert_logged_in_as_alice(&bed, &run);
+}
+
+#[test]
+fn authcode_keyboard_takes_the_pasted_code() {
+    // No listener: the redirect is http://localhost/callback (any port is fine for a native
+    // client), where nothing answers; the user copies the code from the browser.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode-keyboard"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let login_url = kubecred.login_url();
+    assert_eq!(
+        param(&login_url, "redirect_uri"),
+        "http://localhost/callback"
+    );
+    let callback = copy_callback_url(&login_url);
+    kubecred.assert_still_waiting(&bed);
+    let code = param(&callback, "code");
+    kubecred.paste(&code);
+    let run = kubecred
+        .finish(EXIT_WAIT)
+        .success()
+        .stderr_contains("Paste the code")
+        .never_shows(&[&code]);
+    assert_logged_in_as_alice(&bed, &run);
+}
+
+#[test]
+fn authcode_keyboard_takes_the_pasted_url_and_refuses_another_logins() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode-keyboard"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let callback = copy_callback_url(&kubecred.login_url());
+    kubecred.assert_still_waiting(&bed);
+    kubecred.paste(with_param(&callback, "state", "not-this-logins-state").as_str());
+    kubecred.stderr_line_with("refused the pasted text", EXIT_WAIT);
+    kubecred.paste(callback.as_str());
+    let run = kubecred
+        .finish(EXIT_WAIT)
+        .success()
+        .never_shows(&[&param(&callback, "code")]);
+    assert_logged_in_as_alice(&bed, &run);
+}
+
+/// Writes, as soon as the login URL is out, a line that would end the login if kubecred read it:
+/// this login's state with a made-up code, which the provider refuses (exit 3). Unread, the
+/// login times out (exit 4) without a token request.
+fn paste_is_ignored(stdin: Stdin, interactive: bool) {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
+    cmd.arg("--auth-timeout=3s");
+    let started = Instant::now();
+    let mut kubecred = Running::start(cmd, stdin, interactive);
+    let login_url = kubecred.login_url();
+    let redirect = Url::parse(&param(&login_url, "redirect_uri")).unwrap();
+    let state = param(&login_url, "state");
+    kubecred.paste(&format!("{redirect}?code=made-up-code-4711&state={state}"));
+    kubecred.paste("made-up-code-4712");
+    let run = kubecred
+        .finish(EXIT_WAIT)
+        .failure(4)
+        .stderr_contains("no login completed within 3s");
+    for offered_or_read in ["Or paste the code", "the pasted text"] {
+        assert!(
+            !run.stderr().contains(offered_or_read),
+            "no paste may be offered or read: {}",
+            run.stderr()
+        );
+    }
+    assert!(started.elapsed() < EXIT_WAIT);
+    assert_eq!(bed.total_token_requests(), 0, "{}", bed.stats());
+}
+
+#[test]
+fn stdin_that_is_not_a_terminal_is_never_read() {
+    paste_is_ignored(Stdin::Pipe, true);
+}
+
+#[test]
+fn a_terminal_is_not_read_unless_client_go_says_the_session_is_interactive() {
+    paste_is_ignored(Stdin::Terminal, false);
+}
