@@ -2,7 +2,6 @@
 //! request to the token endpoint, and all of them succeed.
 
 use crate::support::*;
-use std::process::Stdio;
 
 const PARALLEL: usize = 32;
 
@@ -18,32 +17,14 @@ fn thirty_two_kubectl_processes_with_an_expired_token_make_one_token_request() {
     expire_cached_tokens(&env.cache_dir());
     bed.reset_stats();
 
-    let children: Vec<_> = (0..PARALLEL)
-        .map(|_| {
-            env.kubectl(
-                &kubeconfig,
-                &[
-                    "auth",
-                    "whoami",
-                    "-o",
-                    "jsonpath={.status.userInfo.username}",
-                ],
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-        })
-        .collect();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "kubectl failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(String::from_utf8_lossy(&output.stdout), CC_CLIENT);
-    }
+    let whoami = [
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ];
+    let users = run_all_at_once((0..PARALLEL).map(|_| env.kubectl(&kubeconfig, &whoami)));
+    assert!(users.iter().all(|user| user == CC_CLIENT), "{users:?}");
     let stats = bed.stats();
     assert_eq!(stats["token"]["total"], 1, "{stats}");
     assert_eq!(stats["token"]["client_credentials"], 1, "{stats}");

@@ -36,17 +36,7 @@ fn kubectl_with_v1_and_v1beta1() {
 fn kubectl_with_provide_cluster_info_and_the_cluster_extension() {
     let bed = Testbed::start();
     let env = TestEnv::new();
-    let mut spec = KubeconfigSpec::new(V1, vec!["get-token".into()]);
-    spec.provide_cluster_info = true;
-    spec.cluster_extension = Some(json!({
-        "issuerURL": bed.issuer,
-        "clientID": CC_CLIENT,
-        "grantType": "client-credentials",
-        "resource": RESOURCE,
-    }));
-    // The secret comes from the exec stanza's env, as a CI job would set it.
-    spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
-    let kubeconfig = env.kubeconfig(&bed, spec);
+    let kubeconfig = env.kubeconfig(&bed, cc_extension_spec(&bed, V1));
     assert_eq!(whoami(&env, &kubeconfig), CC_CLIENT);
 
     // Without provideClusterInfo the extension is not seen: kubectl shows our error line.

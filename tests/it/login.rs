@@ -238,33 +238,18 @@ fn eight_parallel_kubectl_processes_open_one_browser_tab() {
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, authcode_args(&bed)));
-    let children: Vec<_> = (0..8)
-        .map(|_| {
-            env.kubectl(
-                &kubeconfig,
-                &[
-                    "auth",
-                    "whoami",
-                    "-o",
-                    "jsonpath={.status.userInfo.username}",
-                ],
-            )
-            .env("TESTBED_BROWSER_LOG", &log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-        })
-        .collect();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert_eq!(String::from_utf8_lossy(&output.stdout), "alice");
-    }
+    let whoami = [
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ];
+    let users = run_all_at_once((0..8).map(|_| {
+        let mut kubectl = env.kubectl(&kubeconfig, &whoami);
+        kubectl.env("TESTBED_BROWSER_LOG", &log);
+        kubectl
+    }));
+    assert!(users.iter().all(|user| user == "alice"), "{users:?}");
     assert_eq!(browser_launches(&log), 1);
     let stats = bed.stats();
     assert_eq!(stats["authorization"], 1, "{stats}");

@@ -7,7 +7,7 @@
 //! the HTTPS API stand-in, which verifies the bearer JWT.
 
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -81,17 +81,7 @@ fn python_client_with_v1_client_credentials() {
 fn python_client_with_v1beta1_provide_cluster_info_and_the_cluster_extension() {
     let bed = Testbed::start();
     let env = TestEnv::new();
-    let mut spec = KubeconfigSpec::new(V1BETA1, vec!["get-token".into()]);
-    spec.provide_cluster_info = true;
-    spec.cluster_extension = Some(json!({
-        "issuerURL": bed.issuer,
-        "clientID": CC_CLIENT,
-        "grantType": "client-credentials",
-        "resource": RESOURCE,
-    }));
-    // The secret comes from the exec stanza's env, as a CI job would set it.
-    spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
-    let kubeconfig = env.kubeconfig(&bed, spec);
+    let kubeconfig = env.kubeconfig(&bed, cc_extension_spec(&bed, V1BETA1));
     let answer = python_whoami(&env, &kubeconfig);
     assert_eq!(answer["username"], CC_CLIENT, "{answer}");
     assert_eq!(answer["gitVersion"], "v1.32.4-testbed", "{answer}");

@@ -2,7 +2,6 @@
 //! `invalid_grant` dropping the entry, and single flight for 32 kubectl processes.
 
 use crate::support::*;
-use std::process::Stdio;
 
 /// Logs in once through the real browser and returns the first credential's token.
 fn browser_login(env: &TestEnv, bed: &Testbed) -> String {
@@ -89,23 +88,7 @@ fn thirty_two_kubectl_processes_refresh_once() {
         .stdout_contains("alice");
     expire_cached_tokens(&env.cache_dir());
     bed.reset_stats();
-    let children: Vec<_> = (0..32)
-        .map(|_| {
-            env.kubectl(&kubeconfig, &["get", "--raw", "/version"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    run_all_at_once((0..32).map(|_| env.kubectl(&kubeconfig, &["get", "--raw", "/version"])));
     let stats = bed.stats();
     assert_eq!(stats["token"]["total"], 1, "{stats}");
     assert_eq!(stats["token"]["refresh_token"], 1, "{stats}");

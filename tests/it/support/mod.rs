@@ -537,3 +537,47 @@ pub fn browser_launches(log: &Path) -> usize {
         .map(|s| s.lines().count())
         .unwrap_or(0)
 }
+
+/// Starts every command at once (as parallel kubectl processes in a script would), waits for
+/// all of them, asserts each succeeded, and returns their stdouts in order.
+pub fn run_all_at_once(commands: impl IntoIterator<Item = Command>) -> Vec<String> {
+    let children: Vec<(String, Child)> = commands
+        .into_iter()
+        .map(|mut cmd| {
+            let shown = format!("{cmd:?}");
+            let child = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|err| panic!("starting {shown}: {err}"));
+            (shown, child)
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|(shown, child)| {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "{shown} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+        .collect()
+}
+
+/// A CI-style kubeconfig user: client credentials configured in the cluster extension
+/// (`provideClusterInfo`), the secret in the exec stanza's env, as a CI job would set it.
+pub fn cc_extension_spec(bed: &Testbed, api_version: &'static str) -> KubeconfigSpec {
+    let mut spec = KubeconfigSpec::new(api_version, vec!["get-token".into()]);
+    spec.provide_cluster_info = true;
+    spec.cluster_extension = Some(json!({
+        "issuerURL": bed.issuer,
+        "clientID": CC_CLIENT,
+        "grantType": "client-credentials",
+        "resource": RESOURCE,
+    }));
+    spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
+    spec
+}
