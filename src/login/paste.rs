@@ -24,7 +24,23 @@ const MAX_LINE_BYTES: u64 = 64 * 1024;
 /// Whether kubecred may read stdin: client-go sets `spec.interactive` only when it passed its
 /// own stdin to the plugin, and a pipe is not a person who could paste anything.
 pub fn stdin_is_interactive(exec_interactive: bool) -> bool {
-    exec_interactive && io::stdin().is_terminal()
+    exec_interactive && io::stdin().is_terminal() && stdin_may_be_read_without_stopping()
+}
+
+/// A background job that reads its controlling terminal is stopped by SIGTTIN: `kubectl … &`
+/// in an interactive shell would freeze in the middle of a login. Only the terminal's
+/// foreground process group may read it. A terminal that is not our controlling terminal
+/// (tcgetpgrp fails) never stops us.
+#[cfg(unix)]
+fn stdin_may_be_read_without_stopping() -> bool {
+    // SAFETY: both calls only query process state and take no pointers.
+    let (foreground, ours) = unsafe { (libc::tcgetpgrp(0), libc::getpgrp()) };
+    foreground == -1 || foreground == ours
+}
+
+#[cfg(not(unix))]
+fn stdin_may_be_read_without_stopping() -> bool {
+    true
 }
 
 /// Lines typed by the user, read on a background thread so that waits stay bounded by their

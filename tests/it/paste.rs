@@ -499,3 +499,66 @@ fn stdin_that_is_not_a_terminal_is_never_read() {
 fn a_terminal_is_not_read_unless_client_go_says_the_session_is_interactive() {
     paste_is_ignored(Stdin::Terminal, false);
 }
+
+/// `kubectl … &` from an interactive shell: the plugin gets the terminal as stdin but runs in a
+/// background process group, where reading the terminal would stop it (SIGTTIN) in the middle
+/// of the login. kubecred must not read it: the login times out normally instead of freezing.
+#[test]
+fn a_background_job_does_not_read_the_terminal() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--browser-command"));
+    args.push("--skip-open-browser".into());
+    args.push("--auth-timeout=3s".into());
+    args.push(format!("--cache-dir={}", env.cache_dir().display()));
+    let command_line = std::iter::once(kubecred_bin().display().to_string())
+        .chain(args)
+        .map(|word| format!("'{word}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // `script` gives the shell a controlling terminal; `set -m` puts the job in a process group
+    // of its own, in the background. After 10 s a stopped job is reported and killed.
+    let shell = format!(
+        "set -m; {command_line} >/dev/null 2>&1 & pid=$!; for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done; \
+         if kill -0 $pid 2>/dev/null; then echo STILL-RUNNING; kill -9 $pid; else wait $pid; echo exit=$?; fi"
+    );
+    let run = env
+        .kubecred(&[])
+        .env("KUBERNETES_EXEC_INFO", exec_info(V1, true))
+        .run_script_in_terminal(&shell);
+    assert!(
+        run.contains("exit=4"),
+        "expected the login to time out with exit 4: {run}"
+    );
+}
+
+trait InTerminal {
+    fn run_script_in_terminal(&mut self, shell: &str) -> String;
+}
+
+impl InTerminal for std::process::Command {
+    /// Runs `shell` under util-linux `script` (a new session whose controlling terminal is a
+    /// pty), with this command's environment; returns what the shell printed.
+    fn run_script_in_terminal(&mut self, shell: &str) -> String {
+        let mut script = std::process::Command::new("script");
+        script.env_clear();
+        for (key, value) in self.get_envs() {
+            if let Some(value) = value {
+                script.env(key, value);
+            }
+        }
+        let output = script
+            .args(["-q", "-e", "-c"])
+            .arg(format!("bash -c {}", shell_quote(shell)))
+            .arg("/dev/null")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running util-linux script");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
