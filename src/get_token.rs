@@ -35,7 +35,7 @@ pub fn get_token(config: &Config) -> anyhow::Result<String> {
     render(config, &tokens)
 }
 
-/// `kubecred login`: a fresh login (or refresh, with --force-refresh semantics) now.
+/// `kubecred login`: a new login (or grant) now, never a refresh, bypassing the cool-down.
 pub fn login(config: &Config) -> anyhow::Result<Tokens> {
     let cache = TokenCache::new(config);
     obtain_under_lock(config, &cache, Trigger::ExplicitLogin)
