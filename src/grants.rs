@@ -400,8 +400,8 @@ impl<'a> Session<'a> {
     }
 
     /// Authorization code + PKCE with no listener: the user pastes the code.
+    /// `check_login_possible` has already refused sessions without a terminal (get_token.rs).
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
-        check_login_possible(self.config)?;
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let redirect = self
             .config

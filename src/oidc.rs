@@ -932,17 +932,8 @@ mod tests {
             let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode(&paths.discovery), 0o600);
             assert_eq!(mode(paths.discovery.parent().unwrap()), 0o700);
-            let leftovers = std::fs::read_dir(paths.discovery.parent().unwrap())
-                .unwrap()
-                .filter(|e| {
-                    e.as_ref()
-                        .unwrap()
-                        .file_name()
-                        .to_string_lossy()
-                        .ends_with(".tmp")
-                })
-                .count();
-            assert_eq!(leftovers, 0);
+            let dir = paths.discovery.parent().unwrap();
+            assert_eq!(crate::cache::disk::temp_files_left_in(dir), 0);
         }
     }
 

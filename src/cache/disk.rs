@@ -149,6 +149,22 @@ fn sync_dir(dir: &Path) {
     let _ = dir;
 }
 
+/// How many of `write_atomic`'s temporary files are left in `dir` (tests check for none).
+#[cfg(test)]
+pub(crate) fn temp_files_left_in(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,17 +194,7 @@ mod tests {
         fs::write(blocked.join("x"), b"").unwrap();
         assert!(write_atomic(&blocked, b"new").is_err());
         assert_eq!(fs::read(&path).unwrap(), b"old");
-        let temps = fs::read_dir(dir.path())
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".tmp")
-            })
-            .count();
-        assert_eq!(temps, 0);
+        assert_eq!(temp_files_left_in(dir.path()), 0);
     }
 
     #[test]

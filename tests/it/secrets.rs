@@ -108,6 +108,13 @@ fn assert_not_on_stderr<'a>(run: &Run, secrets: impl IntoIterator<Item = (&'a st
 
 /// stdout is one ExecCredential whose token is `token`, and holds none of `secrets` besides.
 #[track_caller]
+/// No cached token on stderr, and stdout is the credential carrying the cached ID token.
+fn assert_only_the_credential_shows(run: &Run, cached: &CachedTokens) {
+    let named = || cached.all.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    assert_not_on_stderr(run, named());
+    assert_stdout_is_the_credential(run, &cached.get("id_token"), named());
+}
+
 fn assert_stdout_is_the_credential<'a>(
     run: &Run,
     token: &str,
@@ -434,15 +441,7 @@ fn a_browser_login_at_vv_shows_no_token_code_or_verifier() {
 
     // The tokens, as the cache holds them.
     let cached = CachedTokens::read(&env.cache_dir());
-    assert_not_on_stderr(
-        &run,
-        cached.all.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    );
-    assert_stdout_is_the_credential(
-        &run,
-        &cached.get("id_token"),
-        cached.all.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    );
+    assert_only_the_credential_shows(&run, &cached);
 
     // The authorization code, as the browser delivered it to the callback.
     let codes = codes_from_trace(&trace, &bed.issuer);
@@ -551,15 +550,7 @@ fn a_device_flow_login_at_vv_shows_the_user_code_but_no_device_code_or_token() {
     let stderr = run.stderr();
 
     let cached = CachedTokens::read(&env.cache_dir());
-    assert_not_on_stderr(
-        &run,
-        cached.all.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    );
-    assert_stdout_is_the_credential(
-        &run,
-        &cached.get("id_token"),
-        cached.all.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    );
+    assert_only_the_credential_shows(&run, &cached);
 
     // The user code is meant to be shown, in the verification URL the browser got.
     let launched = launched_urls(&log);
