@@ -412,7 +412,7 @@ impl Run {
         self
     }
 
-    /// Neither stream carries any of these strings.
+    /// stderr carries none of these strings (stdout may: it holds the credential).
     #[track_caller]
     pub fn never_shows(self, secrets: &[&str]) -> Self {
         for secret in secrets {
