@@ -116,11 +116,6 @@ pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(180);
 pub const DEFAULT_LOGIN_COOLDOWN: Duration = Duration::from_secs(30);
 /// Added to the lock wait beyond the lock holder's own bounded work (see `default_lock_timeout`).
 pub const LOCK_TIMEOUT_SLACK: Duration = Duration::from_secs(10);
-/// The longest duration any setting takes: far beyond any sensible timeout or validity margin,
-/// and small enough that `Instant::now() + d` and chrono conversions can never overflow.
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
-/// How [`MAX_DURATION`] is written in messages and the README.
-pub const MAX_DURATION_TEXT: &str = "168h (7 days)";
 /// Registered-port friendly defaults, as kubelogin uses: many IdPs need exact redirect URIs.
 pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
 
@@ -386,7 +381,7 @@ impl Config {
                 &args.min_validity,
                 "--min-validity",
                 match ext.string("minValidity")? {
-                    Some(raw) => parse_duration(&raw)
+                    Some(raw) => crate::duration::parse(&raw)
                         .map_err(|err| input(format!("cluster extension minValidity: {err}")))?,
                     None => DEFAULT_MIN_VALIDITY,
                 },
@@ -514,60 +509,9 @@ fn refuse_unsupported_kubelogin_flags(args: &TokenArgs) -> anyhow::Result<()> {
 
 fn duration_or(raw: &Option<String>, flag: &str, default: Duration) -> anyhow::Result<Duration> {
     match raw {
-        Some(raw) => parse_duration(raw).map_err(|err| input(format!("{flag}: {err}"))),
+        Some(raw) => crate::duration::parse(raw).map_err(|err| input(format!("{flag}: {err}"))),
         None => Ok(default),
     }
-}
-
-/// Parses `90s`, `5m`, `1h30m`, `250ms`, or a bare number of seconds; at most [`MAX_DURATION`].
-pub fn parse_duration(raw: &str) -> Result<Duration, String> {
-    let too_long = || format!("{raw:?} is too long; at most {MAX_DURATION_TEXT}");
-    let text = raw.trim();
-    if text.is_empty() {
-        return Err("empty duration; write it like 90s, 5m or 1h".into());
-    }
-    if text.bytes().all(|b| b.is_ascii_digit()) {
-        return text
-            .parse::<u64>()
-            .ok()
-            .map(Duration::from_secs)
-            .filter(|duration| *duration <= MAX_DURATION)
-            .ok_or_else(too_long);
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        if digits == 0 {
-            return Err(format!(
-                "{raw:?} is not a duration; write it like 90s, 5m or 1h"
-            ));
-        }
-        let number: u64 = rest[..digits].parse().map_err(|_| too_long())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ms" => Some(Duration::from_millis(number)),
-            "s" => Some(Duration::from_secs(number)),
-            "m" => number.checked_mul(60).map(Duration::from_secs),
-            "h" => number.checked_mul(3600).map(Duration::from_secs),
-            _ => {
-                return Err(format!(
-                    "{raw:?} is not a duration; write it like 90s, 5m or 1h"
-                ))
-            }
-        };
-        total = unit
-            .and_then(|unit| total.checked_add(unit))
-            .filter(|total| *total <= MAX_DURATION)
-            .ok_or_else(too_long)?;
-        rest = &rest[unit_len..];
-    }
-    Ok(total)
 }
 
 /// Typed reads of the cluster extension; a key of the wrong type is an error naming the key.
@@ -648,37 +592,7 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("42"), Ok(Duration::from_secs(42)));
-        for bad in ["", "s", "5x", "1.5h", "-3s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn huge_durations_are_refused_not_panicked_on() {
-        assert_eq!(parse_duration("168h"), Ok(MAX_DURATION));
-        assert_eq!(parse_duration("604800"), Ok(MAX_DURATION));
-        for huge in [
-            "18446744073709551615",
-            "18446744073709551616",
-            "18446744073709551615s1s",
-            "18446744073709551615h",
-            "5124095576030431h",
-            "168h1ms",
-            "604801",
-            "99999999999999999999999ms",
-        ] {
-            let err = parse_duration(huge).unwrap_err();
-            assert!(
-                err.ends_with("is too long; at most 168h (7 days)"),
-                "{huge}: {err}"
-            );
-        }
         let err = Config::resolve(
             &args(&[
                 "--issuer-url=https://idp",
@@ -723,7 +637,7 @@ mod tests {
         assert_eq!(resolve(&["--lock-timeout=7s"]), Duration::from_secs(7));
         // The longest settings still leave a wait that Instant::now() + d can hold.
         let longest = resolve(&["--auth-timeout=168h", "--http-timeout=168h"]);
-        assert_eq!(longest, MAX_DURATION * 4 + LOCK_TIMEOUT_SLACK);
+        assert_eq!(longest, crate::duration::MAX * 4 + LOCK_TIMEOUT_SLACK);
         assert!(std::time::Instant::now().checked_add(longest).is_some());
     }
 

@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod duration;
 pub mod env_vars;
 pub mod error;
 pub mod exec_credential;

@@ -14,7 +14,6 @@
 //! Secrets travel as [`Secret`]; error texts come from the keyring crate's `Display`, which never
 //! includes a stored value.
 
-use crate::cache::lock::format_duration;
 use crate::secret::Secret;
 use keyring::{Entry, Error as KeyringError};
 use serde::{Deserialize, Serialize};
@@ -238,7 +237,7 @@ impl Keyring {
         let timeout_text = || {
             format!(
                 "the OS keyring did not answer within {} (is it locked, waiting for an unlock prompt?)",
-                format_duration(self.timeout)
+                crate::duration::display(self.timeout)
             )
         };
         if TIMED_OUT

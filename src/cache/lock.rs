@@ -50,7 +50,7 @@ impl EntryLock {
                         2,
                         "locked {} after {}",
                         path.display(),
-                        format_duration(start.elapsed())
+                        crate::duration::display(start.elapsed())
                     );
                     return Ok(EntryLock {
                         file: Some(file),
@@ -74,7 +74,7 @@ impl EntryLock {
                     Exit::Cache,
                     format!(
                         "timed out after {} waiting for the lock on {}; another kubecred is logging in or refreshing — finish that login, or raise --lock-timeout",
-                        format_duration(timeout),
+                        crate::duration::display(timeout),
                         path.display()
                     ),
                 ));
@@ -140,36 +140,6 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
     options.open(path).map_err(cannot)
 }
 
-/// `30s`, `1m30s`, `200ms`: how durations appear in messages (the same spelling the flags take).
-pub(crate) fn format_duration(duration: Duration) -> String {
-    let millis = duration.as_millis();
-    if millis < 1000 {
-        return format!("{millis}ms");
-    }
-    let secs = duration.as_secs();
-    if duration.subsec_millis() != 0 || secs < 60 {
-        // Keep sub-second precision only where it says something (1.5s), not for minutes.
-        let exact = duration.as_secs_f64();
-        return if exact.fract() == 0.0 {
-            format!("{secs}s")
-        } else {
-            format!("{exact:.1}s")
-        };
-    }
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 {
-        out.push_str(&format!("{s}s"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,16 +147,6 @@ mod tests {
 
     /// Set in the child process of [`another_process_is_excluded`]: the lock file to hold.
     const CHILD_ENV: &str = "KUBECRED_TEST_LOCK_CHILD";
-
-    #[test]
-    fn durations_in_messages() {
-        assert_eq!(format_duration(Duration::from_millis(200)), "200ms");
-        assert_eq!(format_duration(Duration::from_secs(30)), "30s");
-        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(format_duration(Duration::from_secs(210)), "3m30s");
-        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
-    }
 
     #[test]
     fn a_second_lock_times_out_with_a_message_and_is_released_on_drop() {

@@ -82,12 +82,12 @@ impl Cooldown {
         Err(fail(
             Exit::Login,
             format!(
-                "a login for this cluster failed {}s ago ({}); not opening another browser for {}s — \
+                "a login for this cluster failed {} ago ({}); not opening another browser for {} — \
                  run `kubecred login` with the same flags, pass --force-refresh, \
                  or set KUBECRED_FORCE_REFRESH=1 for one kubectl command, to retry now",
-                elapsed.as_secs(),
+                crate::duration::display_elapsed(elapsed),
                 summary(&record.reason),
-                remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0),
+                crate::duration::display_whole_seconds(remaining),
             ),
         ))
     }

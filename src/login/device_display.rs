@@ -59,7 +59,12 @@ pub fn render(
         text.push_str(&qr);
         text.push('\n');
     }
-    writeln!(text, "The code expires in {}.", describe(expires_in)).expect("writing to a String");
+    writeln!(
+        text,
+        "The code expires in {}.",
+        crate::duration::in_words(expires_in)
+    )
+    .expect("writing to a String");
     text
 }
 
@@ -74,18 +79,6 @@ fn qr_code(data: &str) -> Option<String> {
             .quiet_zone(true)
             .build(),
     )
-}
-
-/// "10 minutes", "1 minute", "45 seconds": rounded down, never promising more time than there is.
-fn describe(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    match seconds {
-        0..60 => format!("{seconds} second{}", if seconds == 1 { "" } else { "s" }),
-        _ => {
-            let minutes = seconds / 60;
-            format!("{minutes} minute{}", if minutes == 1 { "" } else { "s" })
-        }
-    }
 }
 
 #[cfg(test)]

@@ -354,9 +354,9 @@ fn timed_out(budget: Duration) -> anyhow::Error {
     fail(
         Exit::Login,
         format!(
-            "no login completed within {}s (--auth-timeout); run `kubecred login` to try again, \
+            "no login completed within {} (--auth-timeout); run `kubecred login` to try again, \
              pass a longer --auth-timeout, or use --grant-type device-code if the browser cannot reach this machine",
-            budget.as_secs_f64().ceil()
+            crate::duration::display_whole_seconds(budget)
         ),
     )
 }

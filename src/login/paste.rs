@@ -187,8 +187,8 @@ pub fn read_code(
                 return Err(fail(
                     Exit::Login,
                     format!(
-                        "no login code was pasted within {}s (--auth-timeout); run `kubecred login` to try again, or pass a longer --auth-timeout",
-                        budget.as_secs_f64().ceil()
+                        "no login code was pasted within {} (--auth-timeout); run `kubecred login` to try again, or pass a longer --auth-timeout",
+                        crate::duration::display_whole_seconds(budget)
                     ),
                 ));
             }
