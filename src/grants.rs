@@ -100,7 +100,8 @@ pub struct Session<'a> {
 impl<'a> Session<'a> {
     pub fn new(config: &'a Config) -> anyhow::Result<Session<'a>> {
         let http = crate::http::client(config)?;
-        let provider = Provider::discover(&http, config)?;
+        let provider =
+            Provider::discover(&http, &config.issuer, &config.cache_dir, chrono::Utc::now())?;
         Ok(Session {
             config,
             http,

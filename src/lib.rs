@@ -5,7 +5,9 @@
 
 pub mod cache;
 pub mod cli;
+pub mod clock;
 pub mod config;
+pub mod digest;
 pub mod duration;
 pub mod env_vars;
 pub mod error;
@@ -16,6 +18,7 @@ pub mod http;
 pub mod log;
 pub mod login;
 pub mod oidc;
+pub mod private_file;
 pub mod secret;
 pub mod tokens;
 

@@ -10,8 +10,8 @@
 //! Lock files are never deleted: deleting one while another process waits on it would let a third
 //! process lock a new file of the same name, and two processes would then both hold "the" lock.
 
-use super::disk;
 use crate::error::{fail, Exit};
+use crate::private_file;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -126,7 +126,7 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
         )
     };
     if let Some(dir) = path.parent() {
-        disk::ensure_private_dir(dir).map_err(cannot)?;
+        private_file::ensure_private_dir(dir).map_err(cannot)?;
     }
     let mut options = OpenOptions::new();
     // Write access: Windows' LockFileEx wants it for an exclusive lock. Never truncate: the file

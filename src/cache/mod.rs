@@ -15,7 +15,6 @@
 //! on the hit path do not need it, because files are replaced atomically. After taking the lock a
 //! caller should [`load`](TokenCache::load) again: another process may have refreshed meanwhile.
 
-pub(crate) mod disk;
 mod keyring_store;
 mod lock;
 
@@ -23,19 +22,22 @@ pub use lock::EntryLock;
 
 use crate::cli::CacheStorage;
 use crate::config::Config;
+use crate::digest::sha256_hex;
 use crate::error::{fail, Exit};
+use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
-use disk::ReadError;
 use keyring_store::{Keyring, Store};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The version of the cache key material and of the stored entry. Bump it when either changes
 /// meaning: old entries then read as corrupt (a miss) and are replaced.
 const FORMAT_VERSION: u32 = 1;
+
+/// An entry larger than this is not one kubecred wrote (ID tokens are a few KB).
+const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 
 /// Names one cache entry: lower-case hex SHA-256 over a canonical JSON of every setting that changes
 /// the token the provider issues. Safe to show and to use as a file name; contains no secret.
@@ -116,13 +118,6 @@ fn canonical_key_material(config: &Config) -> String {
         insecure_skip_tls_verify: config.tls.insecure_skip_verify,
     };
     serde_json::to_string(&material).expect("the key material is plain strings")
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// What is stored for one entry: the cache file in `auto`/`disk`, the keyring item in `keyring`.
@@ -240,7 +235,7 @@ impl TokenCache {
 
     /// A path for other per-entry state, `<cache_dir>/state/<key>.<suffix>` (the login module
     /// keeps its cool-down marker there). Creates nothing: the writer creates (or tightens) the
-    /// directory with [`disk::write_private`].
+    /// directory with [`private_file::write_private`].
     pub fn state_path(&self, suffix: &str) -> PathBuf {
         self.dir
             .join("state")
@@ -354,7 +349,7 @@ impl TokenCache {
                     .map_err(|reason| no_keyring(&reason))?;
                 let _ = self.keyring.delete_everywhere(&self.refresh_account());
                 // A file left from another storage mode would otherwise still hold tokens.
-                let _ = disk::remove_if_exists(&self.entry_path());
+                let _ = private_file::remove_if_exists(&self.entry_path());
                 Ok(())
             }
         }
@@ -417,7 +412,7 @@ impl TokenCache {
             .map_err(|reason| no_keyring(&reason))?;
         crate::debug!(1, "saved cache entry {} in the {}", self.key, store.name());
         // "Nothing on disk": drop a file an earlier `auto`/`disk` run left with tokens in it.
-        if let Err(err) = disk::remove_if_exists(&self.entry_path()) {
+        if let Err(err) = private_file::remove_if_exists(&self.entry_path()) {
             crate::debug!(
                 1,
                 "cannot delete the old cache file {}: {err}",
@@ -511,25 +506,27 @@ impl TokenCache {
                 ),
             )
         };
-        disk::write_private(&path, &entry.to_json()).map_err(cannot)
+        private_file::write_private(&path, &entry.to_json()).map_err(cannot)
     }
 
     fn remove_disk_entry(&self) -> anyhow::Result<()> {
         let path = self.entry_path();
-        disk::remove_if_exists(&path).map(|_| ()).map_err(|err| {
-            fail(
-                Exit::Cache,
-                format!(
-                    "cannot delete the token cache file {}: {err}; delete it by hand",
-                    path.display()
-                ),
-            )
-        })
+        private_file::remove_if_exists(&path)
+            .map(|_| ())
+            .map_err(|err| {
+                fail(
+                    Exit::Cache,
+                    format!(
+                        "cannot delete the token cache file {}: {err}; delete it by hand",
+                        path.display()
+                    ),
+                )
+            })
     }
 }
 
 fn read_entry_file(path: &Path) -> Result<StoredEntry, ReadError> {
-    let bytes = disk::read_file(path)?;
+    let bytes = private_file::read(path, MAX_ENTRY_BYTES)?;
     StoredEntry::parse(&bytes).map_err(ReadError::Corrupt)
 }
 

@@ -6,10 +6,10 @@
 //! The record is a small JSON file per cache entry (time and a one-line reason). A missing or
 //! unreadable file means no cool-down: this is a courtesy, never a reason to lock someone out.
 
-use crate::cache::disk;
 use crate::debug;
 use crate::error::{fail, Exit};
 use crate::login::printable_brief;
+use crate::private_file;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -140,7 +140,7 @@ impl Cooldown {
     /// tightened if it exists looser, like the token cache's own directories.
     fn write(&self, record: &FailureRecord) -> io::Result<()> {
         let json = serde_json::to_vec(record).map_err(io::Error::other)?;
-        disk::write_private(&self.path, &json)
+        private_file::write_private(&self.path, &json)
     }
 }
 

@@ -1,6 +1,6 @@
-//! Private files: directories 0700, files 0600, every write atomic. The one implementation for
-//! everything kubecred stores under its cache directory: token entries, lock files' directory,
-//! the OIDC discovery/JWKS cache and the login cool-down record.
+//! Private files: directories 0700, files 0600, every write atomic, every read bounded. The one
+//! implementation for everything kubecred stores under its cache directory: token entries, the
+//! lock files' directory, the OIDC discovery/JWKS cache and the login cool-down record.
 //!
 //! A cache file is replaced, never rewritten in place: a writer fills a temporary file in the same
 //! directory, flushes it to disk and renames it over the old one. A reader that does not hold the
@@ -9,28 +9,49 @@
 //! file is created, not afterwards, so a token is never readable by others even for a moment.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Why a cache file could not be used; callers branch on it (a miss is not an error).
+/// Why a private file could not be used; callers branch on it (a miss is not an error).
 #[derive(Debug)]
 pub(crate) enum ReadError {
     /// No such file (or directory): a cache miss.
     NotFound,
-    /// The file exists but is not an entry this version understands; treated as a miss and
-    /// replaced by the next save.
+    /// The file exists but is not what this version writes there (larger than the limit, or not
+    /// the expected JSON); treated as a miss and replaced by the next write.
     Corrupt(String),
     /// The file could not be read (permissions, I/O error): worth reporting.
     Io(io::Error),
 }
 
-/// Reads a whole cache file: one `open` + `read`, nothing else (this is the cache-hit path).
-pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, ReadError> {
-    fs::read(path).map_err(|err| match err.kind() {
+/// Reads a whole file of at most `limit` bytes: one `open` and its reads, nothing else (this is
+/// the cache-hit path). A larger file is [`ReadError::Corrupt`]: nothing kubecred writes is that
+/// large, and a runaway file must not be buffered.
+pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let not_found_or_io = |err: io::Error| match err.kind() {
         io::ErrorKind::NotFound => ReadError::NotFound,
         _ => ReadError::Io(err),
-    })
+    };
+    let file = File::open(path).map_err(not_found_or_io)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(not_found_or_io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::Corrupt(format!("larger than {limit} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// [`read`], then parse the bytes as JSON of type `T`; JSON that does not fit is
+/// [`ReadError::Corrupt`] with serde's reason.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    limit: u64,
+) -> Result<T, ReadError> {
+    let bytes = read(path, limit)?;
+    serde_json::from_slice(&bytes).map_err(|err| ReadError::Corrupt(err.to_string()))
 }
 
 /// Creates `dir` (and missing parents) with mode 0700, and tightens an existing `dir` that others
@@ -201,15 +222,30 @@ mod tests {
     fn reads_tell_missing_from_unreadable() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            read_file(&dir.path().join("nope")),
+            read(&dir.path().join("nope"), 10),
             Err(ReadError::NotFound)
         ));
         assert!(matches!(
-            read_file(&dir.path().join("no/such/dir")),
+            read(&dir.path().join("no/such/dir"), 10),
             Err(ReadError::NotFound)
         ));
         // A directory where a file should be: an I/O error, not a miss.
-        assert!(matches!(read_file(dir.path()), Err(ReadError::Io(_))));
+        assert!(matches!(read(dir.path(), 10), Err(ReadError::Io(_))));
+    }
+
+    #[test]
+    fn reads_are_bounded_and_json_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.json");
+        write_private(&path, br#"{"a":1}"#).unwrap();
+        assert_eq!(read(&path, 7).unwrap(), br#"{"a":1}"#);
+        assert!(matches!(read(&path, 6), Err(ReadError::Corrupt(_))));
+        let value: serde_json::Value = read_json(&path, 100).unwrap();
+        assert_eq!(value["a"], 1);
+        assert!(matches!(
+            read_json::<Vec<u8>>(&path, 100),
+            Err(ReadError::Corrupt(_))
+        ));
     }
 
     #[test]

@@ -1,0 +1,308 @@
+//! ID-token verification (OpenID Connect Core §3.1.3.7): a token is accepted only when it is
+//! signed with an asymmetric algorithm by a key of the provider's JWKS, names the provider's
+//! issuer, is meant for our client ID (aud, and azp when present), is within its validity period
+//! and carries our nonce. Each check is a function that says, on failure, what was wrong and what
+//! to do; messages never include the token.
+//!
+//! jsonwebtoken checks only the signature (its RustCrypto backend is picked by its crate
+//! features: nothing to install at start-up); the claims are checked here, against the injected
+//! clock.
+
+use super::jwks::KeyError;
+use super::{rfc3339, CLOCK_LEEWAY};
+use crate::error::{fail, Exit};
+use crate::secret::Secret;
+use chrono::{DateTime, Utc};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+/// The claims of a verified ID token that kubecred uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdTokenClaims {
+    pub sub: String,
+    /// The token's real expiry (no leeway applied).
+    pub exp: DateTime<Utc>,
+    /// `email` and `preferred_username` are for display only ("logged in as …"), never for a
+    /// decision.
+    pub email: Option<String>,
+    pub preferred_username: Option<String>,
+}
+
+/// What a token must say.
+pub(super) struct Expected<'a> {
+    /// The provider's issuer, as its discovery document spells it.
+    pub issuer: &'a str,
+    pub client_id: &'a str,
+    /// The nonce sent with the login request; `None` for refreshed tokens.
+    pub nonce: Option<&'a str>,
+}
+
+/// Why a token was refused, and what the user can do about it.
+struct Refusal {
+    reason: String,
+    next: &'static str,
+}
+
+impl Refusal {
+    fn new(reason: impl Into<String>, next: &'static str) -> Refusal {
+        Refusal {
+            reason: reason.into(),
+            next,
+        }
+    }
+}
+
+type Check<T> = Result<T, Refusal>;
+
+/// Verifies `token`; `key_for(alg, kid)` finds the provider's key for it.
+pub(super) fn verify(
+    token: &Secret,
+    expected: &Expected<'_>,
+    key_for: impl FnOnce(Algorithm, Option<&str>) -> Result<DecodingKey, KeyError>,
+    now: DateTime<Utc>,
+) -> anyhow::Result<IdTokenClaims> {
+    let issuer = expected.issuer;
+    let refused = |refusal: Refusal| {
+        fail(
+            Exit::Provider,
+            format!(
+                "the ID token from {issuer} failed verification: {}; {}",
+                refusal.reason, refusal.next
+            ),
+        )
+    };
+    let token = token.expose();
+    let header = parse_header(token).ok_or_else(|| {
+        refused(Refusal::new(
+            "it is not a JWT",
+            "check that --issuer-url points at an OpenID Connect provider",
+        ))
+    })?;
+    // Decide on the algorithm before touching any key: `none` and the HMAC family would let
+    // whoever knows the client secret (or nobody) mint tokens.
+    let alg = accepted_algorithm(&header.alg).map_err(refused)?;
+    let key = match key_for(alg, header.kid.as_deref()) {
+        Ok(key) => key,
+        Err(KeyError::Fetch(err)) => {
+            return Err(fail(
+                Exit::Provider,
+                format!(
+                    "cannot verify the ID token from {issuer}: {}",
+                    crate::error::one_line(&err)
+                ),
+            ))
+        }
+        Err(KeyError::Missing(reason)) => {
+            return Err(refused(Refusal::new(
+                reason,
+                "if the provider has just rotated its keys, run the command again; otherwise check --issuer-url",
+            )))
+        }
+    };
+    let claims = verified_claims(token, &key, alg).map_err(refused)?;
+    check_issuer(&claims, issuer).map_err(refused)?;
+    check_audience(&claims, expected.client_id).map_err(refused)?;
+    let exp = check_validity_period(&claims, now).map_err(refused)?;
+    if let Some(nonce) = expected.nonce {
+        check_nonce(&claims, nonce).map_err(refused)?;
+    }
+    let sub = subject(&claims).map_err(refused)?;
+    Ok(IdTokenClaims {
+        sub: sub.to_string(),
+        exp,
+        email: string(&claims, "email").map(str::to_string),
+        preferred_username: string(&claims, "preferred_username").map(str::to_string),
+    })
+}
+
+/// The asymmetric algorithms kubecred accepts; never `none`, never a shared-secret one.
+fn accepted_algorithm(name: &str) -> Check<Algorithm> {
+    Ok(match name {
+        "RS256" => Algorithm::RS256,
+        "RS384" => Algorithm::RS384,
+        "RS512" => Algorithm::RS512,
+        "PS256" => Algorithm::PS256,
+        "PS384" => Algorithm::PS384,
+        "PS512" => Algorithm::PS512,
+        "ES256" => Algorithm::ES256,
+        "ES384" => Algorithm::ES384,
+        "EdDSA" => Algorithm::EdDSA,
+        other => {
+            let reason = match other {
+                "none" | "" => "it is unsigned (alg none)".to_string(),
+                hs if hs.starts_with("HS") => format!(
+                    "it is signed with {hs}, a shared-secret algorithm kubecred does not accept"
+                ),
+                _ => format!(
+                    "its algorithm {:?} is not supported",
+                    other.chars().take(16).collect::<String>()
+                ),
+            };
+            return Err(Refusal::new(
+                reason,
+                "configure the client at the provider to sign ID tokens with RS256, PS256, ES256 or EdDSA",
+            ));
+        }
+    })
+}
+
+/// The claims, once the signature is proven to be the provider's.
+fn verified_claims(token: &str, key: &DecodingKey, alg: Algorithm) -> Check<Map<String, Value>> {
+    // jsonwebtoken checks only the signature here; the claims are checked by the functions
+    // below, against the injected clock and with messages that say which claim failed.
+    let mut validation = Validation::new(alg);
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    validation.validate_aud = false;
+    match jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation) {
+        Ok(data) => Ok(data.claims),
+        Err(err) => {
+            use jsonwebtoken::errors::ErrorKind;
+            let reason = match err.kind() {
+                ErrorKind::InvalidSignature => {
+                    "its signature does not match the provider's key".to_string()
+                }
+                ErrorKind::InvalidEcdsaKey
+                | ErrorKind::InvalidRsaKey(_)
+                | ErrorKind::InvalidEddsaKey
+                | ErrorKind::InvalidKeyFormat => {
+                    format!("the provider's key for it is unusable ({err})")
+                }
+                // Not `{err}`: a JSON error can quote parts of the token.
+                ErrorKind::Base64(_) => "it is not valid base64url".to_string(),
+                ErrorKind::Json(_) | ErrorKind::Utf8(_) => {
+                    "its header or claims are not a JSON object".to_string()
+                }
+                _ => "it is malformed".to_string(),
+            };
+            Err(Refusal::new(
+                reason,
+                "it was altered, or issued by another provider; check --issuer-url",
+            ))
+        }
+    }
+}
+
+fn check_issuer(claims: &Map<String, Value>, issuer: &str) -> Check<()> {
+    let iss = string(claims, "iss").unwrap_or("");
+    if iss != issuer {
+        return Err(Refusal::new(
+            format!("its issuer (iss) is {iss:?}, not {issuer:?}"),
+            "the provider's tokens and its discovery document disagree; check the provider's issuer setting",
+        ));
+    }
+    Ok(())
+}
+
+/// `aud` must include our client ID; `azp`, when present, must be our client ID, whatever the
+/// number of audiences (OpenID Connect Core 3.1.3.7).
+fn check_audience(claims: &Map<String, Value>, client_id: &str) -> Check<()> {
+    let audiences: Vec<&str> = match claims.get("aud") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if !audiences.contains(&client_id) {
+        return Err(Refusal::new(
+            format!("its audience {audiences:?} does not include the client ID {client_id:?}"),
+            "check --client-id",
+        ));
+    }
+    match claims.get("azp") {
+        None => Ok(()),
+        Some(Value::String(azp)) if azp == client_id => Ok(()),
+        Some(Value::String(azp)) => Err(Refusal::new(
+            format!("it was issued to the client {azp:?} (azp), not {client_id:?}"),
+            "check --client-id",
+        )),
+        Some(_) => Err(Refusal::new(
+            "its authorized party (azp) is not a string",
+            "the provider's ID tokens must carry azp as a string",
+        )),
+    }
+}
+
+/// `exp` (required) has not passed and `nbf` (optional) has, each give or take the leeway.
+/// Returns the real expiry.
+fn check_validity_period(claims: &Map<String, Value>, now: DateTime<Utc>) -> Check<DateTime<Utc>> {
+    let exp = time(claims, "exp").ok_or_else(|| {
+        Refusal::new(
+            "it has no valid exp claim",
+            "the provider's ID tokens must carry an expiry",
+        )
+    })?;
+    if exp + CLOCK_LEEWAY <= now {
+        return Err(Refusal::new(
+            format!(
+                "it expired at {} (this machine's time is {})",
+                rfc3339(exp),
+                rfc3339(now)
+            ),
+            "check this machine's clock, then log in again",
+        ));
+    }
+    if let Some(nbf) = time(claims, "nbf").filter(|nbf| *nbf > now + CLOCK_LEEWAY) {
+        return Err(Refusal::new(
+            format!(
+                "it is not valid before {} (this machine's time is {})",
+                rfc3339(nbf),
+                rfc3339(now)
+            ),
+            "check this machine's clock",
+        ));
+    }
+    Ok(exp)
+}
+
+/// The nonce value itself stays out of the message: it ties a login to this run.
+fn check_nonce(claims: &Map<String, Value>, expected: &str) -> Check<()> {
+    match string(claims, "nonce") {
+        Some(nonce) if nonce == expected => Ok(()),
+        Some(_) => Err(Refusal::new(
+            "its nonce does not match the one kubecred sent",
+            "the login answer may be stale or replayed; log in again",
+        )),
+        None => Err(Refusal::new(
+            "it carries no nonce although kubecred sent one",
+            "log in again; if it persists, the provider does not support nonces",
+        )),
+    }
+}
+
+fn subject(claims: &Map<String, Value>) -> Check<&str> {
+    string(claims, "sub")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            Refusal::new(
+                "it has no subject (sub)",
+                "the provider's ID tokens must name the user",
+            )
+        })
+}
+
+fn string<'a>(claims: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    claims.get(name).and_then(Value::as_str)
+}
+
+/// A NumericDate claim (seconds since the epoch; fractions dropped).
+fn time(claims: &Map<String, Value>, name: &str) -> Option<DateTime<Utc>> {
+    claims
+        .get(name)
+        .and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64)))
+        .and_then(|secs| DateTime::from_timestamp(secs, 0))
+}
+
+struct JwtHeader {
+    alg: String,
+    kid: Option<String>,
+}
+
+/// Reads a JWT's header without trusting it, so that the algorithm can be vetted before any key
+/// is looked up. jsonwebtoken's own header parser rejects `none` with a vague error.
+fn parse_header(token: &str) -> Option<JwtHeader> {
+    let json = crate::tokens::unverified_jwt_segment(token, 0)?;
+    Some(JwtHeader {
+        alg: json.get("alg")?.as_str()?.to_string(),
+        kid: json.get("kid").and_then(Value::as_str).map(str::to_string),
+    })
+}
