@@ -24,7 +24,7 @@ fn main() -> anyhow::Result<()> {
     let config = Config::resolve(&args, &Environment::from_process(), ExecInfo::absent())?;
     let cache = TokenCache::new(&config);
     println!("issuer:        {}", config.issuer);
-    println!("client:        {}", config.client_id);
+    println!("client:        {}", config.client.id);
     println!("grant:         {}", config.grant.name());
     println!("storage:       {:?}", cache.storage());
     println!("cache key:     {}", cache.key().as_str());

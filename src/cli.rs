@@ -2,9 +2,11 @@
 //! defined, each with its `KUBECRED_<FLAG_NAME>` environment variable and, where int128/kubelogin
 //! has one, kubelogin's name as an alias so that a kubelogin user only changes `command:`.
 //!
-//! Nothing outside this module and `config.rs` sees these types: `Config::resolve` turns them,
-//! the exec info and the cluster extension into one plain struct.
+//! Nothing outside this module, `kubelogin.rs` (kubelogin's own flags, flattened in here) and
+//! `config/` sees these types: `Config::resolve` turns them, the exec info and the cluster
+//! extension into one plain struct with the domain's own types.
 
+use crate::kubelogin::{self, KubeloginFlags};
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -36,7 +38,7 @@ pub enum Command {
 
 /// How to obtain a token. kubelogin's `--grant-type` values are accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GrantType {
+pub enum GrantTypeArg {
     /// Browser login (authorization code + PKCE); CI jobs choose their grant explicitly.
     Auto,
     /// Authorization code + PKCE through a browser and a loopback listener.
@@ -51,7 +53,7 @@ pub enum GrantType {
 
 /// Where cached tokens live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CacheStorage {
+pub enum CacheStorageArg {
     /// Short-lived tokens on disk; the refresh token in the OS keyring when one is reachable.
     Auto,
     /// Everything in a private file under the cache directory.
@@ -64,7 +66,7 @@ pub enum CacheStorage {
 
 /// How the client authenticates to the token endpoint when it has a secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClientAuthMethod {
+pub enum ClientAuthMethodArg {
     /// `client_secret_basic` unless discovery says the provider only takes `client_secret_post`.
     Auto,
     /// HTTP Basic authentication (`client_secret_basic`).
@@ -122,7 +124,7 @@ pub struct TokenArgs {
 
     /// How to obtain a token [default: auto].
     #[arg(long, env = "KUBECRED_GRANT_TYPE", value_enum, value_name = "GRANT")]
-    pub grant_type: Option<GrantType>,
+    pub grant_type: Option<GrantTypeArg>,
 
     /// Print the access token instead of the ID token (the default for client-credentials).
     #[arg(
@@ -148,7 +150,7 @@ pub struct TokenArgs {
         value_enum,
         value_name = "METHOD"
     )]
-    pub client_auth_method: Option<ClientAuthMethod>,
+    pub client_auth_method: Option<ClientAuthMethodArg>,
 
     /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
     #[arg(
@@ -167,7 +169,7 @@ pub struct TokenArgs {
         value_enum,
         value_name = "STORAGE"
     )]
-    pub cache_storage: Option<CacheStorage>,
+    pub cache_storage: Option<CacheStorageArg>,
 
     /// PEM file of extra CA certificates to trust for the identity provider; repeatable (not
     /// comma-separated: a path may contain commas).
@@ -245,16 +247,6 @@ pub struct TokenArgs {
     )]
     pub pkce: Option<bool>,
 
-    /// kubelogin's PKCE choice: `auto` (the default), `no` (= --pkce=false), `S256` (= --pkce).
-    /// --pkce, when given, wins. Resolved in config.rs.
-    #[arg(long, hide = true, value_name = "METHOD")]
-    pub oidc_pkce_method: Option<String>,
-
-    /// kubelogin's host for the default redirect URL (`localhost` unless given); --redirect-url
-    /// wins. Resolved in config.rs.
-    #[arg(long, hide = true, value_name = "HOST")]
-    pub oidc_redirect_url_hostname: Option<String>,
-
     /// Command that opens the login URL, run directly with the URL as its last argument
     /// (its stdout goes to stderr) [default: $BROWSER, then the system browser].
     #[arg(long, env = "KUBECRED_BROWSER_COMMAND", value_name = "COMMAND")]
@@ -305,69 +297,11 @@ pub struct TokenArgs {
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    // kubelogin flags kubecred has nothing to do for: accepted so that a kubelogin stanza runs
-    // unchanged, and named in a notice (config.rs). Only flags whose absence cannot weaken or
-    // misdirect a login belong here.
+    /// int128/kubelogin's own flags, hidden: accepted so that a kubelogin stanza runs unchanged
+    /// (see kubelogin.rs).
     #[command(flatten)]
-    pub kubelogin_ignored: KubeloginIgnored,
-
-    // kubelogin flags kubecred refuses with an explanation (config.rs), rather than clap's
-    // bare "unexpected argument".
-    #[command(flatten)]
-    pub kubelogin_unsupported: KubeloginUnsupported,
+    pub kubelogin: KubeloginFlags,
 }
-
-/// kubelogin `get-token` flags that are safe to ignore (see [`TokenArgs::kubelogin_ignored`]).
-#[derive(Debug, Clone, Default, Args)]
-pub struct KubeloginIgnored {
-    /// kubelogin opens this URL after a login; kubecred's callback page says the login is done.
-    #[arg(long, hide = true, value_name = "URL")]
-    pub open_url_after_authentication: Option<String>,
-
-    /// kubelogin's TLS renegotiation setting; rustls never renegotiates, and that only makes a
-    /// connection fail, never less safe.
-    #[arg(long, hide = true, value_name = "MODE")]
-    pub tls_renegotiation: Option<String>,
-}
-
-impl KubeloginIgnored {
-    /// The flags given, as `--name`.
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        if self.open_url_after_authentication.is_some() {
-            names.push("--open-url-after-authentication");
-        }
-        if self.tls_renegotiation.is_some() {
-            names.push("--tls-renegotiation");
-        }
-        names
-    }
-}
-
-/// kubelogin `get-token` flags kubecred refuses (see [`TokenArgs::kubelogin_unsupported`]).
-/// Their values are never printed: `--password` holds one.
-#[derive(Debug, Clone, Default, Args)]
-pub struct KubeloginUnsupported {
-    /// kubelogin's resource owner password grant.
-    #[arg(long, hide = true, value_name = "USERNAME")]
-    pub username: Option<String>,
-
-    /// kubelogin's resource owner password grant.
-    #[arg(long, hide = true, value_name = "PASSWORD")]
-    pub password: Option<String>,
-
-    /// kubelogin's HTTPS login listener.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub local_server_cert: Option<PathBuf>,
-
-    /// kubelogin's HTTPS login listener.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub local_server_key: Option<PathBuf>,
-}
-
-/// kubelogin's subcommand: its stanzas read `args: [oidc-login, get-token, ...]` because kubelogin
-/// runs as the kubectl plugin `kubectl oidc-login`.
-const KUBELOGIN_SUBCOMMAND: &str = "oidc-login";
 
 impl Cli {
     /// Parses a command line (program name first) the way the binary does. A kubelogin stanza
@@ -378,55 +312,10 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<OsString>,
     {
-        Cli::try_parse_from(from_kubelogin(argv.into_iter().map(Into::into).collect()))
+        Cli::try_parse_from(kubelogin::rewrite_argv(
+            argv.into_iter().map(Into::into).collect(),
+        ))
     }
-}
-
-/// Rewrites a kubelogin command line (see [`Cli::try_parse_command_line`]); others pass unchanged.
-fn from_kubelogin(mut argv: Vec<OsString>) -> Vec<OsString> {
-    if argv.get(1).and_then(|arg| arg.to_str()) != Some(KUBELOGIN_SUBCOMMAND) {
-        return argv;
-    }
-    argv.remove(1);
-    let mut out = Vec::with_capacity(argv.len());
-    let mut rest = argv.into_iter();
-    while let Some(arg) = rest.next() {
-        let Some(text) = arg.to_str() else {
-            out.push(arg);
-            continue;
-        };
-        if text == "--" {
-            out.push(arg);
-            out.extend(rest.by_ref());
-            break;
-        }
-        let inline = ["--v=", "-v="]
-            .iter()
-            .find_map(|prefix| text.strip_prefix(prefix))
-            .or_else(|| text.strip_prefix("-v").filter(|n| n.parse::<u8>().is_ok()));
-        let level = match inline {
-            Some(number) => number.parse::<u8>().ok(),
-            None if text == "-v" || text == "--v" => {
-                // kubelogin's -v takes a number; ours counts. Only a number after it is kubelogin's.
-                let next = rest.as_slice().first().and_then(|n| n.to_str());
-                match next.and_then(|n| n.parse::<u8>().ok()) {
-                    Some(level) => {
-                        rest.next();
-                        Some(level)
-                    }
-                    None => None,
-                }
-            }
-            None => None,
-        };
-        match level {
-            Some(0) => {}
-            Some(1) => out.push("-v".into()),
-            Some(_) => out.push("-vv".into()),
-            None => out.push(arg),
-        }
-    }
-    out
 }
 
 /// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).
@@ -504,8 +393,8 @@ mod tests {
         assert_eq!(args.client_id.as_deref(), Some("k8s"));
         assert_eq!(args.scopes, ["email", "groups", "profile"]);
         assert!(args.use_access_token);
-        assert_eq!(args.cache_storage, Some(CacheStorage::Disk));
-        assert_eq!(args.grant_type, Some(GrantType::AuthcodeKeyboard));
+        assert_eq!(args.cache_storage, Some(CacheStorageArg::Disk));
+        assert_eq!(args.grant_type, Some(GrantTypeArg::AuthcodeKeyboard));
     }
 
     fn token_args(argv: &[&str]) -> TokenArgs {
@@ -535,15 +424,15 @@ mod tests {
         ]);
         assert_eq!(args.issuer_url.as_deref(), Some("https://idp.example"));
         assert_eq!(args.pkce, Some(true));
-        assert_eq!(args.oidc_pkce_method.as_deref(), Some("S256"));
+        assert_eq!(args.kubelogin.oidc_pkce_method.as_deref(), Some("S256"));
         assert_eq!(args.auth_timeout.as_deref(), Some("300"));
         assert_eq!(
-            args.oidc_redirect_url_hostname.as_deref(),
+            args.kubelogin.oidc_redirect_url_hostname.as_deref(),
             Some("127.0.0.1")
         );
         assert_eq!(args.auth_params, ["acr_values=a,b"]);
         assert_eq!(
-            args.kubelogin_ignored.given(),
+            args.kubelogin.ignored_given(),
             ["--open-url-after-authentication", "--tls-renegotiation"]
         );
         assert_eq!(

@@ -44,7 +44,7 @@ pub fn login(config: &Config) -> anyhow::Result<Tokens> {
 /// `kubecred logout`: forget this entry's tokens.
 pub fn logout(config: &Config) -> anyhow::Result<()> {
     let cache = TokenCache::new(config);
-    let lock = cache.lock(config.lock_timeout)?;
+    let lock = cache.lock(config.cache.lock_timeout)?;
     cache.remove(&lock)?;
     cooldown_for(&cache).clear();
     Ok(())
@@ -100,7 +100,7 @@ fn obtain_under_lock(
     trigger: Trigger,
 ) -> anyhow::Result<Tokens> {
     let started = Utc::now();
-    let lock = cache.lock(config.lock_timeout)?;
+    let lock = cache.lock(config.cache.lock_timeout)?;
     let forced = config.force_refresh || trigger == Trigger::ExplicitLogin;
 
     // Another process may have refreshed or logged in while we waited for the lock. A forced run

@@ -5,10 +5,9 @@
 //! Everything here talks to the network. It runs only after the cache missed and the entry's
 //! lock is held (see `get_token.rs`).
 
-use crate::cli::ClientAuthMethod;
-use crate::config::{BrowserChoice, Config, Grant};
+use crate::config::{BrowserChoice, ClientAuthMethod, Config, Grant};
 use crate::error::{fail, Exit};
-use crate::login::loopback::{CallbackListener, DEFAULT_REDIRECT_URL};
+use crate::login::loopback::CallbackListener;
 use crate::login::{browser, device_display, paste};
 use crate::oidc::Provider;
 use crate::secret::Secret;
@@ -99,9 +98,9 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     pub fn new(config: &'a Config) -> anyhow::Result<Session<'a>> {
-        let http = crate::http::client(config)?;
+        let http = crate::http::client(&config.http)?;
         let provider =
-            Provider::discover(&http, &config.issuer, &config.cache_dir, chrono::Utc::now())?;
+            Provider::discover(&http, &config.issuer, &config.cache.dir, chrono::Utc::now())?;
         Ok(Session {
             config,
             http,
@@ -131,11 +130,11 @@ impl<'a> Session<'a> {
             .map_err(|err| bad_endpoint("device_authorization_endpoint", err))?;
         let token_url = TokenUrl::new(meta.token_endpoint.to_string())
             .map_err(|err| bad_endpoint("token_endpoint", err))?;
-        let mut client = Client::new(ClientId::new(self.config.client_id.clone()))
+        let mut client = Client::new(ClientId::new(self.config.client.id.clone()))
             .set_auth_uri_option(auth_url)
             .set_device_authorization_url_option(device_url)
             .set_token_uri(token_url);
-        if let Some(secret) = &self.config.client_secret {
+        if let Some(secret) = &self.config.client.secret {
             client = client
                 .set_client_secret(ClientSecret::new(secret.expose().to_string()))
                 .set_auth_type(self.auth_type());
@@ -145,7 +144,7 @@ impl<'a> Session<'a> {
 
     /// `client_secret_basic` unless asked otherwise or the provider only lists `client_secret_post`.
     fn auth_type(&self) -> AuthType {
-        match self.config.client_auth {
+        match self.config.client.auth_method {
             ClientAuthMethod::Basic => AuthType::BasicAuth,
             ClientAuthMethod::Post => AuthType::RequestBody,
             ClientAuthMethod::Auto => {
@@ -202,7 +201,7 @@ impl<'a> Session<'a> {
                 let claims = self.provider.verify_id_token(
                     &self.http,
                     &id_token,
-                    &self.config.client_id,
+                    &self.config.client.id,
                     nonce,
                     now,
                 )?;
@@ -371,7 +370,7 @@ impl<'a> Session<'a> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let listener = CallbackListener::bind(
             &self.config.login.listen_addresses,
-            self.config.login.redirect_url.as_ref(),
+            Some(&self.config.login.redirect_url),
         )?;
         let redirect = listener.redirect_uri();
         let client = self.oauth_client()?.set_redirect_uri(
@@ -404,13 +403,7 @@ impl<'a> Session<'a> {
     /// `check_login_possible` has already refused sessions without a terminal (get_token.rs).
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
-        let redirect = self
-            .config
-            .login
-            .redirect_url
-            .as_ref()
-            .map(|url| url.to_string())
-            .unwrap_or_else(|| DEFAULT_REDIRECT_URL.to_string());
+        let redirect = self.config.login.redirect_url.to_string();
         let client = self.oauth_client()?.set_redirect_uri(
             RedirectUrl::new(redirect.clone())
                 .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,

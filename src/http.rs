@@ -5,7 +5,7 @@
 //! system roots (milliseconds), so it is built only off the cache-hit path: a cached token never
 //! needs it. Network failures become one line that says what went wrong and what to try next.
 
-use crate::config::Config;
+use crate::config::HttpSettings;
 use crate::error::{fail, Exit};
 use anyhow::Context;
 use reqwest::blocking::{Client, Response};
@@ -25,7 +25,7 @@ const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_JSON_BODY: u64 = 4 * 1024 * 1024;
 
 /// Builds the client for every request to the identity provider.
-pub fn client(config: &Config) -> anyhow::Result<Client> {
+pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
     let mut builder = Client::builder()
         .use_rustls_tls()
         .user_agent(USER_AGENT)
@@ -33,16 +33,16 @@ pub fn client(config: &Config) -> anyhow::Result<Client> {
         // token or the client secret to another host (SSRF, credential leak). Discovery and key
         // fetches do not need them either; `get_json` explains a 3xx instead.
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(config.http_timeout.min(MAX_CONNECT_TIMEOUT))
-        .timeout(config.http_timeout);
+        .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT))
+        .timeout(settings.timeout);
 
-    for (index, pem) in config.tls.extra_ca_pems.iter().enumerate() {
+    for (index, pem) in settings.tls.extra_ca_pems.iter().enumerate() {
         for cert in parse_ca_bundle(pem, index + 1)? {
             builder = builder.add_root_certificate(cert);
         }
     }
 
-    if config.tls.insecure_skip_verify {
+    if settings.tls.insecure_skip_verify {
         warn_insecure_once();
         builder = builder.danger_accept_invalid_certs(true);
     }
@@ -386,7 +386,7 @@ pub(crate) mod tests {
     use super::test_server::{Answer, TestServer};
     use super::*;
     use crate::cli::{Cli, Command};
-    use crate::config::Environment;
+    use crate::config::{Config, Environment};
     use crate::error::{exit_code_of, one_line};
     use crate::exec_credential::ExecInfo;
     use clap::Parser;
@@ -416,8 +416,8 @@ pub(crate) mod tests {
     fn a_garbage_ca_bundle_is_a_clear_input_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config("https://idp.example", dir.path());
-        config.tls.extra_ca_pems = vec![b"this is not a certificate".to_vec()];
-        let err = client(&config).unwrap_err();
+        config.http.tls.extra_ca_pems = vec![b"this is not a certificate".to_vec()];
+        let err = client(&config.http).unwrap_err();
         assert_eq!(exit_code_of(&err), Exit::Input);
         let text = message(&err);
         assert!(
@@ -426,9 +426,9 @@ pub(crate) mod tests {
         );
 
         // A BEGIN CERTIFICATE block with broken contents.
-        config.tls.extra_ca_pems =
+        config.http.tls.extra_ca_pems =
             vec![b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n".to_vec()];
-        let text = message(&client(&config).unwrap_err());
+        let text = message(&client(&config.http).unwrap_err());
         assert!(text.contains("is not valid PEM"), "{text}");
     }
 
@@ -438,14 +438,14 @@ pub(crate) mod tests {
         let pem = format!("{TEST_CA_PEM}{TEST_CA_PEM}");
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config("https://idp.example", dir.path());
-        config.tls.extra_ca_pems = vec![pem.into_bytes()];
+        config.http.tls.extra_ca_pems = vec![pem.into_bytes()];
         assert_eq!(
-            parse_ca_bundle(&config.tls.extra_ca_pems[0], 1)
+            parse_ca_bundle(&config.http.tls.extra_ca_pems[0], 1)
                 .unwrap()
                 .len(),
             2
         );
-        client(&config).unwrap();
+        client(&config.http).unwrap();
     }
 
     #[test]
@@ -464,7 +464,7 @@ pub(crate) mod tests {
         );
         server.answer("/elsewhere", Answer::json("{}"));
         let dir = tempfile::tempdir().unwrap();
-        let http = client(&test_config(&server.base, dir.path())).unwrap();
+        let http = client(&test_config(&server.base, dir.path()).http).unwrap();
         let url = Url::parse(&format!("{}/start", server.base)).unwrap();
         let err = get_json::<serde_json::Value>(&http, &url, "the document").unwrap_err();
         let text = message(&err);
@@ -493,7 +493,7 @@ pub(crate) mod tests {
             },
         );
         let dir = tempfile::tempdir().unwrap();
-        let http = client(&test_config(&server.base, dir.path())).unwrap();
+        let http = client(&test_config(&server.base, dir.path()).http).unwrap();
         let url = Url::parse(&format!("{}/token", server.base)).unwrap();
         let text = message(&get_json::<serde_json::Value>(&http, &url, "the thing").unwrap_err());
         assert!(
@@ -506,8 +506,8 @@ pub(crate) mod tests {
     fn connection_refused_and_timeouts_are_one_clear_line() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config("https://idp.example", dir.path());
-        config.http_timeout = Duration::from_millis(500);
-        let http = client(&config).unwrap();
+        config.http.timeout = Duration::from_millis(500);
+        let http = client(&config.http).unwrap();
 
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = Url::parse(&format!("http://{}/x", closed.local_addr().unwrap())).unwrap();

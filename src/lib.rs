@@ -15,6 +15,7 @@ pub mod exec_credential;
 pub mod get_token;
 pub mod grants;
 pub mod http;
+pub mod kubelogin;
 pub mod log;
 pub mod login;
 pub mod oidc;
@@ -69,7 +70,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
             get_token::logout(&config)?;
             log::notice(format!(
                 "forgot the cached tokens for {} ({})",
-                config.issuer, config.client_id
+                config.issuer, config.client.id
             ));
             Ok(None)
         }

@@ -20,8 +20,7 @@ mod lock;
 
 pub use lock::EntryLock;
 
-use crate::cli::CacheStorage;
-use crate::config::Config;
+use crate::config::{CacheStorage, Config};
 use crate::digest::sha256_hex;
 use crate::error::{fail, Exit};
 use crate::private_file::{self, ReadError};
@@ -93,6 +92,7 @@ fn canonical_key_material(config: &Config) -> String {
         .collect();
     auth_params.sort_unstable();
     let mut ca_sha256: Vec<String> = config
+        .http
         .tls
         .extra_ca_pems
         .iter()
@@ -103,9 +103,10 @@ fn canonical_key_material(config: &Config) -> String {
     let material = KeyMaterial {
         v: FORMAT_VERSION,
         issuer: config.issuer.as_str(),
-        client_id: &config.client_id,
+        client_id: &config.client.id,
         client_secret_sha256: config
-            .client_secret
+            .client
+            .secret
             .as_ref()
             .map(|secret| sha256_hex(secret.expose().as_bytes())),
         scopes,
@@ -115,7 +116,7 @@ fn canonical_key_material(config: &Config) -> String {
         auth_params,
         login_hint: config.login.login_hint.as_deref(),
         ca_sha256,
-        insecure_skip_tls_verify: config.tls.insecure_skip_verify,
+        insecure_skip_tls_verify: config.http.tls.insecure_skip_verify,
     };
     serde_json::to_string(&material).expect("the key material is plain strings")
 }
@@ -208,8 +209,8 @@ pub struct TokenCache {
 impl TokenCache {
     pub fn new(config: &Config) -> TokenCache {
         TokenCache {
-            storage: config.cache_storage,
-            dir: config.cache_dir.clone(),
+            storage: config.cache.storage,
+            dir: config.cache.dir.clone(),
             key: CacheKey::for_config(config),
             keyring: Keyring::default(),
         }

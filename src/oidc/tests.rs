@@ -144,7 +144,7 @@ fn setup(keys: &[&TestKey]) -> Setup {
     let server = provider_server(keys);
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(&server.base, dir.path());
-    let http = http::client(&config).unwrap();
+    let http = http::client(&config.http).unwrap();
     Setup {
         server,
         _dir: dir,
@@ -154,7 +154,7 @@ fn setup(keys: &[&TestKey]) -> Setup {
 }
 
 fn discover_at(s: &Setup, at: DateTime<Utc>) -> anyhow::Result<Provider> {
-    Provider::discover(&s.http, &s.config.issuer, &s.config.cache_dir, at)
+    Provider::discover(&s.http, &s.config.issuer, &s.config.cache.dir, at)
 }
 
 impl Setup {
@@ -162,7 +162,7 @@ impl Setup {
         Provider::discover(
             &self.http,
             &self.config.issuer,
-            &self.config.cache_dir,
+            &self.config.cache.dir,
             now(),
         )
         .unwrap()
@@ -219,7 +219,7 @@ fn discovery_is_cached_on_disk_until_its_ttl() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let paths = CacheFiles::of(&s.config.cache_dir, &s.config.issuer);
+        let paths = CacheFiles::of(&s.config.cache.dir, &s.config.issuer);
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&paths.discovery), 0o600);
         assert_eq!(mode(paths.discovery.parent().unwrap()), 0o700);
@@ -233,7 +233,7 @@ fn a_corrupt_cache_file_is_refetched() {
     let s = setup(&[&TestKey::ec()]);
     s.provider();
     std::fs::write(
-        CacheFiles::of(&s.config.cache_dir, &s.config.issuer).discovery,
+        CacheFiles::of(&s.config.cache.dir, &s.config.issuer).discovery,
         b"{\"issuer\": trunc",
     )
     .unwrap();
@@ -272,7 +272,7 @@ fn the_issuer_must_match_give_or_take_a_trailing_slash() {
         "{text}"
     );
     // A rejected document is not cached.
-    assert!(!CacheFiles::of(&s.config.cache_dir, &s.config.issuer)
+    assert!(!CacheFiles::of(&s.config.cache.dir, &s.config.issuer)
         .discovery
         .exists());
 }

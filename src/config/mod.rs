@@ -1,0 +1,602 @@
+//! Resolves settings into one plain [`Config`]: command-line flags first, then their
+//! `KUBECRED_*` environment variables (clap merges those two), then the cluster's
+//! `client.authentication.k8s.io/exec` extension (keys in camelCase), then defaults.
+//!
+//! This module owns the domain's settings types ([`Grant`], [`CacheStorage`],
+//! [`ClientAuthMethod`], …): clap's types stop here. [`Config::resolve`] calls one small resolver
+//! per group of settings, and each default is applied once, here.
+//!
+//! Resolution is cheap on purpose — it runs on the cache-hit path: it parses strings and reads
+//! the few small files named by flags (client secret, CA bundles), and touches no network.
+
+mod extension;
+#[cfg(test)]
+mod tests;
+
+pub use extension::CLUSTER_EXTENSION;
+
+use crate::cli::{CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
+use crate::env_vars;
+use crate::error::{fail, Exit};
+use crate::exec_credential::ExecInfo;
+use crate::kubelogin::{self, KubeloginSettings};
+use crate::secret::Secret;
+use anyhow::Context;
+use base64::Engine;
+use extension::Extension;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+use url::Url;
+
+/// Everything a run needs to know, with every default applied.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub issuer: Url,
+    pub client: ClientSettings,
+    /// Final scope list, in the order given, without duplicates; `openid` first for OIDC logins.
+    pub scopes: Vec<String>,
+    pub grant: Grant,
+    /// Which token the ExecCredential carries.
+    pub token_kind: TokenKind,
+    pub audience: Option<String>,
+    pub resource: Option<String>,
+    pub http: HttpSettings,
+    pub cache: CacheSettings,
+    pub force_refresh: bool,
+    pub min_validity: Duration,
+    pub login: LoginSettings,
+    pub exec: ExecInfo,
+    pub verbose: u8,
+}
+
+/// Who kubecred is at the provider.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    pub id: String,
+    pub secret: Option<Secret>,
+    /// How the secret is sent, when there is one.
+    pub auth_method: ClientAuthMethod,
+}
+
+/// How the client authenticates to the token endpoint when it has a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuthMethod {
+    /// `client_secret_basic` unless discovery says the provider only takes `client_secret_post`.
+    Auto,
+    Basic,
+    Post,
+}
+
+/// The grant actually used (`auto` resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    Authcode,
+    AuthcodeKeyboard,
+    DeviceCode,
+    ClientCredentials,
+}
+
+impl Grant {
+    /// The name used in the cache key and in messages (kubelogin's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Grant::Authcode => "authcode",
+            Grant::AuthcodeKeyboard => "authcode-keyboard",
+            Grant::DeviceCode => "device-code",
+            Grant::ClientCredentials => "client-credentials",
+        }
+    }
+
+    /// Whether this grant logs a user in (and so asks for `openid` and yields an ID token).
+    pub fn is_user_login(self) -> bool {
+        self != Grant::ClientCredentials
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    IdToken,
+    AccessToken,
+}
+
+/// What the HTTP client needs: whom to trust, and how long to wait.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub tls: TlsSettings,
+    /// Bounds each request to the provider.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TlsSettings {
+    /// PEM bundles trusted in addition to the system roots, in the order given.
+    pub extra_ca_pems: Vec<Vec<u8>>,
+    pub insecure_skip_verify: bool,
+}
+
+/// Where tokens are kept, and how long to wait for another kubecred working on the same one.
+#[derive(Debug, Clone)]
+pub struct CacheSettings {
+    pub dir: PathBuf,
+    pub storage: CacheStorage,
+    pub lock_timeout: Duration,
+}
+
+/// Where cached tokens live (README "Where tokens live").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStorage {
+    /// Short-lived tokens on disk; the refresh token in the OS keyring when one is reachable.
+    Auto,
+    /// Everything in a private file.
+    Disk,
+    /// Everything in the OS keyring.
+    Keyring,
+    /// No cache.
+    None,
+}
+
+/// Settings of the interactive logins (authorization code and device flow).
+#[derive(Debug, Clone)]
+pub struct LoginSettings {
+    /// The redirect URI; its port is replaced by the listener's.
+    pub redirect_url: Url,
+    pub listen_addresses: Vec<SocketAddr>,
+    /// `None`: use PKCE unless discovery says the provider lacks S256.
+    pub pkce: Option<bool>,
+    pub browser: BrowserChoice,
+    pub auth_timeout: Duration,
+    pub cooldown: Duration,
+    pub auth_params: Vec<(String, String)>,
+    pub login_hint: Option<String>,
+    pub prompt: Option<String>,
+}
+
+/// How to show the user a login URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrowserChoice {
+    /// Print the URL on stderr only.
+    Skip,
+    /// Run this program (and arguments) with the URL appended.
+    Command(Vec<String>),
+    /// The platform's default browser.
+    System,
+}
+
+pub const DEFAULT_MIN_VALIDITY: Duration = Duration::from_secs(60);
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(180);
+pub const DEFAULT_LOGIN_COOLDOWN: Duration = Duration::from_secs(30);
+/// Added to the lock wait beyond the lock holder's own bounded work (see `default_lock_timeout`).
+pub const LOCK_TIMEOUT_SLACK: Duration = Duration::from_secs(10);
+/// Registered-port friendly defaults, as kubelogin uses: many IdPs need exact redirect URIs.
+pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
+/// The redirect URI when the user gives none; the port is replaced by the listener's.
+/// `localhost` rather than an IP because many providers only accept `localhost` for loopback
+/// redirects, and because it lets the listener serve whichever family the browser picks.
+pub const DEFAULT_REDIRECT_URL: &str = "http://localhost/callback";
+
+/// Reads the environment variables that are not flags (see `env_vars.rs`) so that tests can
+/// resolve a config without touching the process environment.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub verbose: Option<String>,
+    pub browser: Option<String>,
+}
+
+impl Environment {
+    pub fn from_process() -> Self {
+        Environment {
+            verbose: std::env::var(env_vars::KUBECRED_VERBOSE).ok(),
+            browser: std::env::var(env_vars::BROWSER).ok(),
+        }
+    }
+}
+
+impl Config {
+    pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
+        let ext = Extension(exec.cluster_config());
+        let kubelogin = kubelogin::resolve(&args.kubelogin)?;
+        let issuer = resolve_issuer(args, &ext)?;
+        let client = resolve_client(args, &ext)?;
+        let request = resolve_token_request(args, &ext, &client)?;
+        let http = resolve_http(args, &ext)?;
+        let login = resolve_login(args, env, &kubelogin)?;
+        let cache = resolve_cache(args, &login, &http)?;
+        Ok(Config {
+            issuer,
+            client,
+            scopes: request.scopes,
+            grant: request.grant,
+            token_kind: request.token_kind,
+            audience: request.audience,
+            resource: request.resource,
+            http,
+            cache,
+            force_refresh: args.force_refresh,
+            min_validity: resolve_min_validity(args, &ext)?,
+            login,
+            exec,
+            verbose: resolve_verbosity(args, env),
+        })
+    }
+}
+
+fn input(message: impl Into<String>) -> anyhow::Error {
+    fail(Exit::Input, message)
+}
+
+/// The identity provider: `--issuer-url`, or the extension's `issuerURL`.
+fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Url> {
+    let raw = args
+        .issuer_url
+        .clone()
+        .or(ext.string("issuerURL")?)
+        .ok_or_else(|| {
+            input("no issuer URL: pass --issuer-url, set KUBECRED_ISSUER_URL, or add issuerURL to the cluster extension")
+        })?;
+    parse_issuer(&raw)
+}
+
+/// The issuer must be HTTPS, except on loopback where a local test or dev IdP runs plain http.
+fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
+    let url = Url::parse(raw.trim())
+        .map_err(|err| input(format!("issuer URL {raw:?} is not a URL: {err}")))?;
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback_host(&url) => {}
+        _ => {
+            return Err(input(format!(
+                "issuer URL {raw} must use https (plain http is allowed only on loopback addresses)"
+            )))
+        }
+    }
+    Ok(url)
+}
+
+/// The client ID, its secret (flag, environment or file), and how the secret is sent.
+fn resolve_client(args: &TokenArgs, ext: &Extension) -> anyhow::Result<ClientSettings> {
+    let id = args
+        .client_id
+        .clone()
+        .or(ext.string("clientID")?)
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| {
+            input("no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension")
+        })?;
+    let secret = match (&args.client_secret, &args.client_secret_file) {
+        (Some(secret), _) => Some(Secret::new(secret.clone())),
+        (None, Some(path)) => {
+            let raw = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the client secret file {}", path.display()))?;
+            let trimmed = raw.trim();
+            if trimmed.is_empty() {
+                return Err(input(format!(
+                    "the client secret file {} is empty",
+                    path.display()
+                )));
+            }
+            Some(Secret::new(trimmed))
+        }
+        (None, None) => None,
+    };
+    let auth_method = match args.client_auth_method {
+        None | Some(ClientAuthMethodArg::Auto) => ClientAuthMethod::Auto,
+        Some(ClientAuthMethodArg::Basic) => ClientAuthMethod::Basic,
+        Some(ClientAuthMethodArg::Post) => ClientAuthMethod::Post,
+    };
+    Ok(ClientSettings {
+        id,
+        secret,
+        auth_method,
+    })
+}
+
+/// What is asked of the provider: the grant, the scopes, which token to print, and the
+/// `audience` / `resource` parameters.
+struct TokenRequest {
+    grant: Grant,
+    scopes: Vec<String>,
+    token_kind: TokenKind,
+    audience: Option<String>,
+    resource: Option<String>,
+}
+
+fn resolve_token_request(
+    args: &TokenArgs,
+    ext: &Extension,
+    client: &ClientSettings,
+) -> anyhow::Result<TokenRequest> {
+    let requested = match args.grant_type {
+        Some(grant) => grant,
+        None => match ext.string("grantType")? {
+            Some(name) => <GrantTypeArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
+                input(format!(
+                    "cluster extension grantType {name:?} is not one of auto, authcode, authcode-keyboard, device-code, client-credentials"
+                ))
+            })?,
+            None => GrantTypeArg::Auto,
+        },
+    };
+    let grant = match requested {
+        // A browser login suits people; CI picks its non-interactive grant explicitly.
+        GrantTypeArg::Auto | GrantTypeArg::Authcode => Grant::Authcode,
+        GrantTypeArg::AuthcodeKeyboard => Grant::AuthcodeKeyboard,
+        GrantTypeArg::DeviceCode => Grant::DeviceCode,
+        GrantTypeArg::ClientCredentials => Grant::ClientCredentials,
+    };
+    if grant == Grant::ClientCredentials && client.secret.is_none() {
+        return Err(input(
+            "client-credentials needs a client secret: pass --client-secret-file or set KUBECRED_CLIENT_SECRET",
+        ));
+    }
+
+    let mut scopes = Vec::new();
+    if grant.is_user_login() {
+        scopes.push("openid".to_string());
+    }
+    let given_scopes = if args.scopes.is_empty() {
+        ext.string_list("scopes")?.unwrap_or_default()
+    } else {
+        args.scopes.clone()
+    };
+    for scope in given_scopes.iter().flat_map(|s| s.split_whitespace()) {
+        if !scopes.iter().any(|have| have == scope) {
+            scopes.push(scope.to_string());
+        }
+    }
+
+    let use_access_token = args.use_access_token || ext.bool("useAccessToken")?.unwrap_or(false);
+    // Client credentials has no user, so no ID token: the access token is the credential.
+    let token_kind = if use_access_token || grant == Grant::ClientCredentials {
+        TokenKind::AccessToken
+    } else {
+        TokenKind::IdToken
+    };
+    Ok(TokenRequest {
+        grant,
+        scopes,
+        token_kind,
+        audience: args.audience.clone().or(ext.string("audience")?),
+        resource: args.resource.clone().or(ext.string("resource")?),
+    })
+}
+
+/// The extra CAs (files, base64 from flags or the extension), TLS verification, the timeout.
+fn resolve_http(args: &TokenArgs, ext: &Extension) -> anyhow::Result<HttpSettings> {
+    let mut extra_ca_pems = Vec::new();
+    for path in &args.certificate_authority {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("reading the CA file {}", path.display()))?;
+        extra_ca_pems.push(pem);
+    }
+    let ca_data = args
+        .certificate_authority_data
+        .iter()
+        .map(|data| (data.clone(), "--certificate-authority-data"))
+        .chain(
+            ext.string("certificateAuthorityData")?
+                .map(|data| (data, "the cluster extension's certificateAuthorityData")),
+        );
+    for (data, source) in ca_data {
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|err| input(format!("{source} is not base64: {err}")))?;
+        extra_ca_pems.push(pem);
+    }
+    Ok(HttpSettings {
+        tls: TlsSettings {
+            extra_ca_pems,
+            insecure_skip_verify: args.insecure_skip_tls_verify,
+        },
+        timeout: duration_or(&args.http_timeout, "--http-timeout", DEFAULT_HTTP_TIMEOUT)?,
+    })
+}
+
+/// The cache directory and storage, and the lock wait (which covers the lock holder's work: a
+/// login and a few HTTP requests).
+fn resolve_cache(
+    args: &TokenArgs,
+    login: &LoginSettings,
+    http: &HttpSettings,
+) -> anyhow::Result<CacheSettings> {
+    let dir = match &args.cache_dir {
+        Some(dir) => dir.clone(),
+        None => default_cache_dir()?,
+    };
+    let storage = match args.cache_storage {
+        None | Some(CacheStorageArg::Auto) => CacheStorage::Auto,
+        Some(CacheStorageArg::Disk) => CacheStorage::Disk,
+        Some(CacheStorageArg::Keyring) => CacheStorage::Keyring,
+        Some(CacheStorageArg::None) => CacheStorage::None,
+    };
+    let lock_timeout = duration_or(
+        &args.lock_timeout,
+        "--lock-timeout",
+        default_lock_timeout(login.auth_timeout, http.timeout),
+    )?;
+    Ok(CacheSettings {
+        dir,
+        storage,
+        lock_timeout,
+    })
+}
+
+/// The per-user cache directory (`~/.cache/kubecred` on Linux).
+fn default_cache_dir() -> anyhow::Result<PathBuf> {
+    directories::ProjectDirs::from("", "", "kubecred")
+        .map(|dirs| dirs.cache_dir().to_path_buf())
+        .ok_or_else(|| input("cannot find a home directory for the token cache; pass --cache-dir"))
+}
+
+/// The lock wait when --lock-timeout is not given: the holder may run discovery, a whole login,
+/// the code exchange and a JWKS fetch, each bounded, and a little more for the cache writes.
+pub fn default_lock_timeout(auth_timeout: Duration, http_timeout: Duration) -> Duration {
+    auth_timeout
+        .saturating_add(http_timeout.saturating_mul(3))
+        .saturating_add(LOCK_TIMEOUT_SLACK)
+}
+
+/// The browser, the loopback listener, PKCE, the authorization request's extra parameters and
+/// the login's time limits.
+fn resolve_login(
+    args: &TokenArgs,
+    env: &Environment,
+    kubelogin: &KubeloginSettings,
+) -> anyhow::Result<LoginSettings> {
+    let raw_addresses: Vec<String> = if args.listen_address.is_empty() {
+        DEFAULT_LISTEN_ADDRESSES
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        args.listen_address.clone()
+    };
+    let listen_addresses = raw_addresses
+        .iter()
+        .map(|raw| parse_listen_address(raw))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+
+    let auth_params = args
+        .auth_params
+        .iter()
+        .flat_map(|value| split_auth_params(value))
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+            _ => Err(input(format!("--auth-param {pair:?} is not KEY=VALUE"))),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+
+    Ok(LoginSettings {
+        redirect_url: resolve_redirect_url(args, kubelogin)?,
+        listen_addresses,
+        // --pkce, when given, wins over kubelogin's --oidc-pkce-method.
+        pkce: args.pkce.or(kubelogin.pkce),
+        browser: resolve_browser(args, env)?,
+        auth_timeout: duration_or(&args.auth_timeout, "--auth-timeout", DEFAULT_AUTH_TIMEOUT)?,
+        cooldown: duration_or(
+            &args.login_cooldown,
+            "--login-cooldown",
+            DEFAULT_LOGIN_COOLDOWN,
+        )?,
+        auth_params,
+        login_hint: args.login_hint.clone(),
+        prompt: args.prompt.clone(),
+    })
+}
+
+fn parse_listen_address(raw: &str) -> anyhow::Result<SocketAddr> {
+    let addr: SocketAddr = raw.parse().map_err(|_| {
+        input(format!(
+            "--listen-address {raw:?} is not an IP:port (e.g. 127.0.0.1:8000 or [::1]:0)"
+        ))
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(input(format!(
+            "--listen-address {raw} is not a loopback address; the login listener binds only to loopback"
+        )));
+    }
+    Ok(addr)
+}
+
+/// `--redirect-url`; else the default with kubelogin's `--oidc-redirect-url-hostname` as host;
+/// else the default. It must be http on a loopback host: the listener receives it.
+fn resolve_redirect_url(args: &TokenArgs, kubelogin: &KubeloginSettings) -> anyhow::Result<Url> {
+    let default = || Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses");
+    match (&args.redirect_url, &kubelogin.redirect_host) {
+        (Some(raw), _) => {
+            let url = Url::parse(raw)
+                .map_err(|err| input(format!("--redirect-url {raw:?} is not a URL: {err}")))?;
+            if url.scheme() != "http" || !is_loopback_host(&url) {
+                return Err(input(format!(
+                    "--redirect-url {raw} must be http on localhost or a loopback address"
+                )));
+            }
+            Ok(url)
+        }
+        // kubelogin's way to change only the host of the default redirect URL.
+        (None, Some(host)) => {
+            let mut url = default();
+            if url.set_host(Some(host)).is_err() || !is_loopback_host(&url) {
+                return Err(input(format!(
+                    "--oidc-redirect-url-hostname {host:?} must be localhost or a loopback address"
+                )));
+            }
+            Ok(url)
+        }
+        (None, None) => Ok(default()),
+    }
+}
+
+/// `--skip-open-browser`, else `--browser-command`, else `$BROWSER`, else the system browser.
+fn resolve_browser(args: &TokenArgs, env: &Environment) -> anyhow::Result<BrowserChoice> {
+    if args.skip_open_browser {
+        return Ok(BrowserChoice::Skip);
+    }
+    let command = args
+        .browser_command
+        .as_deref()
+        .or(env.browser.as_deref())
+        .filter(|command| !command.trim().is_empty());
+    let Some(command) = command else {
+        return Ok(BrowserChoice::System);
+    };
+    let words = shlex::split(command)
+        .filter(|words| !words.is_empty())
+        .ok_or_else(|| input(format!("browser command {command:?} cannot be parsed")))?;
+    Ok(BrowserChoice::Command(words))
+}
+
+fn resolve_min_validity(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Duration> {
+    let default = match ext.string("minValidity")? {
+        Some(raw) => crate::duration::parse(&raw)
+            .map_err(|err| input(format!("cluster extension minValidity: {err}")))?,
+        None => DEFAULT_MIN_VALIDITY,
+    };
+    duration_or(&args.min_validity, "--min-validity", default)
+}
+
+/// `-v`/`-vv`, else `KUBECRED_VERBOSE`.
+fn resolve_verbosity(args: &TokenArgs, env: &Environment) -> u8 {
+    if args.verbose > 0 {
+        return args.verbose;
+    }
+    env.verbose
+        .as_deref()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// True for `localhost`, 127.0.0.0/8 and ::1.
+pub fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    }
+}
+
+/// One `--auth-param` value as pairs. A value may hold commas (`acr_values=a,b`); only when
+/// every comma-separated piece is itself KEY=VALUE (`a=1,b=2`, as kubelogin's
+/// `--oidc-auth-request-extra-params` takes them) is it split.
+fn split_auth_params(value: &str) -> Vec<&str> {
+    let pieces: Vec<&str> = value.split(',').collect();
+    let all_pairs = pieces.iter().all(|piece| {
+        piece
+            .split_once('=')
+            .is_some_and(|(key, _)| !key.is_empty())
+    });
+    if pieces.len() > 1 && all_pairs {
+        pieces
+    } else {
+        vec![value]
+    }
+}
+
+fn duration_or(raw: &Option<String>, flag: &str, default: Duration) -> anyhow::Result<Duration> {
+    match raw {
+        Some(raw) => crate::duration::parse(raw).map_err(|err| input(format!("{flag}: {err}"))),
+        None => Ok(default),
+    }
+}

@@ -1,0 +1,317 @@
+//! Tests of settings resolution: precedence, defaults, validation and kubelogin compatibility.
+
+use super::*;
+use crate::cli::{Cli, Command};
+use crate::error::exit_code_of;
+use clap::Parser;
+
+fn args(extra: &[&str]) -> TokenArgs {
+    let mut argv = vec!["kubecred", "get-token"];
+    argv.extend_from_slice(extra);
+    match Cli::try_parse_from(argv).unwrap().command {
+        Command::GetToken(args) => args,
+        _ => unreachable!(),
+    }
+}
+
+fn exec_with_extension(extension: &str) -> ExecInfo {
+    ExecInfo::parse(Some(&format!(
+        r#"{{"apiVersion":"client.authentication.k8s.io/v1","spec":{{"interactive":false,"cluster":{{"server":"https://k","config":{extension}}}}}}}"#
+    )))
+    .unwrap()
+}
+
+#[test]
+fn huge_durations_are_refused_not_panicked_on() {
+    let err = Config::resolve(
+        &args(&[
+            "--issuer-url=https://idp",
+            "--client-id=c",
+            "--auth-timeout=18446744073709551615",
+        ]),
+        &Environment::default(),
+        ExecInfo::absent(),
+    )
+    .unwrap_err();
+    assert_eq!(exit_code_of(&err), Exit::Input);
+    assert!(
+        format!("{err:#}").starts_with("--auth-timeout: \"18446744073709551615\" is too long"),
+        "{err:#}"
+    );
+    let exec = exec_with_extension(
+        r#"{"issuerURL":"https://x","clientID":"c","minValidity":"18446744073709551615s1s"}"#,
+    );
+    let err = Config::resolve(&args(&[]), &Environment::default(), exec).unwrap_err();
+    assert!(
+        format!("{err:#}").starts_with("cluster extension minValidity: "),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn the_lock_wait_covers_the_holders_work() {
+    let base = ["--issuer-url=https://idp", "--client-id=c"];
+    let resolve = |extra: &[&str]| {
+        let mut argv = base.to_vec();
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+            .unwrap()
+            .cache
+            .lock_timeout
+    };
+    // 180s + 3 × 30s + 10s
+    assert_eq!(resolve(&[]), Duration::from_secs(280));
+    assert_eq!(
+        resolve(&["--auth-timeout=60s", "--http-timeout=5s"]),
+        Duration::from_secs(85)
+    );
+    assert_eq!(resolve(&["--lock-timeout=7s"]), Duration::from_secs(7));
+    // The longest settings still leave a wait that Instant::now() + d can hold.
+    let longest = resolve(&["--auth-timeout=168h", "--http-timeout=168h"]);
+    assert_eq!(longest, crate::duration::MAX * 4 + LOCK_TIMEOUT_SLACK);
+    assert!(std::time::Instant::now().checked_add(longest).is_some());
+}
+
+#[test]
+fn kubelogin_pkce_method() {
+    let base = ["--issuer-url=https://idp", "--client-id=c"];
+    let resolve = |extra: &[&str]| {
+        let mut argv = base.to_vec();
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+            .map(|config| config.login.pkce)
+    };
+    assert_eq!(resolve(&[]).unwrap(), None);
+    assert_eq!(resolve(&["--oidc-pkce-method=auto"]).unwrap(), None);
+    assert_eq!(resolve(&["--oidc-pkce-method=no"]).unwrap(), Some(false));
+    assert_eq!(resolve(&["--oidc-pkce-method=S256"]).unwrap(), Some(true));
+    assert_eq!(resolve(&["--oidc-use-pkce"]).unwrap(), Some(true));
+    assert_eq!(
+        resolve(&["--oidc-pkce-method=no", "--pkce"]).unwrap(),
+        Some(true)
+    );
+    let err = resolve(&["--oidc-pkce-method=plain"]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "--oidc-pkce-method \"plain\" is not one of auto, no, S256 (or use --pkce / --pkce=false)"
+    );
+}
+
+#[test]
+fn auth_params_keep_commas_in_values() {
+    let resolve = |extra: &[&str]| {
+        let mut argv = vec!["--issuer-url=https://idp", "--client-id=c"];
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+            .map(|config| config.login.auth_params)
+    };
+    let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(
+        resolve(&["--auth-param=acr_values=a,b", "--auth-param=ui_locales=en"]).unwrap(),
+        [pair("acr_values", "a,b"), pair("ui_locales", "en")]
+    );
+    // kubelogin's form: several pairs in one value.
+    assert_eq!(
+        resolve(&["--oidc-auth-request-extra-params=prompt=login,max_age=0"]).unwrap(),
+        [pair("prompt", "login"), pair("max_age", "0")]
+    );
+    assert_eq!(
+        resolve(&["--auth-param=resource=https://api/?a=b,c"]).unwrap(),
+        [pair("resource", "https://api/?a=b,c")]
+    );
+    assert!(resolve(&["--auth-param=novalue"]).is_err());
+}
+
+#[test]
+fn a_bad_ca_names_where_it_came_from() {
+    let base = ["--issuer-url=https://idp", "--client-id=c"];
+    let mut argv = base.to_vec();
+    argv.push("--certificate-authority-data=not base64!");
+    let err =
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent()).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("--certificate-authority-data is not base64"),
+        "{err}"
+    );
+    let exec = exec_with_extension(
+        r#"{"issuerURL":"https://x","clientID":"c","certificateAuthorityData":"not base64!"}"#,
+    );
+    let err = Config::resolve(&args(&[]), &Environment::default(), exec).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("the cluster extension's certificateAuthorityData is not base64"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kubelogin_redirect_hostname_and_refused_flags() {
+    let base = ["--issuer-url=https://idp", "--client-id=c"];
+    let resolve = |extra: &[&str]| {
+        let mut argv = base.to_vec();
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+    };
+    let redirect = resolve(&["--oidc-redirect-url-hostname=127.0.0.1"])
+        .unwrap()
+        .login
+        .redirect_url;
+    assert_eq!(redirect.as_str(), "http://127.0.0.1/callback");
+    let redirect = resolve(&[
+        "--oidc-redirect-url-hostname=127.0.0.1",
+        "--redirect-url=http://localhost/cb",
+    ])
+    .unwrap()
+    .login
+    .redirect_url;
+    assert_eq!(redirect.as_str(), "http://localhost/cb");
+    assert!(resolve(&["--oidc-redirect-url-hostname=idp.example"]).is_err());
+
+    let err = resolve(&["--username=alice", "--password=hunter2"]).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(message.contains("not supported"), "{message}");
+    assert!(
+        !message.contains("hunter2") && !message.contains("alice"),
+        "{message}"
+    );
+    assert_eq!(exit_code_of(&err), Exit::Input);
+    let err = resolve(&["--local-server-cert=/c.pem", "--local-server-key=/k.pem"]).unwrap_err();
+    assert!(format!("{err:#}").contains("not supported"), "{err:#}");
+    // Ignored ones resolve (with a notice on stderr).
+    resolve(&[
+        "--open-url-after-authentication=https://x",
+        "--tls-renegotiation=once",
+    ])
+    .unwrap();
+}
+
+#[test]
+fn flags_beat_the_cluster_extension_which_beats_defaults() {
+    let exec = exec_with_extension(
+        r#"{"issuerURL":"https://ext.example","clientID":"ext-client","scopes":["email"],"audience":"ext-aud"}"#,
+    );
+    let from_ext = Config::resolve(&args(&[]), &Environment::default(), exec.clone()).unwrap();
+    assert_eq!(from_ext.issuer.as_str(), "https://ext.example/");
+    assert_eq!(from_ext.client.id, "ext-client");
+    assert_eq!(from_ext.scopes, ["openid", "email"]);
+    assert_eq!(from_ext.audience.as_deref(), Some("ext-aud"));
+    assert_eq!(from_ext.min_validity, DEFAULT_MIN_VALIDITY);
+    assert_eq!(from_ext.grant, Grant::Authcode);
+    assert_eq!(from_ext.token_kind, TokenKind::IdToken);
+
+    let from_flags = Config::resolve(
+        &args(&[
+            "--issuer-url=https://flag.example",
+            "--client-id=flag",
+            "--scope=groups,openid",
+        ]),
+        &Environment::default(),
+        exec,
+    )
+    .unwrap();
+    assert_eq!(from_flags.issuer.as_str(), "https://flag.example/");
+    assert_eq!(from_flags.client.id, "flag");
+    assert_eq!(from_flags.scopes, ["openid", "groups"]);
+}
+
+#[test]
+fn extension_type_errors_name_the_key() {
+    let exec = exec_with_extension(r#"{"issuerURL":"https://x","clientID":7}"#);
+    let err = Config::resolve(&args(&[]), &Environment::default(), exec).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("clientID must be a string"),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn issuer_must_be_https_unless_loopback() {
+    for ok in [
+        "https://idp.example",
+        "http://127.0.0.1:9000",
+        "http://localhost:1",
+        "http://[::1]:5",
+    ] {
+        assert!(parse_issuer(ok).is_ok(), "{ok}");
+    }
+    for bad in ["http://idp.example", "ftp://127.0.0.1", "not a url"] {
+        assert!(parse_issuer(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn client_credentials_prints_the_access_token_and_skips_openid() {
+    let config = Config::resolve(
+        &args(&[
+            "--issuer-url=https://idp",
+            "--client-id=ci",
+            "--client-secret=s",
+            "--grant-type=client-credentials",
+            "--scope=api",
+        ]),
+        &Environment::default(),
+        ExecInfo::absent(),
+    )
+    .unwrap();
+    assert_eq!(config.token_kind, TokenKind::AccessToken);
+    assert_eq!(config.scopes, ["api"]);
+    assert!(!format!("{config:?}").contains("\"s\""));
+}
+
+#[test]
+fn client_credentials_without_a_secret_is_refused() {
+    let err = Config::resolve(
+        &args(&[
+            "--issuer-url=https://idp",
+            "--client-id=ci",
+            "--grant-type=client-credentials",
+        ]),
+        &Environment::default(),
+        ExecInfo::absent(),
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("needs a client secret"));
+}
+
+#[test]
+fn browser_choice() {
+    let base = ["--issuer-url=https://idp", "--client-id=c"];
+    let env = Environment {
+        browser: Some("firefox --new-tab".into()),
+        ..Default::default()
+    };
+    let resolve = |extra: &[&str], env: &Environment| {
+        let mut argv = base.to_vec();
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), env, ExecInfo::absent())
+            .unwrap()
+            .login
+            .browser
+    };
+    assert_eq!(resolve(&[], &Environment::default()), BrowserChoice::System);
+    assert_eq!(
+        resolve(&[], &env),
+        BrowserChoice::Command(vec!["firefox".into(), "--new-tab".into()])
+    );
+    assert_eq!(
+        resolve(&["--browser-command=node 'my browser.mjs'"], &env),
+        BrowserChoice::Command(vec!["node".into(), "my browser.mjs".into()])
+    );
+    assert_eq!(resolve(&["--skip-open-browser"], &env), BrowserChoice::Skip);
+}
+
+#[test]
+fn listen_addresses_must_be_loopback() {
+    let err = Config::resolve(
+        &args(&[
+            "--issuer-url=https://idp",
+            "--client-id=c",
+            "--listen-address=0.0.0.0:8000",
+        ]),
+        &Environment::default(),
+        ExecInfo::absent(),
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("not a loopback address"));
+}

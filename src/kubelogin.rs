@@ -1,0 +1,230 @@
+//! Everything kubecred does so that an int128/kubelogin stanza runs unchanged once `command:`
+//! says `kubecred`: the command-line rewrite (a leading `oidc-login`, kubelogin's numeric `-v`),
+//! the kubelogin-only flags (defined here, flattened into `get-token`'s flags by `cli.rs`), and
+//! what those flags mean ([`resolve`], called by `Config::resolve`).
+//!
+//! kubelogin's names for flags kubecred has too (`--oidc-issuer-url` and the like) are aliases
+//! on kubecred's own flags in `cli.rs`. The flags here are hidden from `--help`: they exist only
+//! for compatibility, and each is accepted, mapped, ignored with a notice, or refused with the
+//! reason — never silently dropped when dropping it could weaken or misdirect a login.
+
+use crate::error::{fail, Exit};
+use clap::Args;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// kubelogin's subcommand: its stanzas read `args: [oidc-login, get-token, ...]` because kubelogin
+/// runs as the kubectl plugin `kubectl oidc-login`.
+const KUBELOGIN_SUBCOMMAND: &str = "oidc-login";
+
+/// kubelogin `get-token` flags that have no kubecred flag of the same meaning.
+#[derive(Debug, Clone, Default, Args)]
+pub struct KubeloginFlags {
+    /// kubelogin's PKCE choice: `auto` (the default), `no` (= --pkce=false), `S256` (= --pkce).
+    /// --pkce, when given, wins.
+    #[arg(long, hide = true, value_name = "METHOD")]
+    pub oidc_pkce_method: Option<String>,
+
+    /// kubelogin's host for the default redirect URL (`localhost` unless given); --redirect-url
+    /// wins.
+    #[arg(long, hide = true, value_name = "HOST")]
+    pub oidc_redirect_url_hostname: Option<String>,
+
+    /// kubelogin opens this URL after a login; kubecred's callback page says the login is done.
+    /// Ignored with a notice.
+    #[arg(long, hide = true, value_name = "URL")]
+    pub open_url_after_authentication: Option<String>,
+
+    /// kubelogin's TLS renegotiation setting; rustls never renegotiates, and that only makes a
+    /// connection fail, never less safe. Ignored with a notice.
+    #[arg(long, hide = true, value_name = "MODE")]
+    pub tls_renegotiation: Option<String>,
+
+    /// kubelogin's resource owner password grant. Refused; its value is never printed.
+    #[arg(long, hide = true, value_name = "USERNAME")]
+    pub username: Option<String>,
+
+    /// kubelogin's resource owner password grant. Refused; its value is never printed.
+    #[arg(long, hide = true, value_name = "PASSWORD")]
+    pub password: Option<String>,
+
+    /// kubelogin's HTTPS login listener. Refused.
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub local_server_cert: Option<PathBuf>,
+
+    /// kubelogin's HTTPS login listener. Refused.
+    #[arg(long, hide = true, value_name = "PATH")]
+    pub local_server_key: Option<PathBuf>,
+}
+
+impl KubeloginFlags {
+    /// The ignored flags given, as `--name`.
+    pub fn ignored_given(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.open_url_after_authentication.is_some() {
+            names.push("--open-url-after-authentication");
+        }
+        if self.tls_renegotiation.is_some() {
+            names.push("--tls-renegotiation");
+        }
+        names
+    }
+}
+
+/// What kubelogin's flags change in kubecred's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeloginSettings {
+    /// From `--oidc-pkce-method`: `None` leaves the choice to discovery.
+    pub pkce: Option<bool>,
+    /// From `--oidc-redirect-url-hostname`, trimmed.
+    pub redirect_host: Option<String>,
+}
+
+/// Refuses the flags that would change what kind of login happens, names the ignored ones in a
+/// notice, and maps the rest.
+pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
+    refuse_unsupported(flags)?;
+    let ignored = flags.ignored_given();
+    if !ignored.is_empty() {
+        crate::log::notice(format!(
+            "ignoring kubelogin's {}: kubecred has no use for it",
+            ignored.join(", ")
+        ));
+    }
+    Ok(KubeloginSettings {
+        pkce: pkce_from_method(flags.oidc_pkce_method.as_deref())?,
+        redirect_host: flags
+            .oidc_redirect_url_hostname
+            .as_deref()
+            .map(|host| host.trim().to_string()),
+    })
+}
+
+/// kubelogin flags that would change what kind of login happens: refused with the reason, never
+/// ignored. Their values are not printed (`--password` holds one).
+fn refuse_unsupported(flags: &KubeloginFlags) -> anyhow::Result<()> {
+    if flags.username.is_some() || flags.password.is_some() {
+        return Err(fail(
+            Exit::Input,
+            "--username/--password (the resource owner password grant) are not supported; \
+             drop them and use --grant-type=authcode, authcode-keyboard or device-code",
+        ));
+    }
+    if flags.local_server_cert.is_some() || flags.local_server_key.is_some() {
+        return Err(fail(
+            Exit::Input,
+            "--local-server-cert/--local-server-key are not supported: the login listener serves \
+             plain http on loopback; drop them and register the http://localhost:PORT/callback \
+             redirect URI with the provider",
+        ));
+    }
+    Ok(())
+}
+
+/// kubelogin's `--oidc-pkce-method`: `auto` leaves the choice to discovery, `no` turns PKCE off,
+/// `S256` on.
+fn pkce_from_method(method: Option<&str>) -> anyhow::Result<Option<bool>> {
+    let Some(method) = method else {
+        return Ok(None);
+    };
+    match method.trim() {
+        m if m.eq_ignore_ascii_case("auto") => Ok(None),
+        m if m.eq_ignore_ascii_case("no") => Ok(Some(false)),
+        m if m.eq_ignore_ascii_case("S256") => Ok(Some(true)),
+        _ => Err(fail(
+            Exit::Input,
+            format!(
+                "--oidc-pkce-method {method:?} is not one of auto, no, S256 (or use --pkce / --pkce=false)"
+            ),
+        )),
+    }
+}
+
+/// Rewrites a kubelogin command line (program name first): a leading `oidc-login` is dropped,
+/// and kubelogin's numeric verbosity (`-v1`, `--v=2`, `-v 1`) becomes `-v`/`-vv`. Command lines
+/// that do not start with `oidc-login` pass unchanged.
+pub fn rewrite_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.get(1).and_then(|arg| arg.to_str()) != Some(KUBELOGIN_SUBCOMMAND) {
+        return argv;
+    }
+    argv.remove(1);
+    let mut out = Vec::with_capacity(argv.len());
+    let mut rest = argv.into_iter();
+    while let Some(arg) = rest.next() {
+        let Some(text) = arg.to_str() else {
+            out.push(arg);
+            continue;
+        };
+        if text == "--" {
+            out.push(arg);
+            out.extend(rest.by_ref());
+            break;
+        }
+        let inline = ["--v=", "-v="]
+            .iter()
+            .find_map(|prefix| text.strip_prefix(prefix))
+            .or_else(|| text.strip_prefix("-v").filter(|n| n.parse::<u8>().is_ok()));
+        let level = match inline {
+            Some(number) => number.parse::<u8>().ok(),
+            None if text == "-v" || text == "--v" => {
+                // kubelogin's -v takes a number; ours counts. Only a number after it is kubelogin's.
+                let next = rest.as_slice().first().and_then(|n| n.to_str());
+                match next.and_then(|n| n.parse::<u8>().ok()) {
+                    Some(level) => {
+                        rest.next();
+                        Some(level)
+                    }
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        match level {
+            Some(0) => {}
+            Some(1) => out.push("-v".into()),
+            Some(_) => out.push("-vv".into()),
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit_code_of;
+
+    #[test]
+    fn pkce_methods() {
+        assert_eq!(pkce_from_method(None).unwrap(), None);
+        assert_eq!(pkce_from_method(Some("auto")).unwrap(), None);
+        assert_eq!(pkce_from_method(Some("no")).unwrap(), Some(false));
+        assert_eq!(pkce_from_method(Some("s256")).unwrap(), Some(true));
+        let err = pkce_from_method(Some("plain")).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Input);
+    }
+
+    #[test]
+    fn refused_flags_never_show_their_values() {
+        let flags = KubeloginFlags {
+            username: Some("alice".into()),
+            password: Some("hunter2".into()),
+            ..Default::default()
+        };
+        let message = format!("{:#}", resolve(&flags).unwrap_err());
+        assert!(message.contains("not supported"), "{message}");
+        assert!(
+            !message.contains("hunter2") && !message.contains("alice"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn other_command_lines_pass_unchanged() {
+        let argv: Vec<OsString> = ["kubecred", "get-token", "-v1"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(rewrite_argv(argv.clone()), argv);
+    }
+}
