@@ -337,8 +337,8 @@ fn describe(store: Store, err: &KeyringError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::entry::RefreshAt;
     use crate::cache::tests::{cache_in, file_text, lock, stored_refresh, tokens};
-    use crate::cache::RefreshAt;
     use std::process::Command;
 
     #[test]

@@ -1,0 +1,187 @@
+//! What each `--cache-storage` does with an entry: `auto` and `disk` keep a private file (in
+//! `auto` the refresh token goes to the OS keyring when one is reachable), `keyring` keeps the
+//! whole entry in the keyring, `none` keeps nothing. [`for_storage`] is the one place that
+//! chooses; every backend reads and writes through the [`TokenCache`]'s paths and keyring.
+
+use super::entry::{RefreshAt, StoredEntry, StoredRefresh};
+use super::{no_keyring, TokenCache};
+use crate::config::CacheStorage;
+use crate::private_file;
+use crate::secret::Secret;
+use crate::tokens::Tokens;
+
+/// One way of keeping entries.
+pub(super) trait Backend: std::fmt::Debug + Sync {
+    fn load(&self, cache: &TokenCache) -> anyhow::Result<Option<StoredEntry>>;
+    fn save(&self, cache: &TokenCache, tokens: &Tokens) -> anyhow::Result<()>;
+    fn remove(&self, cache: &TokenCache) -> anyhow::Result<()>;
+    /// Whether entries are kept at all (and so need a lock).
+    fn keeps_entries(&self) -> bool {
+        true
+    }
+}
+
+/// The backend of a `--cache-storage` setting.
+pub(super) fn for_storage(storage: CacheStorage) -> &'static dyn Backend {
+    match storage {
+        CacheStorage::Auto => &Files {
+            refresh_in_keyring: true,
+        },
+        CacheStorage::Disk => &Files {
+            refresh_in_keyring: false,
+        },
+        CacheStorage::Keyring => &WholeEntryInKeyring,
+        CacheStorage::None => &Nothing,
+    }
+}
+
+/// `none`: nothing is loaded, saved or removed, and nothing is locked.
+#[derive(Debug)]
+struct Nothing;
+
+impl Backend for Nothing {
+    fn load(&self, _: &TokenCache) -> anyhow::Result<Option<StoredEntry>> {
+        Ok(None)
+    }
+
+    fn save(&self, _: &TokenCache, _: &Tokens) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn remove(&self, _: &TokenCache) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn keeps_entries(&self) -> bool {
+        false
+    }
+}
+
+/// `auto` (`refresh_in_keyring`) and `disk`: the entry is a private file.
+#[derive(Debug)]
+struct Files {
+    refresh_in_keyring: bool,
+}
+
+impl Backend for Files {
+    fn load(&self, cache: &TokenCache) -> anyhow::Result<Option<StoredEntry>> {
+        cache.read_entry_file()
+    }
+
+    fn save(&self, cache: &TokenCache, tokens: &Tokens) -> anyhow::Result<()> {
+        let previous = cache.previous_refresh_location();
+        let refresh_token = match &tokens.refresh_token {
+            Some(token) if self.refresh_in_keyring => token,
+            _ => {
+                cache.write_entry_file(&StoredEntry::with_refresh_inside(tokens))?;
+                cache.forget_stale_keyring_refresh(previous, None);
+                return Ok(());
+            }
+        };
+        match cache.keyring.set(&cache.refresh_account(), refresh_token) {
+            Ok(store) => {
+                cache.write_entry_file(&StoredEntry::new(
+                    tokens,
+                    StoredRefresh::Keyring { store },
+                ))?;
+                cache.forget_stale_keyring_refresh(previous, Some(store));
+            }
+            Err(reason) => {
+                cache.write_entry_file(&StoredEntry::with_refresh_inside(tokens))?;
+                // Say it once: when the entry did not already keep its refresh token in the file.
+                if previous != Some(RefreshAt::Entry) {
+                    crate::log::notice(format!(
+                        "no OS keyring is reachable ({reason}); keeping the refresh token in the private file {}",
+                        cache.entry_path().display()
+                    ));
+                }
+                cache.forget_stale_keyring_refresh(previous, None);
+            }
+        }
+        Ok(())
+    }
+
+    fn remove(&self, cache: &TokenCache) -> anyhow::Result<()> {
+        let previous = cache.previous_refresh_location();
+        cache.remove_entry_file()?;
+        match previous {
+            Some(RefreshAt::Keyring { store }) => cache
+                .keyring
+                .delete_from(store, &cache.refresh_account())
+                .map_err(|reason| {
+                    crate::error::fail(
+                        crate::error::Exit::Cache,
+                        format!(
+                            "cannot delete the refresh token from the OS keyring ({reason}); unlock the keyring and run kubecred logout again"
+                        ),
+                    )
+                }),
+            Some(_) => Ok(()),
+            None if self.refresh_in_keyring => {
+                // No readable file says where the refresh token went: clean up what an earlier
+                // save may have left, without insisting.
+                let _ = cache.keyring.delete_everywhere(&cache.refresh_account());
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// `keyring`: the whole entry is one OS keyring item (account `<key>`); nothing on disk.
+#[derive(Debug)]
+struct WholeEntryInKeyring;
+
+impl Backend for WholeEntryInKeyring {
+    fn load(&self, cache: &TokenCache) -> anyhow::Result<Option<StoredEntry>> {
+        let Some((json, store)) = cache
+            .keyring
+            .find(cache.key.as_str())
+            .map_err(|reason| no_keyring(&reason))?
+        else {
+            return Ok(None);
+        };
+        match StoredEntry::parse(json.expose().as_bytes()) {
+            Ok(entry) => Ok(Some(entry)),
+            Err(reason) => {
+                crate::debug!(
+                    1,
+                    "ignoring the cache entry {} in the {}: {reason}",
+                    cache.key,
+                    store.name()
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    fn save(&self, cache: &TokenCache, tokens: &Tokens) -> anyhow::Result<()> {
+        let json = StoredEntry::with_refresh_inside(tokens).to_json();
+        let json = String::from_utf8(json).expect("serde_json writes UTF-8");
+        let store = cache
+            .keyring
+            .set(cache.key.as_str(), &Secret::new(json))
+            .map_err(|reason| no_keyring(&reason))?;
+        crate::debug!(1, "saved cache entry {} in the {}", cache.key, store.name());
+        // "Nothing on disk": drop a file an earlier `auto`/`disk` run left with tokens in it.
+        if let Err(err) = private_file::remove_if_exists(&cache.entry_path()) {
+            crate::debug!(
+                1,
+                "cannot delete the old cache file {}: {err}",
+                cache.entry_path().display()
+            );
+        }
+        Ok(())
+    }
+
+    fn remove(&self, cache: &TokenCache) -> anyhow::Result<()> {
+        cache
+            .keyring
+            .delete_everywhere(cache.key.as_str())
+            .map_err(|reason| no_keyring(&reason))?;
+        let _ = cache.keyring.delete_everywhere(&cache.refresh_account());
+        // A file left from another storage mode would otherwise still hold tokens.
+        let _ = private_file::remove_if_exists(&cache.entry_path());
+        Ok(())
+    }
+}

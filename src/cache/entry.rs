@@ -1,0 +1,239 @@
+//! The stored form of one cache entry, versioned and separate from the domain type [`Tokens`]:
+//! what the cache file holds (`auto`/`disk`) and what the keyring item holds (`keyring`).
+//!
+//! Where the refresh token is, is one enum whose `Entry` variant carries the token itself, so an
+//! entry that says "the refresh token is here" without one (or holds one while saying it is in
+//! the keyring) cannot be written. Version 1 entries (the domain struct written as it was, with a
+//! separate location tag) are still read, so an upgrade does not log anyone out; the next save
+//! writes version 2.
+
+use super::keyring_store::Store;
+use crate::secret::Secret;
+use crate::tokens::Tokens;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The version this kubecred writes. Bump it when the stored shape changes meaning, and keep
+/// reading the previous one when that is cheap.
+const VERSION: u32 = 2;
+
+/// Where the refresh token of an entry is, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "in", rename_all = "kebab-case")]
+pub(super) enum StoredRefresh {
+    /// There is none (client credentials, or the provider issued none).
+    None,
+    /// In this entry.
+    Entry { token: Secret },
+    /// In an OS keyring item of its own (account `<key>:refresh`), in this store.
+    Keyring { store: Store },
+}
+
+/// One entry as stored (version 2).
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct StoredEntry {
+    v: u32,
+    #[serde(default)]
+    id_token: Option<Secret>,
+    #[serde(default)]
+    id_token_expiry: Option<DateTime<Utc>>,
+    #[serde(default)]
+    access_token: Option<Secret>,
+    #[serde(default)]
+    access_token_expiry: Option<DateTime<Utc>>,
+    obtained_at: DateTime<Utc>,
+    refresh: StoredRefresh,
+}
+
+/// Where a loaded entry's refresh token is (the token itself stays in the entry or the keyring).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RefreshAt {
+    None,
+    Entry,
+    Keyring { store: Store },
+}
+
+impl StoredEntry {
+    /// The entry for `tokens`, with their refresh token stored as `refresh` says. `tokens`'
+    /// own refresh token is not read: `refresh` is the only place it can be.
+    pub(super) fn new(tokens: &Tokens, refresh: StoredRefresh) -> StoredEntry {
+        StoredEntry {
+            v: VERSION,
+            id_token: tokens.id_token.clone(),
+            id_token_expiry: tokens.id_token_expiry,
+            access_token: tokens.access_token.clone(),
+            access_token_expiry: tokens.access_token_expiry,
+            obtained_at: tokens.obtained_at,
+            refresh,
+        }
+    }
+
+    /// The entry for `tokens` with their refresh token (if any) inside it.
+    pub(super) fn with_refresh_inside(tokens: &Tokens) -> StoredEntry {
+        let refresh = match &tokens.refresh_token {
+            Some(token) => StoredRefresh::Entry {
+                token: token.clone(),
+            },
+            None => StoredRefresh::None,
+        };
+        StoredEntry::new(tokens, refresh)
+    }
+
+    /// The domain tokens (with the refresh token when it is inside the entry) and where the
+    /// refresh token is.
+    pub(super) fn into_tokens(self) -> (Tokens, RefreshAt) {
+        let (refresh_token, at) = match self.refresh {
+            StoredRefresh::None => (None, RefreshAt::None),
+            StoredRefresh::Entry { token } => (Some(token), RefreshAt::Entry),
+            StoredRefresh::Keyring { store } => (None, RefreshAt::Keyring { store }),
+        };
+        let tokens = Tokens {
+            id_token: self.id_token,
+            id_token_expiry: self.id_token_expiry,
+            access_token: self.access_token,
+            access_token_expiry: self.access_token_expiry,
+            refresh_token,
+            obtained_at: self.obtained_at,
+        };
+        (tokens, at)
+    }
+
+    /// The entry in `bytes` (version 2, or version 1); the error says why they are not one (a
+    /// miss, not a failure).
+    pub(super) fn parse(bytes: &[u8]) -> Result<StoredEntry, String> {
+        #[derive(Deserialize)]
+        struct Version {
+            v: u32,
+        }
+        let version = serde_json::from_slice::<Version>(bytes).map(|found| found.v);
+        let parsed = match version {
+            Ok(VERSION) => serde_json::from_slice::<StoredEntry>(bytes),
+            Ok(1) => return v1::parse(bytes),
+            // Another format version has another shape: say so rather than name a field.
+            Ok(other) => {
+                return Err(format!(
+                    "format version {other}, this kubecred reads versions 1 and {VERSION}"
+                ))
+            }
+            Err(err) => return Err(format!("not a cache entry: {err}")),
+        };
+        parsed.map_err(|err| format!("not a cache entry: {err}"))
+    }
+
+    pub(super) fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("tokens serialize to JSON")
+    }
+}
+
+/// Version 1: `{"v":1,"tokens":{…, "refresh_token"},"refresh":{"in":…}}`, where the token and its
+/// location tag had to agree.
+mod v1 {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct EntryV1 {
+        tokens: Tokens,
+        refresh: RefreshV1,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(tag = "in", rename_all = "kebab-case")]
+    enum RefreshV1 {
+        None,
+        Entry,
+        Keyring { store: Store },
+    }
+
+    pub(super) fn parse(bytes: &[u8]) -> Result<StoredEntry, String> {
+        let old: EntryV1 =
+            serde_json::from_slice(bytes).map_err(|err| format!("not a cache entry: {err}"))?;
+        let refresh = match (old.refresh, old.tokens.refresh_token.clone()) {
+            (RefreshV1::None, None) => StoredRefresh::None,
+            (RefreshV1::Entry, Some(token)) => StoredRefresh::Entry { token },
+            (RefreshV1::Keyring { store }, None) => StoredRefresh::Keyring { store },
+            _ => return Err("the refresh token location does not match".into()),
+        };
+        Ok(StoredEntry::new(&old.tokens, refresh))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn tokens(refresh: Option<&str>) -> Tokens {
+        let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        Tokens {
+            id_token: Some(Secret::new("id")),
+            id_token_expiry: Some(at + chrono::Duration::hours(1)),
+            access_token: Some(Secret::new("access")),
+            access_token_expiry: Some(at + chrono::Duration::minutes(30)),
+            refresh_token: refresh.map(Secret::new),
+            obtained_at: at,
+        }
+    }
+
+    #[test]
+    fn round_trip_with_the_refresh_token_inside() {
+        let saved = tokens(Some("r"));
+        let json = StoredEntry::with_refresh_inside(&saved).to_json();
+        assert!(json.starts_with(br#"{"v":2,"#));
+        let (loaded, at) = StoredEntry::parse(&json).unwrap().into_tokens();
+        assert_eq!(loaded, saved);
+        assert_eq!(at, RefreshAt::Entry);
+    }
+
+    #[test]
+    fn a_keyring_entry_holds_no_refresh_token() {
+        let entry = StoredEntry::new(
+            &tokens(Some("must-not-be-stored")),
+            StoredRefresh::Keyring {
+                store: Store::Keyutils,
+            },
+        );
+        let json = String::from_utf8(entry.to_json()).unwrap();
+        assert!(!json.contains("must-not-be-stored"), "{json}");
+        let (loaded, at) = StoredEntry::parse(json.as_bytes()).unwrap().into_tokens();
+        assert_eq!(loaded.refresh_token, None);
+        assert_eq!(
+            at,
+            RefreshAt::Keyring {
+                store: Store::Keyutils
+            }
+        );
+    }
+
+    #[test]
+    fn version_1_entries_are_still_read() {
+        let v1 = br#"{"v":1,"tokens":{"id_token":"id","id_token_expiry":"2026-01-01T01:00:00Z","access_token":"access","access_token_expiry":"2026-01-01T00:30:00Z","refresh_token":"r","obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"entry"}}"#;
+        let (loaded, at) = StoredEntry::parse(v1).unwrap().into_tokens();
+        assert_eq!(loaded, tokens(Some("r")));
+        assert_eq!(at, RefreshAt::Entry);
+        let keyring = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"keyring","store":"secret-service"}}"#;
+        let (_, at) = StoredEntry::parse(keyring).unwrap().into_tokens();
+        assert_eq!(
+            at,
+            RefreshAt::Keyring {
+                store: Store::SecretService
+            }
+        );
+    }
+
+    #[test]
+    fn inconsistent_or_foreign_entries_are_refused_with_a_reason() {
+        let inconsistent = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z","refresh_token":"r"},"refresh":{"in":"none"}}"#;
+        assert_eq!(
+            StoredEntry::parse(inconsistent).unwrap_err(),
+            "the refresh token location does not match"
+        );
+        let missing = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry"}}"#;
+        assert!(StoredEntry::parse(missing)
+            .unwrap_err()
+            .starts_with("not a cache entry"));
+        let err = StoredEntry::parse(br#"{"v":3,"something":"else"}"#).unwrap_err();
+        assert!(err.contains("format version 3"), "{err}");
+        let err = StoredEntry::parse(b"[1]").unwrap_err();
+        assert!(err.starts_with("not a cache entry"), "{err}");
+    }
+}

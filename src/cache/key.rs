@@ -1,0 +1,222 @@
+//! The cache key: which entry a set of settings reads and writes. A lower-case hex SHA-256 over a
+//! canonical JSON of every setting that changes the token the provider issues (issuer, client, a
+//! hash of the secret, scopes, grant, audience/resource, extra parameters, login hint, the CAs
+//! trusted). Settings that only change how a token is used (which kind is printed, how fresh it
+//! must be, where it is stored) are left out, so they share an entry.
+
+use crate::config::Config;
+use crate::digest::sha256_hex;
+use serde::Serialize;
+
+/// The version of the key material. Bump it when what the key covers changes meaning: every
+/// entry then gets a new key (a miss), and the old entries are left for `logout --all`.
+const KEY_VERSION: u32 = 1;
+
+/// Names one cache entry: lower-case hex SHA-256 over a canonical JSON of every setting that changes
+/// the token the provider issues. Safe to show and to use as a file name; contains no secret.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CacheKey(String);
+
+/// The key material. Field order is fixed by the struct, and JSON quoting keeps field boundaries
+/// unambiguous (`"a b"+"c"` and `"a"+"b c"` encode differently). Lists that are sets are sorted.
+#[derive(Serialize)]
+struct KeyMaterial<'a> {
+    v: u32,
+    issuer: &'a str,
+    client_id: &'a str,
+    /// A hash: the secret itself must not reach a file name or a log line, but a changed secret
+    /// may be another client registration, so it changes the key.
+    client_secret_sha256: Option<String>,
+    scopes: Vec<&'a str>,
+    grant: &'static str,
+    audience: Option<&'a str>,
+    resource: Option<&'a str>,
+    auth_params: Vec<(&'a str, &'a str)>,
+    login_hint: Option<&'a str>,
+    /// Which provider we trust: tokens fetched while trusting another CA (or none) are not the same.
+    ca_sha256: Vec<String>,
+    insecure_skip_tls_verify: bool,
+}
+
+impl CacheKey {
+    pub fn for_config(config: &Config) -> CacheKey {
+        CacheKey(sha256_hex(canonical_key_material(config).as_bytes()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn canonical_key_material(config: &Config) -> String {
+    let mut scopes: Vec<&str> = config.scopes.iter().map(String::as_str).collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    let mut auth_params: Vec<(&str, &str)> = config
+        .login
+        .auth_params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    auth_params.sort_unstable();
+    let mut ca_sha256: Vec<String> = config
+        .http
+        .tls
+        .extra_ca_pems
+        .iter()
+        .map(|pem| sha256_hex(pem))
+        .collect();
+    ca_sha256.sort_unstable();
+    ca_sha256.dedup();
+    let material = KeyMaterial {
+        v: KEY_VERSION,
+        issuer: config.issuer.as_str(),
+        client_id: &config.client.id,
+        client_secret_sha256: config
+            .client
+            .secret
+            .as_ref()
+            .map(|secret| sha256_hex(secret.expose().as_bytes())),
+        scopes,
+        grant: config.grant.name(),
+        audience: config.audience.as_deref(),
+        resource: config.resource.as_deref(),
+        auth_params,
+        login_hint: config.login.login_hint.as_deref(),
+        ca_sha256,
+        insecure_skip_tls_verify: config.http.tls.insecure_skip_verify,
+    };
+    serde_json::to_string(&material).expect("the key material is plain strings")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::tests::{config_from, strings};
+    use std::collections::HashSet;
+
+    const KEY_BASE: [&str; 2] = ["--issuer-url=https://idp.example", "--client-id=kubernetes"];
+
+    /// The key of the base settings, with `extra` flags added or replacing a base flag.
+    fn key_of(extra: &[&str]) -> CacheKey {
+        let flag = |arg: &str| arg.split('=').next().unwrap().to_string();
+        let mut args: Vec<String> = KEY_BASE
+            .iter()
+            .filter(|base| !extra.iter().any(|e| flag(e) == flag(base)))
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(strings(extra));
+        CacheKey::for_config(&config_from(&args))
+    }
+
+    #[test]
+    fn key_is_64_lower_case_hex() {
+        let key = key_of(&[]);
+        assert_eq!(key.as_str().len(), 64);
+        assert!(key
+            .as_str()
+            .chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)));
+        assert_eq!(key.to_string(), key.as_str());
+    }
+
+    #[test]
+    fn key_ignores_the_order_of_scopes_and_auth_params() {
+        assert_eq!(
+            key_of(&["--scope=email,groups"]),
+            key_of(&["--scope=groups,email"])
+        );
+        assert_eq!(
+            key_of(&["--scope=email groups"]),
+            key_of(&["--scope=groups", "--scope=email"])
+        );
+        assert_eq!(
+            key_of(&["--auth-param=a=1", "--auth-param=b=2"]),
+            key_of(&["--auth-param=b=2", "--auth-param=a=1"])
+        );
+    }
+
+    #[test]
+    fn key_changes_with_each_input_that_changes_the_token() {
+        let ca = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "-----BEGIN CERTIFICATE-----\nA\n",
+        );
+        let ca2 = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "-----BEGIN CERTIFICATE-----\nB\n",
+        );
+        let ca_arg = format!("--certificate-authority-data={ca}");
+        let ca2_arg = format!("--certificate-authority-data={ca2}");
+        let variants: Vec<Vec<&str>> = vec![
+            vec![],
+            vec!["--issuer-url=https://other.example"],
+            vec!["--client-id=other"],
+            vec!["--client-secret=s1"],
+            vec!["--client-secret=s2"],
+            vec!["--scope=email"],
+            vec!["--grant-type=device-code"],
+            vec!["--audience=x"],
+            vec!["--resource=x"],
+            vec!["--auth-param=x=1"],
+            vec!["--auth-param=x=2"],
+            vec!["--login-hint=x"],
+            vec![ca_arg.as_str()],
+            vec![ca2_arg.as_str()],
+            vec!["--insecure-skip-tls-verify"],
+        ];
+        let keys: HashSet<CacheKey> = variants.iter().map(|extra| key_of(extra)).collect();
+        assert_eq!(
+            keys.len(),
+            variants.len(),
+            "two different settings share a key"
+        );
+    }
+
+    #[test]
+    fn key_ignores_what_does_not_change_the_token() {
+        let base = key_of(&[]);
+        for extra in [
+            "--use-access-token",
+            "--min-validity=5m",
+            "--cache-storage=disk",
+            "--cache-dir=/elsewhere",
+            "--force-refresh",
+            "--prompt=login",
+        ] {
+            assert_eq!(key_of(&[extra]), base, "{extra}");
+        }
+    }
+
+    #[test]
+    fn key_material_holds_a_hash_of_the_client_secret_not_the_secret() {
+        let mut args = strings(&KEY_BASE);
+        args.push("--client-secret=very-secret-value".into());
+        let material = canonical_key_material(&config_from(&args));
+        assert!(!material.contains("very-secret-value"), "{material}");
+        assert!(
+            material.contains(&sha256_hex(b"very-secret-value")),
+            "{material}"
+        );
+        assert!(material.starts_with(r#"{"v":1,"#), "{material}");
+    }
+
+    #[test]
+    fn key_field_boundaries_cannot_be_confused() {
+        // The same characters split differently between two fields must give different keys.
+        assert_ne!(
+            key_of(&["--auth-param=a=b=c"]),
+            key_of(&["--auth-param=a=b", "--auth-param=c="])
+        );
+        assert_ne!(
+            key_of(&["--audience=ab", "--resource=c"]),
+            key_of(&["--audience=a", "--resource=bc"])
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! Tests of the token cache through its public methods, in `auto`, `disk` and `none` storage.
+//! The helpers here are shared with the keyring tests in `keyring_store.rs` and the key tests.
+
+use super::*;
+use crate::cli::{Cli, Command as CliCommand};
+use crate::config::Environment;
+use crate::exec_credential::ExecInfo;
+use chrono::{DateTime, Utc};
+use clap::Parser;
+use std::time::Duration;
+
+pub(super) fn config_from(extra: &[String]) -> Config {
+    let mut argv = vec!["kubecred".to_string(), "get-token".to_string()];
+    argv.extend_from_slice(extra);
+    let args = match Cli::try_parse_from(argv).unwrap().command {
+        CliCommand::GetToken(args) => args,
+        _ => unreachable!(),
+    };
+    Config::resolve(&args, &Environment::default(), ExecInfo::absent()).unwrap()
+}
+
+pub(super) fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// Unique per call, so that tests sharing a real keyring never share an entry.
+pub(super) fn unique() -> String {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = Utc::now().timestamp_nanos_opt().unwrap_or(0);
+    format!("{}-{n}-{nanos}", std::process::id())
+}
+
+/// A cache in `dir` with its own key.
+pub(super) fn cache_in(dir: &Path, storage: &str) -> TokenCache {
+    TokenCache::new(&config_from(&[
+        format!("--issuer-url=https://idp.example/{}", unique()),
+        "--client-id=kubernetes".into(),
+        format!("--cache-dir={}", dir.display()),
+        format!("--cache-storage={storage}"),
+    ]))
+}
+
+pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
+    let now: DateTime<Utc> = Utc::now();
+    Tokens {
+        id_token: Some(Secret::new(format!("id-token-{tag}"))),
+        id_token_expiry: Some(now + chrono::Duration::hours(1)),
+        access_token: Some(Secret::new(format!("access-token-{tag}"))),
+        access_token_expiry: Some(now + chrono::Duration::minutes(30)),
+        refresh_token: refresh.then(|| Secret::new(format!("refresh-token-{tag}-{}", unique()))),
+        obtained_at: now,
+    }
+}
+
+pub(super) fn lock(cache: &TokenCache) -> EntryLock {
+    cache.lock(Duration::from_secs(5)).unwrap()
+}
+
+pub(super) fn file_text(cache: &TokenCache) -> String {
+    std::fs::read_to_string(cache.entry_path()).unwrap()
+}
+
+pub(super) fn stored_refresh(cache: &TokenCache) -> RefreshAt {
+    StoredEntry::parse(file_text(cache).as_bytes())
+        .unwrap()
+        .into_tokens()
+        .1
+}
+
+// ---- disk storage ----
+
+#[test]
+fn disk_round_trip_with_the_refresh_token_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "disk");
+    assert!(
+        cache.load().unwrap().is_none(),
+        "a missing directory is a miss"
+    );
+    let saved = tokens("disk", true);
+    let guard = lock(&cache);
+    cache.save(&saved, &guard).unwrap();
+    let cached = cache.load().unwrap().unwrap();
+    assert_eq!(cached.tokens, saved);
+    assert!(cached.has_refresh_token());
+    assert_eq!(
+        cache.refresh_token(&cached, &guard).unwrap(),
+        saved.refresh_token
+    );
+    assert_eq!(stored_refresh(&cache), RefreshAt::Entry);
+    assert!(cache.entry_path().starts_with(dir.path().join("tokens")));
+    assert!(cache
+        .entry_path()
+        .ends_with(format!("{}.json", cache.key())));
+}
+
+#[test]
+fn an_entry_without_a_refresh_token_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "disk");
+    let guard = lock(&cache);
+    cache.save(&tokens("none", false), &guard).unwrap();
+    let cached = cache.load().unwrap().unwrap();
+    assert!(!cached.has_refresh_token());
+    assert_eq!(cache.refresh_token(&cached, &guard).unwrap(), None);
+}
+
+#[cfg(unix)]
+#[test]
+fn cache_files_are_0600_in_0700_directories() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    // A tokens directory that exists already, too open: it is tightened.
+    std::fs::create_dir(dir.path().join("tokens")).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("tokens"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let cache = cache_in(dir.path(), "auto");
+    let guard = lock(&cache);
+    cache.save(&tokens("perm", false), &guard).unwrap();
+    assert_eq!(mode(&dir.path().join("tokens")), 0o700);
+    assert_eq!(mode(&dir.path().join("locks")), 0o700);
+    assert_eq!(mode(&cache.entry_path()), 0o600);
+    assert_eq!(mode(&cache.lock_path()), 0o600);
+    assert_eq!(
+        cache.state_path("cooldown").parent(),
+        Some(dir.path().join("state").as_path())
+    );
+}
+
+#[test]
+fn a_corrupt_or_foreign_entry_is_a_miss_and_the_next_save_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "disk");
+    std::fs::create_dir_all(cache.entry_path().parent().unwrap()).unwrap();
+    for bad in [
+        &b"{not json"[..],
+        b"",
+        br#"{"v":2,"tokens":{},"refresh":{"in":"none"}}"#,
+        br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z"}}"#,
+        br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z","refresh_token":"r"},"refresh":{"in":"none"}}"#,
+    ] {
+        std::fs::write(cache.entry_path(), bad).unwrap();
+        assert!(cache.load().unwrap().is_none(), "{}", String::from_utf8_lossy(bad));
+    }
+    let saved = tokens("fixed", true);
+    cache.save(&saved, &lock(&cache)).unwrap();
+    assert_eq!(cache.load().unwrap().unwrap().tokens, saved);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_unreadable_entry_is_an_error_not_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "disk");
+    // A directory in place of the file: reading fails for a reason other than absence.
+    std::fs::create_dir_all(cache.entry_path()).unwrap();
+    let err = cache.load().unwrap_err();
+    assert!(
+        format!("{err:#}").starts_with("cannot read the token cache file"),
+        "{err:#}"
+    );
+    assert_eq!(crate::error::exit_code_of(&err), Exit::Cache);
+}
+
+#[test]
+fn saves_are_atomic_and_leave_no_temporary_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "disk");
+    let guard = lock(&cache);
+    for i in 0..5 {
+        cache.save(&tokens(&format!("v{i}"), true), &guard).unwrap();
+    }
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("tokens"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, [format!("{}.json", cache.key())]);
+    assert_eq!(
+        cache.load().unwrap().unwrap().tokens.id_token,
+        Some(Secret::new("id-token-v4"))
+    );
+}
+
+#[test]
+fn remove_deletes_the_file_and_tolerates_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "disk");
+    let guard = lock(&cache);
+    cache.remove(&guard).unwrap();
+    cache.save(&tokens("rm", true), &guard).unwrap();
+    cache.remove(&guard).unwrap();
+    assert!(!cache.entry_path().exists());
+    assert!(cache.load().unwrap().is_none());
+    assert!(cache.lock_path().exists(), "lock files stay");
+}
+
+#[test]
+fn storage_none_stores_nothing_and_creates_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "none");
+    let guard = cache.lock(Duration::ZERO).unwrap();
+    assert!(guard.path().is_none());
+    cache.save(&tokens("none", true), &guard).unwrap();
+    assert!(cache.load().unwrap().is_none());
+    cache.remove(&guard).unwrap();
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_lock_of_an_entry_excludes_a_second_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path(), "auto");
+    let _held = lock(&cache);
+    let err = cache.lock(Duration::from_millis(200)).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("timed out after 200ms waiting for the lock on"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&cache.lock_path().display().to_string()),
+        "{message}"
+    );
+    // Another entry in the same directory is not blocked.
+    let other = cache_in(dir.path(), "auto");
+    other.lock(Duration::ZERO).unwrap();
+}
+
+#[test]
+fn auto_without_any_keyring_keeps_the_refresh_token_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cache = cache_in(dir.path(), "auto");
+    cache.keyring = Keyring::with_stores(Vec::new(), Duration::from_secs(1));
+    let saved = tokens("nokeyring", true);
+    let guard = lock(&cache);
+    cache.save(&saved, &guard).unwrap();
+    assert!(file_text(&cache).contains(saved.refresh_token.as_ref().unwrap().expose()));
+    assert_eq!(stored_refresh(&cache), RefreshAt::Entry);
+    let cached = cache.load().unwrap().unwrap();
+    assert_eq!(cached.tokens, saved);
+    assert_eq!(
+        cache.refresh_token(&cached, &guard).unwrap(),
+        saved.refresh_token
+    );
+}
+
+#[test]
+fn the_file_never_shows_up_in_debug_output() {
+    let saved = tokens("debug", true);
+    let cached = Cached {
+        tokens: saved.clone(),
+        refresh: RefreshAt::Entry,
+    };
+    let shown = format!("{cached:?}");
+    assert!(
+        !shown.contains(saved.refresh_token.as_ref().unwrap().expose()),
+        "{shown}"
+    );
+    assert!(!shown.contains("id-token-debug"), "{shown}");
+}
