@@ -1,13 +1,13 @@
 //! The parts of an interactive login that touch the user: the browser, the loopback listener
-//! that receives the authorization-code redirect, the paste fallback on stdin, the device-flow
-//! display, and the cool-down that stops a failed login from opening browser tabs again and again.
+//! that receives the authorization-code redirect, the paste fallback on stdin, and the
+//! device-flow display. (The cool-down that stops a failed login from opening browser tabs again
+//! and again is the token path's policy: `acquire/cooldown.rs`.)
 //!
 //! The OAuth protocol itself (PKCE, state, nonce, token exchange, device polling) lives in
 //! `grants.rs`, on top of these pieces. Everything here writes to stderr only: stdout carries
 //! the ExecCredential and nothing else. Every wait here ends at a deadline the caller passes.
 
 pub mod browser;
-pub mod cooldown;
 pub mod device_display;
 pub mod loopback;
 pub mod paste;

@@ -13,7 +13,7 @@ use crate::private_file;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -103,36 +103,22 @@ impl Cooldown {
     }
 
     fn read(&self) -> Option<FailureRecord> {
-        let mut raw = Vec::new();
-        match fs::File::open(&self.path)
-            .and_then(|file| file.take(MAX_RECORD_BYTES).read_to_end(&mut raw))
-        {
-            Ok(_) => {}
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return None,
-            Err(err) => {
-                debug!(
-                    1,
-                    "ignoring the unreadable failed-login record {}: {err}",
-                    self.path.display()
-                );
-                return None;
-            }
-        }
-        match serde_json::from_slice::<FailureRecord>(&raw) {
+        let problem = match private_file::read_json::<FailureRecord>(&self.path, MAX_RECORD_BYTES) {
             Ok(mut record) => {
                 // The file is ours, but is still shown on a terminal: keep it one safe line.
                 record.reason = printable_brief(&record.reason, 500).into_owned();
-                Some(record)
+                return Some(record);
             }
-            Err(err) => {
-                debug!(
-                    1,
-                    "ignoring the corrupt failed-login record {}: {err}",
-                    self.path.display()
-                );
-                None
-            }
-        }
+            Err(private_file::ReadError::NotFound) => return None,
+            Err(private_file::ReadError::Corrupt(reason)) => format!("corrupt ({reason})"),
+            Err(private_file::ReadError::Io(err)) => format!("unreadable ({err})"),
+        };
+        debug!(
+            1,
+            "ignoring the failed-login record {}: {problem}",
+            self.path.display()
+        );
+        None
     }
 
     /// Writes the record atomically (a temporary file renamed over it), readable by the user only,

@@ -1,19 +1,27 @@
-//! The exec credential path: answer from the cache when the token is fresh, otherwise take the
-//! entry's lock, look again, refresh or log in once, save, and print.
+//! Acquiring a credential: answer from the cache when the token is fresh, otherwise take the
+//! entry's lock, look again, refresh or run the grant once, save, and hand the tokens back.
+//! `get-token`, `login` and `logout` are built on it (see `commands/`).
 //!
-//! The cache-hit path (`cached_credential`) reads one small file and renders JSON: it builds no
+//! The cache-hit path ([`cached_credential`]) reads one small file and renders JSON: it builds no
 //! HTTP or TLS client, does no discovery, reads no JWKS and calls no keyring (in `auto` and
 //! `disk` storage). Everything slow happens under the lock, so N parallel kubectl processes
-//! cause one request to the identity provider, and one browser tab.
+//! cause one request to the identity provider, and one browser tab. The login cool-down
+//! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
+
+mod cooldown;
+#[cfg(test)]
+mod tests;
+
+pub use cooldown::Cooldown;
 
 use crate::cache::{EntryLock, TokenCache};
-use crate::config::Config;
+use crate::clock::Clock;
+use crate::config::{Config, Grant, TokenKind};
 use crate::error::{fail, Exit};
 use crate::exec_credential;
-use crate::grants::{RefreshOutcome, Session};
-use crate::login::cooldown::Cooldown;
+use crate::grants::{ProviderClient, RefreshOutcome};
+use crate::login::paste;
 use crate::tokens::Tokens;
-use chrono::Utc;
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,26 +30,27 @@ pub enum Trigger {
     ExplicitLogin,
 }
 
-/// `kubecred get-token`: the ExecCredential document to print.
-pub fn get_token(config: &Config) -> anyhow::Result<String> {
+/// The ExecCredential document for kubectl: from the cache when it is fresh, otherwise from a
+/// refresh or a new grant.
+pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> {
     let cache = TokenCache::new(config);
     if !config.force_refresh {
-        if let Some(document) = cached_credential(config, &cache)? {
+        if let Some(document) = cached_credential(config, &cache, clock)? {
             crate::debug!(1, "cache hit");
             return Ok(document);
         }
     }
-    let tokens = obtain_under_lock(config, &cache, Trigger::GetToken)?;
-    render(config, &tokens)
+    let tokens = obtain_under_lock(config, &cache, Trigger::GetToken, clock)?;
+    render(config, &tokens, clock)
 }
 
-/// `kubecred login`: a new login (or grant) now, never a refresh, bypassing the cool-down.
-pub fn login(config: &Config) -> anyhow::Result<Tokens> {
+/// A new login (or grant) now, never a refresh, bypassing the cool-down.
+pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     let cache = TokenCache::new(config);
-    obtain_under_lock(config, &cache, Trigger::ExplicitLogin)
+    obtain_under_lock(config, &cache, Trigger::ExplicitLogin, clock)
 }
 
-/// `kubecred logout`: forget this entry's tokens.
+/// Forgets this entry's tokens (and its cool-down).
 pub fn logout(config: &Config) -> anyhow::Result<()> {
     let cache = TokenCache::new(config);
     let lock = cache.lock(config.cache.lock_timeout)?;
@@ -51,29 +60,33 @@ pub fn logout(config: &Config) -> anyhow::Result<()> {
 }
 
 /// The cache-hit path. Returns `None` when there is no fresh credential.
-fn cached_credential(config: &Config, cache: &TokenCache) -> anyhow::Result<Option<String>> {
+fn cached_credential(
+    config: &Config,
+    cache: &TokenCache,
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<String>> {
     let Some(cached) = cache.load()? else {
         return Ok(None);
     };
     Ok(cached
         .tokens
-        .fresh_credential(config.token_kind, Utc::now(), config.min_validity)
+        .fresh_credential(config.token_kind, clock.now(), config.min_validity)
         .map(|(token, expiry)| exec_credential::render(config.exec.api_version, token, expiry)))
 }
 
-fn render(config: &Config, tokens: &Tokens) -> anyhow::Result<String> {
+fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result<String> {
     let (token, expiry) = tokens.credential(config.token_kind).ok_or_else(|| {
         let what = match config.token_kind {
-            crate::config::TokenKind::IdToken => {
+            TokenKind::IdToken => {
                 "no ID token; request the openid scope, or pass --use-access-token"
             }
-            crate::config::TokenKind::AccessToken => {
+            TokenKind::AccessToken => {
                 "no access token with a known expiry (no exp claim, no expires_in)"
             }
         };
         fail(Exit::Provider, format!("{} returned {what}", config.issuer))
     })?;
-    if expiry <= Utc::now() {
+    if expiry <= clock.now() {
         return Err(fail(
             Exit::Provider,
             format!(
@@ -98,8 +111,9 @@ fn obtain_under_lock(
     config: &Config,
     cache: &TokenCache,
     trigger: Trigger,
+    clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
-    let started = Utc::now();
+    let started = clock.now();
     let lock = cache.lock(config.cache.lock_timeout)?;
     let forced = config.force_refresh || trigger == Trigger::ExplicitLogin;
 
@@ -110,7 +124,7 @@ fn obtain_under_lock(
     if let Some(cached) = &cached {
         let fresh = cached
             .tokens
-            .fresh_credential(config.token_kind, Utc::now(), config.min_validity)
+            .fresh_credential(config.token_kind, clock.now(), config.min_validity)
             .is_some();
         if fresh && (!forced || cached.tokens.obtained_at >= started) {
             crate::debug!(1, "another kubecred refreshed the token while we waited");
@@ -124,12 +138,12 @@ fn obtain_under_lock(
         _ => None,
     };
     if refresh_token.is_none() {
-        check_login_allowed(config, cache, trigger)?;
+        preflight_login(config, cache, trigger, clock)?;
     }
 
-    let session = Session::new(config)?;
+    let provider = ProviderClient::new(config, clock)?;
     if let (Some(refresh_token), Some(cached)) = (refresh_token, &cached) {
-        match session.refresh(&refresh_token)? {
+        match provider.refresh(&refresh_token)? {
             RefreshOutcome::Refreshed(tokens) => {
                 // Saved before anything else: the provider may have rotated the refresh token.
                 cache.save(&tokens, &lock)?;
@@ -164,26 +178,34 @@ fn obtain_under_lock(
                 }
             }
         }
-        check_login_allowed(config, cache, trigger)?;
+        preflight_login(config, cache, trigger, clock)?;
     }
 
-    obtain_new(config, cache, &session, &lock)
+    obtain_new(config, cache, &provider, &lock, clock)
 }
 
 /// The checks that make a login that cannot or should not happen fail at once, before any
 /// network round trip: a keyboard login without a terminal, and the cool-down after a failed
-/// login (which `kubecred login` and --force-refresh bypass).
-fn check_login_allowed(
+/// login (which `kubecred login` and --force-refresh bypass). Grants without a user pass.
+fn preflight_login(
     config: &Config,
     cache: &TokenCache,
     trigger: Trigger,
+    clock: &dyn Clock,
 ) -> anyhow::Result<()> {
     if !config.grant.is_user_login() {
         return Ok(());
     }
-    crate::grants::check_login_possible(config)?;
+    if config.grant == Grant::AuthcodeKeyboard
+        && !paste::stdin_is_interactive(config.exec.interactive)
+    {
+        return Err(fail(
+            Exit::Login,
+            "--grant-type authcode-keyboard needs an interactive terminal (kubectl passes stdin only with interactiveMode IfAvailable/Always on a TTY); use --grant-type device-code or authcode",
+        ));
+    }
     if trigger == Trigger::GetToken && !config.force_refresh {
-        cooldown_for(cache).check(config.login.cooldown, Utc::now())?;
+        cooldown_for(cache).check(config.login.cooldown, clock.now())?;
     }
     Ok(())
 }
@@ -193,26 +215,27 @@ fn check_login_allowed(
 fn obtain_new(
     config: &Config,
     cache: &TokenCache,
-    session: &Session,
+    provider: &ProviderClient,
     lock: &EntryLock,
+    clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
     if !config.grant.is_user_login() {
-        let tokens = session.obtain()?;
+        let tokens = provider.obtain()?;
         cache.save(&tokens, lock)?;
         return Ok(tokens);
     }
     let cooldown = cooldown_for(cache);
     // Written before the browser opens: a login that is abandoned (Ctrl-C, or an IDE killing
     // the plugin) must hold off the next tab as much as one that failed.
-    cooldown.record_failure("a login was started and did not finish", Utc::now());
-    match session.obtain() {
+    cooldown.record_failure("a login was started and did not finish", clock.now());
+    match provider.obtain() {
         Ok(tokens) => {
             cooldown.clear();
             cache.save(&tokens, lock)?;
             Ok(tokens)
         }
         Err(err) => {
-            cooldown.record_failure(&crate::error::one_line(&err), Utc::now());
+            cooldown.record_failure(&crate::error::one_line(&err), clock.now());
             Err(err)
         }
     }

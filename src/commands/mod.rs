@@ -1,0 +1,48 @@
+//! The commands, dispatched in one place: [`run`] reads `KUBERNETES_EXEC_INFO`, resolves the
+//! settings once, sets the log level, and hands the [`Config`] to the command's own module. A
+//! command returns what to print on stdout, if anything (only `get-token` prints: the
+//! ExecCredential); everything else it says goes to stderr.
+
+mod get_token;
+mod login;
+mod logout;
+
+use crate::cli::{Cli, Command, TokenArgs};
+use crate::clock::SystemClock;
+use crate::config::{Config, Environment};
+use crate::env_vars;
+use crate::exec_credential::ExecInfo;
+
+/// Runs one command; returns what to print on stdout, if anything.
+pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
+    let clock = SystemClock;
+    match cli.command {
+        Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, &clock),
+        Command::Login(args) => login::run(&resolve(&args, Run::ByPerson)?, &clock),
+        Command::Logout(args) => logout::run(&resolve(&args, Run::ByPerson)?),
+    }
+}
+
+/// Who runs the command, which decides what an absent `KUBERNETES_EXEC_INFO` means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// kubectl (or another client) runs `get-token`: without the variable the session is not
+    /// interactive (the JavaScript client, client-go before 1.20).
+    ByKubectl,
+    /// A person runs `login`/`logout` in a shell: with no KUBERNETES_EXEC_INFO, a terminal on
+    /// stdin makes the session interactive (paste fallback, authcode-keyboard).
+    ByPerson,
+}
+
+/// The settings of this run, with the log level set from them.
+fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
+    let raw = std::env::var(env_vars::KUBERNETES_EXEC_INFO).ok();
+    let mut exec = ExecInfo::parse(raw.as_deref())?;
+    if run == Run::ByPerson && raw.is_none() {
+        use std::io::IsTerminal;
+        exec.interactive = std::io::stdin().is_terminal();
+    }
+    let config = Config::resolve(args, &Environment::from_process(), exec)?;
+    crate::log::set_level(config.verbose);
+    Ok(config)
+}

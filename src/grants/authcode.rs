@@ -1,0 +1,145 @@
+//! The authorization code grant with PKCE (RFC 6749 §4.1, RFC 7636, RFC 8252 for native apps):
+//! through the browser and a loopback listener (with the paste fallback on an interactive
+//! terminal), or `authcode-keyboard`, where the user pastes the code.
+
+use super::errors::token_error;
+use super::{OAuthClient, ProviderClient};
+use crate::config::BrowserChoice;
+use crate::error::{fail, Exit};
+use crate::login::loopback::CallbackListener;
+use crate::login::{browser, paste};
+use crate::secret::Secret;
+use crate::tokens::Tokens;
+use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl};
+use std::time::Instant;
+
+impl ProviderClient<'_> {
+    /// Whether to use PKCE: on unless turned off, or unless discovery lists methods without S256.
+    pub(super) fn use_pkce(&self) -> bool {
+        self.config
+            .login
+            .pkce
+            .unwrap_or_else(|| self.provider.metadata.supports_pkce_s256())
+    }
+
+    /// The authorization URL with state, nonce, PKCE and the user's extra parameters.
+    fn authorization_request(
+        &self,
+        client: &OAuthClient,
+    ) -> anyhow::Result<(
+        url::Url,
+        CsrfToken,
+        String,
+        Option<oauth2::PkceCodeVerifier>,
+    )> {
+        let nonce = CsrfToken::new_random().secret().to_string();
+        let mut request = client
+            .authorize_url(CsrfToken::new_random)
+            .map_err(|_| {
+                fail(
+                    Exit::Provider,
+                    format!(
+                        "{} has no authorization_endpoint; use --grant-type device-code or client-credentials",
+                        self.provider.metadata.issuer
+                    ),
+                )
+            })?
+            .add_scopes(self.scopes())
+            .add_extra_param("nonce", nonce.clone());
+        let verifier = if self.use_pkce() {
+            let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+            request = request.set_pkce_challenge(challenge);
+            Some(verifier)
+        } else {
+            None
+        };
+        if let Some(resource) = &self.config.resource {
+            request = request.add_extra_param("resource", resource.clone());
+        }
+        if let Some(audience) = &self.config.audience {
+            request = request.add_extra_param("audience", audience.clone());
+        }
+        if let Some(hint) = &self.config.login.login_hint {
+            request = request.add_extra_param("login_hint", hint.clone());
+        }
+        if let Some(prompt) = &self.config.login.prompt {
+            request = request.add_extra_param("prompt", prompt.clone());
+        }
+        for (name, value) in &self.config.login.auth_params {
+            request = request.add_extra_param(name.clone(), value.clone());
+        }
+        let (url, state) = request.url();
+        Ok((url, state, nonce, verifier))
+    }
+
+    fn exchange_code(
+        &self,
+        client: &OAuthClient,
+        code: &Secret,
+        verifier: Option<oauth2::PkceCodeVerifier>,
+        nonce: &str,
+    ) -> anyhow::Result<Tokens> {
+        let mut request = client.exchange_code(AuthorizationCode::new(code.expose().to_string()));
+        if let Some(verifier) = verifier {
+            request = request.set_pkce_verifier(verifier);
+        }
+        for (name, value) in self.token_params() {
+            request = request.add_extra_param(name, value);
+        }
+        let requested_at = self.clock.now();
+        let response = request.request(&self.http).map_err(|err| {
+            token_error(err, "authorization code", &self.provider.metadata.issuer)
+        })?;
+        self.tokens_from(response, Some(nonce), None, requested_at)
+    }
+
+    /// Authorization code + PKCE through the browser and a one-shot loopback listener, with the
+    /// paste fallback when the session is interactive.
+    pub fn authcode(&self) -> anyhow::Result<Tokens> {
+        let deadline = Instant::now() + self.config.login.auth_timeout;
+        let listener = CallbackListener::bind(
+            &self.config.login.listen_addresses,
+            Some(&self.config.login.redirect_url),
+        )?;
+        let redirect = listener.redirect_uri();
+        let client = self.oauth_client()?.set_redirect_uri(
+            RedirectUrl::new(redirect.clone())
+                .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
+        );
+        let (url, state, nonce, verifier) = self.authorization_request(&client)?;
+        let paste = paste::stdin_is_interactive(self.config.exec.interactive)
+            .then(paste::PasteSource::spawn_stdin);
+        let opened = browser::open(url.as_str(), &self.config.login.browser)?;
+        // With no browser and no terminal to paste into, nothing can complete this login: say so
+        // now rather than hang kubectl for the whole --auth-timeout. (--skip-open-browser keeps
+        // waiting: the user may open the URL elsewhere, e.g. through an SSH port forward.)
+        if !opened && paste.is_none() && self.config.login.browser != BrowserChoice::Skip {
+            return Err(fail(
+                Exit::Login,
+                "no browser could be opened and this session cannot take a pasted code; use --grant-type device-code, set --browser-command, or pass --skip-open-browser to wait for a callback (e.g. through an SSH port forward)",
+            ));
+        }
+        if paste.is_some() {
+            crate::log::notice(
+                "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
+            );
+        }
+        let code = listener.wait(state.secret(), deadline, paste)?;
+        self.exchange_code(&client, &code, verifier, &nonce)
+    }
+
+    /// Authorization code + PKCE with no listener: the user pastes the code.
+    /// `acquire::preflight_login` has already refused sessions without a terminal.
+    pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
+        let deadline = Instant::now() + self.config.login.auth_timeout;
+        let redirect = self.config.login.redirect_url.to_string();
+        let client = self.oauth_client()?.set_redirect_uri(
+            RedirectUrl::new(redirect.clone())
+                .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
+        );
+        let (url, state, nonce, verifier) = self.authorization_request(&client)?;
+        browser::open(url.as_str(), &self.config.login.browser)?;
+        let code = paste::read_code(paste::PasteSource::spawn_stdin(), state.secret(), deadline)?;
+        self.exchange_code(&client, &code, verifier, &nonce)
+    }
+}

@@ -1,0 +1,29 @@
+//! The client credentials grant (RFC 6749 §4.4): a confidential client acting as itself, for CI
+//! jobs and services; there is no user, so no ID token and no refresh token.
+
+use super::errors::token_error;
+use super::ProviderClient;
+use crate::tokens::Tokens;
+
+impl ProviderClient<'_> {
+    /// OAuth 2.0 client credentials: a confidential client acting as itself.
+    pub fn client_credentials(&self) -> anyhow::Result<Tokens> {
+        let client = self.oauth_client()?;
+        let mut request = client
+            .exchange_client_credentials()
+            .add_scopes(self.scopes());
+        for (name, value) in self.token_params() {
+            request = request.add_extra_param(name, value);
+        }
+        crate::debug!(
+            1,
+            "requesting a token with client credentials from {}",
+            client.token_uri().as_str()
+        );
+        let requested_at = self.clock.now();
+        let response = request.request(&self.http).map_err(|err| {
+            token_error(err, "client credentials", &self.provider.metadata.issuer)
+        })?;
+        self.tokens_from(response, None, None, requested_at)
+    }
+}

@@ -1,0 +1,115 @@
+//! The device authorization grant (RFC 8628): show a URL, a code and a QR code on stderr, open
+//! the browser when there is one, then poll the token endpoint until the user approves, the code
+//! expires or `--auth-timeout` passes.
+
+use super::errors::{describe_server_error, token_error};
+use super::ProviderClient;
+use crate::config::BrowserChoice;
+use crate::error::{fail, Exit};
+use crate::login::{browser, device_display};
+use crate::tokens::Tokens;
+use oauth2::{PkceCodeChallenge, RequestTokenError, StandardDeviceAuthorizationResponse};
+use std::time::Instant;
+
+impl ProviderClient<'_> {
+    /// The device authorization grant (RFC 8628): show a URL, a code and a QR code, then poll.
+    pub fn device_code(&self) -> anyhow::Result<Tokens> {
+        let client = self.oauth_client()?;
+        let mut request = client
+            .exchange_device_code()
+            .map_err(|_| {
+                fail(
+                    Exit::Provider,
+                    format!(
+                        "{} does not offer the device flow (no device_authorization_endpoint); use --grant-type authcode",
+                        self.provider.metadata.issuer
+                    ),
+                )
+            })?
+            .add_scopes(self.scopes());
+        for (name, value) in self.token_params() {
+            request = request.add_extra_param(name, value);
+        }
+        // RFC 8628 has no PKCE, but some providers accept it on the device grant to bind the
+        // polling client to the one that started the flow; the rest ignore the extra parameters.
+        let verifier = if self.use_pkce() {
+            let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+            request = request
+                .add_extra_param("code_challenge", challenge.as_str().to_string())
+                .add_extra_param("code_challenge_method", challenge.method().to_string());
+            Some(verifier)
+        } else {
+            None
+        };
+        let details: StandardDeviceAuthorizationResponse =
+            request.request(&self.http).map_err(|err| {
+                token_error(err, "device authorization", &self.provider.metadata.issuer)
+            })?;
+        let complete = details
+            .verification_uri_complete()
+            .map(|uri| uri.secret().to_string());
+        device_display::show(
+            details.verification_uri().as_str(),
+            details.user_code().secret(),
+            complete.as_deref(),
+            details.expires_in(),
+        );
+        if self.config.login.browser != BrowserChoice::Skip {
+            let target = complete
+                .clone()
+                .unwrap_or_else(|| details.verification_uri().to_string());
+            // The URL and code are already on screen: a browser that fails to open is no error.
+            if let Err(err) = browser::open(&target, &self.config.login.browser) {
+                crate::log::notice(format!(
+                    "could not open a browser: {}",
+                    crate::error::one_line(&err)
+                ));
+            }
+        }
+        let mut poll = client.exchange_device_access_token(&details);
+        for (name, value) in self.token_params() {
+            poll = poll.add_extra_param(name, value);
+        }
+        if let Some(verifier) = &verifier {
+            poll = poll.add_extra_param("code_verifier", verifier.secret().to_string());
+        }
+        // oauth2 honours `interval`, `slow_down` (+5 s) and `authorization_pending`; its timeout
+        // replaces the code's `expires_in`, so pass the earlier of the two. It reports either
+        // running out as `expired_token`: tell our own --auth-timeout apart by the clock.
+        let auth_timeout = self.config.login.auth_timeout;
+        let limited_by_us = auth_timeout < details.expires_in();
+        let started = Instant::now();
+        let requested_at = self.clock.now();
+        let response = poll
+            .request(
+                &self.http,
+                std::thread::sleep,
+                Some(auth_timeout.min(details.expires_in())),
+            )
+            .map_err(|err| match err {
+                RequestTokenError::ServerResponse(err) => {
+                    let code = err.error().to_string();
+                    if code == "expired_token" && limited_by_us && started.elapsed() >= auth_timeout {
+                        return fail(
+                            Exit::Login,
+                            format!(
+                                "no device login completed within {}s (--auth-timeout); run `kubecred login` to get a new code, or pass a longer --auth-timeout",
+                                auth_timeout.as_secs()
+                            ),
+                        );
+                    }
+                    let next = match code.as_str() {
+                        "access_denied" => "the login was denied; run `kubecred login` to try again",
+                        "expired_token" => "the code expired before the login was approved; run `kubecred login` for a new code",
+                        _ => "run `kubecred login` to try again",
+                    };
+                    fail(
+                        Exit::Login,
+                        format!("device login failed: {}; {next}", describe_server_error(&err)),
+                    )
+                }
+                other => token_error(other, "device code", &self.provider.metadata.issuer),
+            })?;
+        self.tokens_from(response, None, None, requested_at)
+    }
+}
