@@ -105,6 +105,7 @@ fn https_issuer_with_a_custom_ca() {
     env.kubecred_owned(&args)
         .run()
         .failure(3)
+        .stderr_contains("signed by an authority this machine does not trust")
         .stderr_contains("--certificate-authority");
     let mut with_file = args.clone();
     with_file.push(format!("--certificate-authority={}", bed.ca_file.display()));

@@ -3,7 +3,13 @@
 //! The client trusts the system's root certificates plus the `--certificate-authority` bundles,
 //! never follows redirects, and bounds every request by `--http-timeout`. Building it loads the
 //! system roots (milliseconds), so it is built only off the cache-hit path: a cached token never
-//! needs it. Network failures become one line that says what went wrong and what to try next.
+//! needs it. Network failures become one line that says what went wrong and what to try next
+//! (`errors.rs`, which tells failures apart by type; `dns.rs` gives name resolution a type).
+
+mod dns;
+mod errors;
+
+pub use errors::{describe, NetworkFailure};
 
 use crate::config::HttpSettings;
 use crate::error::{fail, Exit};
@@ -33,6 +39,7 @@ pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
         // token or the client secret to another host (SSRF, credential leak). Discovery and key
         // fetches do not need them either; `get_json` explains a 3xx instead.
         .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(std::sync::Arc::new(dns::SystemResolver))
         .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT))
         .timeout(settings.timeout);
 
@@ -92,75 +99,6 @@ fn warn_insecure_once() {
 /// `doing` should name the URL, e.g. "fetching the discovery document from https://idp/...".
 pub fn request_failed(doing: &str, err: &reqwest::Error) -> anyhow::Error {
     fail(Exit::Provider, format!("{doing}: {}", describe(err)))
-}
-
-/// One line that says why a request failed, with a next step where there is one. Takes any
-/// error so that errors which wrap a reqwest error (oauth2's) can use it too. Never includes the
-/// URL's query (it could carry a code), the request body, or the response body.
-pub fn describe(err: &(dyn std::error::Error + 'static)) -> String {
-    let chain: Vec<&(dyn std::error::Error + 'static)> =
-        std::iter::successors(Some(err), |e| e.source()).collect();
-    let text = chain
-        .iter()
-        .map(|e| e.to_string())
-        .collect::<Vec<_>>()
-        .join(": ");
-    let lower = text.to_ascii_lowercase();
-    // oauth2 hands reqwest errors over boxed; a boxed error is a different type to downcast.
-    let reqwest_err = chain.iter().find_map(|e| {
-        e.downcast_ref::<reqwest::Error>()
-            .or_else(|| e.downcast_ref::<Box<reqwest::Error>>().map(|b| &**b))
-    });
-
-    if reqwest_err.is_some_and(|e| e.is_timeout()) || lower.contains("timed out") {
-        return "timed out; check the network or proxy settings, or raise --http-timeout".into();
-    }
-    if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
-        return "the server's TLS certificate is signed by an authority this machine does not trust; \
-                pass --certificate-authority with the CA that signed it"
-            .into();
-    }
-    if lower.contains("notvalidforname") || lower.contains("not valid for name") {
-        return format!(
-            "the server's TLS certificate is not valid for this host name ({}); check the URL",
-            innermost(&chain)
-        );
-    }
-    if lower.contains("expired") && lower.contains("certificate") {
-        return "the server's TLS certificate has expired (or this machine's clock is wrong)"
-            .into();
-    }
-    if lower.contains("invalid peer certificate")
-        || (lower.contains("certificate") && lower.contains("tls"))
-    {
-        return format!(
-            "the server's TLS certificate was rejected ({}); pass --certificate-authority if it uses a private CA",
-            innermost(&chain)
-        );
-    }
-    if lower.contains("connection refused") {
-        return "connection refused: nothing is listening there; check the URL and that the provider is up".into();
-    }
-    if lower.contains("dns error") || lower.contains("failed to lookup address") {
-        return "the host name does not resolve; check the URL and your DNS or VPN".into();
-    }
-    if lower.contains("connection reset") || lower.contains("connection closed") {
-        return format!(
-            "the connection was dropped ({}); a proxy or firewall may be in the way",
-            innermost(&chain)
-        );
-    }
-    innermost(&chain)
-}
-
-/// The most specific message in an error chain (reqwest's top level says only "error sending
-/// request for url (...)").
-fn innermost(chain: &[&(dyn std::error::Error + 'static)]) -> String {
-    chain
-        .last()
-        .map(|e| e.to_string())
-        .unwrap_or_default()
-        .replace(['\n', '\r'], " ")
 }
 
 /// A URL fit for an error message: without credentials, query or fragment.
@@ -270,116 +208,8 @@ fn read_limited(response: Response, limit: u64) -> Result<Option<Vec<u8>>, Strin
     Ok((body.len() as u64 <= limit).then_some(body))
 }
 
-/// A loopback HTTP/1.1 server for unit tests: canned answers by path, a request count per path.
 #[cfg(test)]
-pub(crate) mod test_server {
-    use std::collections::HashMap;
-    use std::io::{BufRead, BufReader, Write};
-    use std::net::TcpListener;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone)]
-    pub struct Answer {
-        pub status: u16,
-        pub headers: Vec<(String, String)>,
-        pub body: String,
-    }
-
-    impl Answer {
-        pub fn json(body: impl Into<String>) -> Answer {
-            Answer {
-                status: 200,
-                headers: vec![("Content-Type".into(), "application/json".into())],
-                body: body.into(),
-            }
-        }
-    }
-
-    #[derive(Default)]
-    struct State {
-        answers: HashMap<String, Answer>,
-        hits: HashMap<String, usize>,
-    }
-
-    pub struct TestServer {
-        pub base: String,
-        state: Arc<Mutex<State>>,
-    }
-
-    impl TestServer {
-        /// Starts serving on 127.0.0.1 with a free port; the thread lives until the test ends.
-        pub fn start() -> TestServer {
-            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            let base = format!("http://{}", listener.local_addr().unwrap());
-            let state = Arc::new(Mutex::new(State::default()));
-            let shared = state.clone();
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    let Ok(mut stream) = stream else { continue };
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut request_line = String::new();
-                    if reader.read_line(&mut request_line).is_err() {
-                        continue;
-                    }
-                    // Skip the headers; tests only send GETs without bodies.
-                    loop {
-                        let mut line = String::new();
-                        match reader.read_line(&mut line) {
-                            Ok(0) | Err(_) => break,
-                            Ok(_) if line == "\r\n" => break,
-                            Ok(_) => {}
-                        }
-                    }
-                    let path = request_line
-                        .split_whitespace()
-                        .nth(1)
-                        .unwrap_or("")
-                        .to_string();
-                    let answer = {
-                        let mut state = shared.lock().unwrap();
-                        *state.hits.entry(path.clone()).or_default() += 1;
-                        state.answers.get(&path).cloned()
-                    };
-                    let answer = answer.unwrap_or(Answer {
-                        status: 404,
-                        headers: vec![],
-                        body: String::new(),
-                    });
-                    let mut head = format!(
-                        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
-                        answer.status,
-                        answer.body.len()
-                    );
-                    for (name, value) in &answer.headers {
-                        head.push_str(&format!("{name}: {value}\r\n"));
-                    }
-                    head.push_str("\r\n");
-                    let _ = stream.write_all(head.as_bytes());
-                    let _ = stream.write_all(answer.body.as_bytes());
-                }
-            });
-            TestServer { base, state }
-        }
-
-        pub fn answer(&self, path: &str, answer: Answer) {
-            self.state
-                .lock()
-                .unwrap()
-                .answers
-                .insert(path.to_string(), answer);
-        }
-
-        pub fn hits(&self, path: &str) -> usize {
-            self.state
-                .lock()
-                .unwrap()
-                .hits
-                .get(path)
-                .copied()
-                .unwrap_or(0)
-        }
-    }
-}
+pub(crate) mod test_server;
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -1,0 +1,278 @@
+//! Why a request to the provider failed, in one line with the next step.
+//!
+//! The cause is found by walking the error's source chain and matching types — reqwest's
+//! `is_timeout`, rustls's certificate errors, `std::io::ErrorKind`, and our own resolver's
+//! [`DnsError`] — never by searching the text of a dependency's message, whose wording may change
+//! in any release. Only the innermost message is ever quoted, as detail.
+
+use super::dns::DnsError;
+use std::error::Error as StdError;
+use std::io;
+
+/// What went wrong with a request, as far as the user can do something about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkFailure {
+    Timeout,
+    /// The host name does not resolve.
+    Dns,
+    /// Nothing listens at the address.
+    Refused,
+    /// The connection was reset or closed mid-way.
+    Dropped {
+        detail: String,
+    },
+    /// The certificate chains to no CA we trust.
+    UntrustedCertificate,
+    /// The certificate is for another host name.
+    CertificateForAnotherName {
+        detail: String,
+    },
+    /// The certificate has expired (or is not valid yet: a wrong clock either way).
+    CertificateOutOfDate,
+    /// Another certificate problem, or a failed TLS handshake.
+    Tls {
+        detail: String,
+    },
+    /// Something else; the detail says what.
+    Other {
+        detail: String,
+    },
+}
+
+impl NetworkFailure {
+    /// Classifies an error by the types in its source chain.
+    pub fn of(err: &(dyn StdError + 'static)) -> NetworkFailure {
+        let chain: Vec<&(dyn StdError + 'static)> =
+            std::iter::successors(Some(err), next).collect();
+        let detail = innermost(&chain);
+        let is_timeout = chain.iter().any(|e| {
+            reqwest_error(*e).is_some_and(reqwest::Error::is_timeout)
+                || io_kind(*e) == Some(io::ErrorKind::TimedOut)
+        });
+        if is_timeout {
+            return NetworkFailure::Timeout;
+        }
+        if chain.iter().any(|e| e.is::<DnsError>()) {
+            return NetworkFailure::Dns;
+        }
+        if let Some(tls) = chain.iter().find_map(|e| e.downcast_ref::<rustls::Error>()) {
+            return classify_tls(tls, detail);
+        }
+        match chain.iter().find_map(|e| io_kind(*e)) {
+            Some(io::ErrorKind::ConnectionRefused) => NetworkFailure::Refused,
+            Some(
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof,
+            ) => NetworkFailure::Dropped { detail },
+            _ => NetworkFailure::Other { detail },
+        }
+    }
+
+    /// The sentence for the user: what happened and what to try.
+    pub fn explain(&self) -> String {
+        match self {
+            NetworkFailure::Timeout => {
+                "timed out; check the network or proxy settings, or raise --http-timeout".into()
+            }
+            NetworkFailure::Dns => {
+                "the host name does not resolve; check the URL and your DNS or VPN".into()
+            }
+            NetworkFailure::Refused => {
+                "connection refused: nothing is listening there; check the URL and that the provider is up".into()
+            }
+            NetworkFailure::Dropped { detail } => format!(
+                "the connection was dropped ({detail}); a proxy or firewall may be in the way"
+            ),
+            NetworkFailure::UntrustedCertificate => {
+                "the server's TLS certificate is signed by an authority this machine does not trust; \
+                 pass --certificate-authority with the CA that signed it"
+                    .into()
+            }
+            NetworkFailure::CertificateForAnotherName { detail } => format!(
+                "the server's TLS certificate is not valid for this host name ({detail}); check the URL"
+            ),
+            NetworkFailure::CertificateOutOfDate => {
+                "the server's TLS certificate has expired (or this machine's clock is wrong)".into()
+            }
+            NetworkFailure::Tls { detail } => format!(
+                "the server's TLS certificate was rejected ({detail}); pass --certificate-authority if it uses a private CA"
+            ),
+            NetworkFailure::Other { detail } => detail.clone(),
+        }
+    }
+}
+
+/// One line that says why a request failed, with a next step where there is one. Takes any
+/// error so that errors which wrap a reqwest error (oauth2's) can use it too. Never includes the
+/// URL's query (it could carry a code), the request body, or the response body.
+pub fn describe(err: &(dyn StdError + 'static)) -> String {
+    NetworkFailure::of(err).explain()
+}
+
+fn classify_tls(err: &rustls::Error, detail: String) -> NetworkFailure {
+    use rustls::CertificateError as Cert;
+    match err {
+        rustls::Error::InvalidCertificate(cert) => match cert {
+            Cert::UnknownIssuer => NetworkFailure::UntrustedCertificate,
+            Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
+                NetworkFailure::CertificateForAnotherName { detail }
+            }
+            Cert::Expired
+            | Cert::ExpiredContext { .. }
+            | Cert::NotValidYet
+            | Cert::NotValidYetContext { .. } => NetworkFailure::CertificateOutOfDate,
+            _ => NetworkFailure::Tls { detail },
+        },
+        _ => NetworkFailure::Tls { detail },
+    }
+}
+
+/// The next error of a chain. An `io::Error` that wraps another error (tokio-rustls reports a
+/// certificate problem as `InvalidData` around the rustls error) yields that error itself: its
+/// own `source()` would skip past it.
+fn next<'a>(err: &&'a (dyn StdError + 'static)) -> Option<&'a (dyn StdError + 'static)> {
+    let err: &'a (dyn StdError + 'static) = *err;
+    if let Some(inner) = err.downcast_ref::<io::Error>().and_then(io::Error::get_ref) {
+        return Some(inner);
+    }
+    err.source()
+}
+
+/// A reqwest error in the chain, also as oauth2 hands it over (boxed: another type to downcast).
+fn reqwest_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a reqwest::Error> {
+    err.downcast_ref::<reqwest::Error>()
+        .or_else(|| err.downcast_ref::<Box<reqwest::Error>>().map(|b| &**b))
+}
+
+fn io_kind(err: &(dyn StdError + 'static)) -> Option<io::ErrorKind> {
+    err.downcast_ref::<io::Error>().map(io::Error::kind)
+}
+
+/// The most specific message in an error chain (reqwest's top level says only "error sending
+/// request for url (...)"), on one line.
+fn innermost(chain: &[&(dyn StdError + 'static)]) -> String {
+    chain
+        .last()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+        .replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt;
+
+    /// An error with a source, as reqwest and hyper wrap theirs.
+    #[derive(Debug)]
+    struct Wrapped(&'static str, Box<dyn StdError + Send + Sync>);
+
+    impl fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl StdError for Wrapped {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&*self.1)
+        }
+    }
+
+    fn wrapped(inner: impl StdError + Send + Sync + 'static) -> Wrapped {
+        Wrapped(
+            "error sending request for url (https://idp.example/token)",
+            Box::new(Wrapped("client error (Connect)", Box::new(inner))),
+        )
+    }
+
+    fn class(inner: impl StdError + Send + Sync + 'static) -> NetworkFailure {
+        NetworkFailure::of(&wrapped(inner))
+    }
+
+    #[test]
+    fn io_errors_by_kind() {
+        let io = |kind| io::Error::new(kind, "whatever the OS says");
+        assert_eq!(
+            class(io(io::ErrorKind::ConnectionRefused)),
+            NetworkFailure::Refused
+        );
+        assert_eq!(class(io(io::ErrorKind::TimedOut)), NetworkFailure::Timeout);
+        for kind in [
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::ConnectionAborted,
+            io::ErrorKind::UnexpectedEof,
+        ] {
+            assert_eq!(
+                class(io(kind)),
+                NetworkFailure::Dropped {
+                    detail: "whatever the OS says".into()
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn dns_failures_by_our_resolvers_type() {
+        let err = DnsError::new("idp.invalid", io::Error::other("no such host"));
+        assert_eq!(class(err), NetworkFailure::Dns);
+        assert!(NetworkFailure::Dns.explain().contains("does not resolve"));
+    }
+
+    #[test]
+    fn certificate_errors_by_rustls_variant() {
+        use rustls::CertificateError as Cert;
+        let cert = |e| rustls::Error::InvalidCertificate(e);
+        // As hyper-rustls hands it over: inside an io::Error of kind InvalidData.
+        let in_io = |e| io::Error::new(io::ErrorKind::InvalidData, e);
+        assert_eq!(
+            class(in_io(cert(Cert::UnknownIssuer))),
+            NetworkFailure::UntrustedCertificate
+        );
+        assert!(matches!(
+            class(in_io(cert(Cert::NotValidForName))),
+            NetworkFailure::CertificateForAnotherName { .. }
+        ));
+        assert_eq!(
+            class(in_io(cert(Cert::Expired))),
+            NetworkFailure::CertificateOutOfDate
+        );
+        assert!(matches!(
+            class(in_io(cert(Cert::BadSignature))),
+            NetworkFailure::Tls { .. }
+        ));
+        assert!(matches!(
+            class(in_io(rustls::Error::HandshakeNotComplete)),
+            NetworkFailure::Tls { .. }
+        ));
+    }
+
+    #[test]
+    fn a_message_that_merely_looks_like_a_class_is_not_one() {
+        // The old text search took these for a refused connection and a DNS failure.
+        let err = io::Error::other("connection refused by policy; dns error upstream");
+        assert_eq!(
+            class(err),
+            NetworkFailure::Other {
+                detail: "connection refused by policy; dns error upstream".into()
+            }
+        );
+    }
+
+    #[test]
+    fn explanations_are_one_line_with_a_next_step() {
+        for failure in [
+            NetworkFailure::Timeout,
+            NetworkFailure::Dns,
+            NetworkFailure::Refused,
+            NetworkFailure::UntrustedCertificate,
+            NetworkFailure::CertificateOutOfDate,
+        ] {
+            let text = failure.explain();
+            assert!(!text.contains('\n'), "{text}");
+            assert!(text.contains("check") || text.contains("pass") || text.contains("wrong"));
+        }
+    }
+}
