@@ -24,7 +24,10 @@ pub(super) enum StoredRefresh {
     /// There is none (client credentials, or the provider issued none).
     None,
     /// In this entry.
-    Entry { token: Secret },
+    Entry {
+        #[serde(rename = "refresh_token")]
+        token: Secret,
+    },
     /// In an OS keyring item of its own (account `<key>:refresh`), in this store.
     Keyring { store: Store },
 }
@@ -228,6 +231,9 @@ mod tests {
             "the refresh token location does not match"
         );
         let missing = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry"}}"#;
+        let named = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry","refresh_token":"r"}}"#;
+        let (tokens, _) = StoredEntry::parse(named).unwrap().into_tokens();
+        assert_eq!(tokens.refresh_token, Some(Secret::new("r")));
         assert!(StoredEntry::parse(missing)
             .unwrap_err()
             .starts_with("not a cache entry"));
