@@ -1,0 +1,157 @@
+//! The settings of one run, as plain types: what [`Config::resolve`](super::Config::resolve)
+//! produces and the rest of the program reads. Every field has its default applied; nothing here
+//! knows about clap, the environment or the cluster extension.
+
+use crate::exec_credential::ExecInfo;
+use crate::secret::Secret;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use url::Url;
+
+/// Everything a run needs to know, with every default applied.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub issuer: Url,
+    pub client: ClientSettings,
+    /// Final scope list, in the order given, without duplicates; `openid` first for OIDC logins.
+    pub scopes: Vec<String>,
+    pub grant: Grant,
+    /// Which token the ExecCredential carries.
+    pub token_kind: TokenKind,
+    pub audience: Option<String>,
+    pub resource: Option<String>,
+    pub http: HttpSettings,
+    pub cache: CacheSettings,
+    pub force_refresh: bool,
+    pub min_validity: Duration,
+    pub login: LoginSettings,
+    pub exec: ExecInfo,
+    pub verbose: u8,
+}
+
+/// Who kubecred is at the provider.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    pub id: String,
+    pub secret: Option<Secret>,
+    /// How the secret is sent, when there is one.
+    pub auth_method: ClientAuthMethod,
+}
+
+/// How the client authenticates to the token endpoint when it has a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuthMethod {
+    /// `client_secret_basic` unless discovery says the provider only takes `client_secret_post`.
+    Auto,
+    Basic,
+    Post,
+}
+
+/// The grant actually used (`auto` resolved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    Authcode,
+    AuthcodeKeyboard,
+    DeviceCode,
+    ClientCredentials,
+}
+
+impl Grant {
+    /// The name used in the cache key and in messages (kubelogin's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Grant::Authcode => "authcode",
+            Grant::AuthcodeKeyboard => "authcode-keyboard",
+            Grant::DeviceCode => "device-code",
+            Grant::ClientCredentials => "client-credentials",
+        }
+    }
+
+    /// Whether this grant logs a user in (and so asks for `openid` and yields an ID token).
+    pub fn is_user_login(self) -> bool {
+        self != Grant::ClientCredentials
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    IdToken,
+    AccessToken,
+}
+
+/// What the HTTP client needs: whom to trust, and how long to wait.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    pub tls: TlsSettings,
+    /// Bounds each request to the provider.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TlsSettings {
+    /// PEM bundles trusted in addition to the system roots, in the order given.
+    pub extra_ca_pems: Vec<Vec<u8>>,
+    pub insecure_skip_verify: bool,
+}
+
+/// Where tokens are kept, and how long to wait for another kubecred working on the same one.
+#[derive(Debug, Clone)]
+pub struct CacheSettings {
+    pub dir: PathBuf,
+    pub storage: CacheStorage,
+    pub lock_timeout: Duration,
+}
+
+/// Where cached tokens live (README "Where tokens live").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStorage {
+    /// Short-lived tokens on disk; the refresh token in the OS keyring when one is reachable.
+    Auto,
+    /// Everything in a private file.
+    Disk,
+    /// Everything in the OS keyring.
+    Keyring,
+    /// No cache.
+    None,
+}
+
+/// Settings of the interactive logins (authorization code and device flow).
+#[derive(Debug, Clone)]
+pub struct LoginSettings {
+    /// The redirect URI; its port is replaced by the listener's.
+    pub redirect_url: Url,
+    pub listen_addresses: Vec<SocketAddr>,
+    /// `None`: use PKCE unless discovery says the provider lacks S256.
+    pub pkce: Option<bool>,
+    pub browser: BrowserChoice,
+    pub auth_timeout: Duration,
+    pub cooldown: Duration,
+    pub auth_params: Vec<(String, String)>,
+    pub login_hint: Option<String>,
+    pub prompt: Option<String>,
+}
+
+/// How to show the user a login URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrowserChoice {
+    /// Print the URL on stderr only.
+    Skip,
+    /// Run this program (and arguments) with the URL appended.
+    Command(Vec<String>),
+    /// The platform's default browser.
+    System,
+}
+
+pub const DEFAULT_MIN_VALIDITY: Duration = Duration::from_secs(60);
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(180);
+pub const DEFAULT_LOGIN_COOLDOWN: Duration = Duration::from_secs(30);
+/// Added to the lock wait beyond the lock holder's own bounded work (see `default_lock_timeout`).
+pub const LOCK_TIMEOUT_SLACK: Duration = Duration::from_secs(10);
+/// Registered-port friendly defaults, as kubelogin uses: many IdPs need exact redirect URIs.
+pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
+/// The redirect URI when the user gives none; the port is replaced by the listener's.
+/// `localhost` rather than an IP because many providers only accept `localhost` for loopback
+/// redirects, and because it lets the listener serve whichever family the browser picks.
+pub const DEFAULT_REDIRECT_URL: &str = "http://localhost/callback";
