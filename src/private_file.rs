@@ -34,7 +34,20 @@ pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         _ => ReadError::Io(err),
     };
     let file = File::open(path).map_err(not_found_or_io)?;
-    let mut bytes = Vec::new();
+    // Sized from the file's length, so that a small entry is one read (and the EOF read), as
+    // `fs::read` does; the `take` still bounds a file that grows while we read it.
+    let metadata = file.metadata().map_err(not_found_or_io)?;
+    if !metadata.is_file() {
+        return Err(ReadError::Io(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    let length = metadata.len();
+    if length > limit {
+        return Err(ReadError::Corrupt(format!("larger than {limit} bytes")));
+    }
+    let mut bytes = Vec::with_capacity(length as usize + 1);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(not_found_or_io)?;
