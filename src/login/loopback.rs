@@ -16,9 +16,8 @@
 
 use crate::debug;
 use crate::error::{fail, Exit};
-use crate::log::notice;
-use crate::login::paste::{interpret_pasted, PasteSource, Pasted, StateRule};
-use crate::login::printable_brief;
+use crate::login::callback::{classify, interpret_pasted, settle, Origin, StateRule, Verdict};
+use crate::login::paste::{PasteSource, Pasted};
 use crate::secret::Secret;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -368,133 +367,6 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// What a callback (from the browser or pasted) amounts to.
-#[derive(Debug)]
-pub(crate) enum Verdict {
-    /// The authorization code of our login.
-    Code(Secret),
-    /// Not from our login: state missing or different. Ignored, with a notice.
-    Refused(&'static str),
-    /// The provider's error for our login (`error=access_denied&error_description=...`).
-    Denied {
-        error: String,
-        description: Option<String>,
-    },
-    /// Our state, but neither a code nor an error.
-    Incomplete,
-}
-
-/// Where a verdict came from, for the wording of the notices.
-#[derive(Clone, Copy)]
-pub(crate) enum Origin {
-    Browser,
-    Paste,
-}
-
-/// Ends the wait with the code or the provider's error, or tells the user why a callback was
-/// ignored and keeps waiting (`Ok(None)`).
-pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<Secret>> {
-    let what = match origin {
-        Origin::Browser => "a login callback",
-        Origin::Paste => "the pasted text",
-    };
-    match verdict {
-        Verdict::Code(code) => Ok(Some(code)),
-        Verdict::Denied { error, description } => {
-            Err(provider_refused(&error, description.as_deref()))
-        }
-        Verdict::Refused(why) => {
-            notice(format!(
-                "refused {what}: {why} (it belongs to another login, or is forged); still waiting for this login"
-            ));
-            Ok(None)
-        }
-        Verdict::Incomplete => {
-            notice(format!(
-                "ignored {what}: it holds neither a code nor an error; still waiting for this login"
-            ));
-            Ok(None)
-        }
-    }
-}
-
-/// Classifies the parameters of a redirect. The state is checked first, so that an error
-/// callback with a wrong state is refused like any forged callback and cannot end the login.
-pub(crate) fn classify<'a>(
-    params: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
-    expected_state: &str,
-    rule: StateRule,
-) -> Verdict {
-    let (mut code, mut state, mut error, mut description) = (None, None, None, None);
-    for (name, value) in params {
-        // The first occurrence wins; a repeated parameter cannot override a checked one.
-        let slot = match name.as_ref() {
-            "code" => &mut code,
-            "state" => &mut state,
-            "error" => &mut error,
-            "error_description" => &mut description,
-            _ => continue,
-        };
-        if slot.is_none() {
-            *slot = Some(value.into_owned());
-        }
-    }
-    match (&state, rule) {
-        (None, StateRule::Required) => return Verdict::Refused("it carries no state"),
-        (None, StateRule::IfPresent) => {}
-        (Some(state), _) if !same_state(state, expected_state) => {
-            return Verdict::Refused("its state is not the one this login sent")
-        }
-        (Some(_), _) => {}
-    }
-    if let Some(error) = error {
-        return Verdict::Denied { error, description };
-    }
-    match code {
-        Some(code) if !code.is_empty() => Verdict::Code(Secret::new(code)),
-        _ => Verdict::Incomplete,
-    }
-}
-
-/// Compares in constant time, so the listener's timing says nothing about the expected state.
-fn same_state(given: &str, expected: &str) -> bool {
-    !expected.is_empty()
-        && given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
-}
-
-/// The error for `error=...` on the callback, with a next step that fits the error code
-/// (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6).
-pub(crate) fn provider_refused(error: &str, description: Option<&str>) -> anyhow::Error {
-    let next = match error {
-        "access_denied" => "if you did not cancel it, check that your account may use this client (or log in as another user), then run `kubecred login` to try again",
-        "invalid_scope" => "check the scopes (--scope) against what the client may request",
-        "unauthorized_client" | "unsupported_response_type" | "invalid_request" => {
-            "the client is not set up for this login at the provider: check --client-id, --redirect-url and the redirect URIs registered for the client"
-        }
-        "login_required" | "consent_required" | "interaction_required" | "account_selection_required" => {
-            "the provider needs you to interact: drop --prompt none, then run `kubecred login`"
-        }
-        "server_error" | "temporarily_unavailable" => "the provider has a problem; try again in a minute",
-        _ => "run `kubecred login` to try again",
-    };
-    let detail = description
-        .filter(|text| !text.trim().is_empty())
-        .map(|text| format!(" ({})", printable_brief(text, 300)))
-        .unwrap_or_default();
-    fail(
-        Exit::Login,
-        format!(
-            "the identity provider refused the login: {}{detail}; {next}",
-            printable_brief(error, 100)
-        ),
-    )
 }
 
 /// Reads one request, answers it, and says what it was (`None`: not a callback at all).
@@ -999,13 +871,5 @@ mod tests {
         );
         assert_eq!(parse_request_line("GET /a b HTTP/1.1\r\n\r\n"), None);
         assert_eq!(parse_request_line("garbage\r\n\r\n"), None);
-    }
-
-    #[test]
-    fn state_comparison() {
-        assert!(same_state("abc", "abc"));
-        assert!(!same_state("abd", "abc"));
-        assert!(!same_state("ab", "abc"));
-        assert!(!same_state("", ""));
     }
 }

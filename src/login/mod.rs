@@ -7,6 +7,7 @@
 //! the ExecCredential and nothing else. Every wait here ends at a deadline the caller passes.
 
 pub mod browser;
+pub mod callback;
 pub mod cooldown;
 pub mod device_display;
 pub mod loopback;

@@ -8,12 +8,11 @@
 //! us (`spec.interactive`) and it is a terminal: otherwise it belongs to someone else.
 
 use crate::error::{fail, Exit};
-use crate::login::loopback::{classify, settle, Origin, Verdict};
+use crate::login::callback::{interpret_pasted, settle, Origin, StateRule};
 use crate::secret::Secret;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::sync::mpsc;
 use std::time::Instant;
-use url::Url;
 
 /// The prompt of [`read_code`].
 pub const CODE_PROMPT: &str = "Paste the code (or the whole URL the browser was sent to): ";
@@ -57,15 +56,6 @@ pub(crate) enum Pasted {
     NothingYet,
     /// End of input (or a read error): nothing more will come.
     Closed,
-}
-
-/// Whether a pasted URL must carry the login's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StateRule {
-    /// While the listener waits, a URL must prove it belongs to this login.
-    Required,
-    /// `authcode-keyboard`: providers that show the code on a page send no state with it.
-    IfPresent,
 }
 
 impl PasteSource {
@@ -119,32 +109,6 @@ impl PasteSource {
             Err(mpsc::RecvTimeoutError::Disconnected) => Pasted::Closed,
         }
     }
-}
-
-/// What a pasted line amounts to; `None` for a blank line.
-///
-/// A URL (http(s), or any URL with a query) is read like the browser's callback; anything else
-/// is taken as the bare code, which is what providers' "copy this code" pages show.
-pub(crate) fn interpret_pasted(
-    line: &str,
-    expected_state: &str,
-    rule: StateRule,
-) -> Option<Verdict> {
-    let line = line.trim();
-    if line.is_empty() {
-        return None;
-    }
-    if let Ok(url) = Url::parse(line) {
-        // `Url::parse` also accepts `abc:def`, which could be a code: only a real redirect counts.
-        if url.query().is_some() || matches!(url.scheme(), "http" | "https") {
-            return Some(classify(url.query_pairs(), expected_state, rule));
-        }
-    }
-    if line.contains(char::is_whitespace) {
-        // Codes are single words (RFC 6749 §A.11); this is something else pasted by mistake.
-        return Some(Verdict::Incomplete);
-    }
-    Some(Verdict::Code(Secret::new(line)))
 }
 
 /// Asks for the code on stderr and reads it from `source` until `deadline`, for
@@ -211,13 +175,6 @@ mod tests {
 
     fn source(text: &str) -> PasteSource {
         PasteSource::from_reader(Cursor::new(text.to_string()))
-    }
-
-    fn code_of(verdict: Option<Verdict>) -> String {
-        match verdict {
-            Some(Verdict::Code(code)) => code.expose().to_string(),
-            other => panic!("expected a code, got {other:?}"),
-        }
     }
 
     #[test]
@@ -291,36 +248,6 @@ mod tests {
             err.to_string().contains("not an interactive terminal"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn pasted_lines_are_interpreted() {
-        assert!(interpret_pasted("   ", STATE, StateRule::Required).is_none());
-        assert_eq!(
-            code_of(interpret_pasted("abc:def", STATE, StateRule::Required)),
-            "abc:def"
-        );
-        let custom_scheme = format!("com.example.app:/cb?code=x&state={STATE}");
-        assert_eq!(
-            code_of(interpret_pasted(&custom_scheme, STATE, StateRule::Required)),
-            "x"
-        );
-        assert!(matches!(
-            interpret_pasted(
-                "http://localhost/callback?code=x",
-                STATE,
-                StateRule::Required
-            ),
-            Some(Verdict::Refused(_))
-        ));
-        assert!(matches!(
-            interpret_pasted(
-                &format!("http://localhost/cb?state={STATE}"),
-                STATE,
-                StateRule::Required
-            ),
-            Some(Verdict::Incomplete)
-        ));
     }
 
     #[test]
