@@ -9,7 +9,7 @@ use crate::cli::ClientAuthMethod;
 use crate::config::{BrowserChoice, Config, Grant};
 use crate::error::{fail, Exit};
 use crate::login::loopback::{CallbackListener, DEFAULT_REDIRECT_URL};
-use crate::login::{browser, device_display, paste};
+use crate::login::{browser, device_display, paste, wait};
 use crate::oidc::Provider;
 use crate::secret::Secret;
 use crate::tokens::{access_token_expiry, Tokens};
@@ -395,7 +395,7 @@ impl<'a> Session<'a> {
                 "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
             );
         }
-        let code = listener.wait(state.secret(), deadline, paste)?;
+        let code = wait::for_code(listener, paste, state.secret(), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }
 
@@ -416,7 +416,7 @@ impl<'a> Session<'a> {
         );
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
         browser::open(url.as_str(), &self.config.login.browser)?;
-        let code = paste::read_code(paste::PasteSource::spawn_stdin(), state.secret(), deadline)?;
+        let code = wait::read_code(paste::PasteSource::spawn_stdin(), state.secret(), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }
 

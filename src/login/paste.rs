@@ -1,21 +1,18 @@
-//! What the user pastes on stdin: the authorization code, or the whole URL the browser was sent
-//! to after logging in.
+//! Reading what the user pastes on stdin: the authorization code, or the whole URL the browser was
+//! sent to after logging in.
 //!
 //! This is the way out for SSH sessions: the browser runs on the user's own machine, so its
 //! redirect to `http://localhost:PORT/...` cannot reach kubecred on the remote one. The failed
 //! page's address bar still holds the code, and pasting that URL finishes the login. It is also
 //! the whole of `--grant-type authcode-keyboard`. Stdin is read only when client-go handed it to
 //! us (`spec.interactive`) and it is a terminal: otherwise it belongs to someone else.
+//!
+//! This module only reads lines. What a line means is `callback.rs`'s to say, and `wait.rs`
+//! waits for it alongside the browser.
 
-use crate::error::{fail, Exit};
-use crate::login::callback::{interpret_pasted, settle, Origin, StateRule};
-use crate::secret::Secret;
-use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::io::{self, BufRead, IsTerminal, Read};
 use std::sync::mpsc;
 use std::time::Instant;
-
-/// The prompt of [`read_code`].
-pub const CODE_PROMPT: &str = "Paste the code (or the whole URL the browser was sent to): ";
 
 /// A longer line is not a URL anyone pasted; reading it in pieces keeps memory bounded.
 const MAX_LINE_BYTES: u64 = 64 * 1024;
@@ -101,7 +98,7 @@ impl PasteSource {
     }
 
     /// The next line, waiting until `deadline` at most.
-    fn line_before(&self, deadline: Instant) -> Pasted {
+    pub(crate) fn line_before(&self, deadline: Instant) -> Pasted {
         let left = deadline.saturating_duration_since(Instant::now());
         match self.lines.recv_timeout(left) {
             Ok(line) => Pasted::Line(line),
@@ -111,144 +108,9 @@ impl PasteSource {
     }
 }
 
-/// Asks for the code on stderr and reads it from `source` until `deadline`, for
-/// `--grant-type authcode-keyboard`. A pasted URL must carry this login's state if it carries
-/// one; a line that is not usable is explained and asked for again.
-pub fn read_code(
-    source: impl Into<Option<PasteSource>>,
-    expected_state: &str,
-    deadline: Instant,
-) -> anyhow::Result<Secret> {
-    let Some(source) = source.into() else {
-        return Err(fail(
-            Exit::Login,
-            "cannot ask for the login code: stdin is not an interactive terminal \
-             (kubectl passes it only with interactiveMode IfAvailable or Always on a TTY); use --grant-type device-code or authcode",
-        ));
-    };
-    let budget = deadline.saturating_duration_since(Instant::now());
-    loop {
-        eprint!("{CODE_PROMPT}");
-        let _ = io::stderr().flush();
-        match source.line_before(deadline) {
-            Pasted::Line(line) => {
-                if let Some(verdict) = interpret_pasted(&line, expected_state, StateRule::IfPresent)
-                {
-                    if let Some(code) = settle(verdict, Origin::Paste)? {
-                        return Ok(code);
-                    }
-                }
-            }
-            Pasted::Closed => {
-                eprintln!();
-                return Err(fail(
-                    Exit::Login,
-                    "stdin closed before a login code was pasted; run `kubecred login` in a terminal to log in",
-                ));
-            }
-            Pasted::NothingYet => {
-                eprintln!();
-                return Err(fail(
-                    Exit::Login,
-                    format!(
-                        "no login code was pasted within {} (--auth-timeout); run `kubecred login` to try again, or pass a longer --auth-timeout",
-                        crate::duration::display_whole_seconds(budget)
-                    ),
-                ));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code_of;
-    use std::io::Cursor;
-    use std::time::Duration;
-
-    const STATE: &str = "state-xyz";
-
-    fn soon() -> Instant {
-        Instant::now() + Duration::from_secs(5)
-    }
-
-    fn source(text: &str) -> PasteSource {
-        PasteSource::from_reader(Cursor::new(text.to_string()))
-    }
-
-    #[test]
-    fn a_bare_code_is_the_code() {
-        let code = read_code(source("  4/0AbC-d_e.f~g  \n"), STATE, soon()).unwrap();
-        assert_eq!(code.expose(), "4/0AbC-d_e.f~g");
-    }
-
-    #[test]
-    fn a_full_redirect_url_gives_its_code() {
-        let url = format!("http://localhost:8000/callback?state={STATE}&code=c%3D1\n");
-        assert_eq!(
-            read_code(source(&url), STATE, soon()).unwrap().expose(),
-            "c=1"
-        );
-        // authcode-keyboard: a URL without state is fine, its code is used.
-        let url = "https://idp.example/oob?code=shown\n";
-        assert_eq!(
-            read_code(source(url), STATE, soon()).unwrap().expose(),
-            "shown"
-        );
-    }
-
-    #[test]
-    fn a_forged_url_is_refused_and_asked_for_again() {
-        let text = format!(
-            "\nhttp://localhost/callback?code=evil&state=other\nnot a code\nhttp://localhost/callback?code=good&state={STATE}\n"
-        );
-        assert_eq!(
-            read_code(source(&text), STATE, soon()).unwrap().expose(),
-            "good"
-        );
-    }
-
-    #[test]
-    fn a_pasted_provider_error_ends_the_login() {
-        let text = format!("http://localhost/callback?error=access_denied&state={STATE}\n");
-        let err = read_code(source(&text), STATE, soon()).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string()
-                .contains("refused the login: access_denied;"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn end_of_input_and_deadline_end_the_wait() {
-        let err = read_code(source(""), STATE, soon()).unwrap_err();
-        assert!(err.to_string().starts_with("stdin closed before"), "{err}");
-
-        let (reader, _writer) = io::pipe().unwrap();
-        let silent = PasteSource::from_reader(io::BufReader::new(reader));
-        let started = Instant::now();
-        let err =
-            read_code(silent, STATE, Instant::now() + Duration::from_millis(200)).unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string()
-                .starts_with("no login code was pasted within 1s"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn no_source_is_refused() {
-        let err = read_code(None, STATE, soon()).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string().contains("not an interactive terminal"),
-            "{err}"
-        );
-    }
 
     #[test]
     fn stdin_is_never_interactive_unless_client_go_says_so() {
