@@ -111,6 +111,33 @@ impl PasteSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
+    use std::time::Duration;
+
+    #[test]
+    fn lines_come_trimmed_then_the_source_closes() {
+        let source = PasteSource::from_reader(Cursor::new("  4/0AbC  \n\nsecond\r\n"));
+        let soon = Instant::now() + Duration::from_secs(5);
+        for want in ["4/0AbC", "", "second"] {
+            match source.line_before(soon) {
+                Pasted::Line(line) => assert_eq!(line, want),
+                _ => panic!("expected the line {want:?}"),
+            }
+        }
+        assert!(matches!(source.line_before(soon), Pasted::Closed));
+    }
+
+    #[test]
+    fn a_silent_reader_gives_nothing_until_the_deadline() {
+        let (reader, _writer) = io::pipe().unwrap();
+        let source = PasteSource::from_reader(io::BufReader::new(reader));
+        assert!(matches!(source.try_line(), Pasted::NothingYet));
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(100);
+        assert!(matches!(source.line_before(deadline), Pasted::NothingYet));
+        assert!(Instant::now() >= deadline);
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
 
     #[test]
     fn stdin_is_never_interactive_unless_client_go_says_so() {

@@ -1,8 +1,10 @@
-//! The listener on its own: binding, request parsing, escaping. The wait for a
+//! The listener on its own: binding, the pages it answers, what it hands over. The wait for a
 //! code through a real listener is tested in `wait/tests.rs`, which uses the helpers here.
 
 use super::*;
 use crate::error::exit_code_of;
+
+const STATE: &str = "expected-state-1234";
 
 pub(crate) fn localhost_v4() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -118,6 +120,45 @@ fn a_busy_twin_port_makes_the_address_busy_for_localhost() {
         )),
         "{err}"
     );
+}
+
+/// Runs `serving` on a thread of its own for 10 s at most, passing on what it hands over.
+fn hand_overs(serving: Serving) -> mpsc::Receiver<Verdict> {
+    let (sender, verdicts) = mpsc::channel();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(verdict) = serving.next_callback(deadline) {
+                if sender.send(verdict).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    verdicts
+}
+
+#[test]
+fn only_callbacks_are_handed_over_each_with_the_verdict_of_its_page() {
+    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let address = listener.local_addresses()[0];
+    let verdicts = hand_overs(listener.serve(STATE).unwrap());
+    let next = || verdicts.recv_timeout(Duration::from_secs(5)).unwrap();
+
+    let (status, _) = get(address, &format!("/favicon.ico?code=x&state={STATE}"));
+    assert!(status.contains("404"), "{status}");
+    // Nothing was handed over for it: the next verdict is the next callback's.
+    let (status, _) = get(address, "/callback?code=evil&state=forged");
+    assert!(status.contains("400"), "{status}");
+    let verdict = next();
+    assert!(matches!(verdict, Verdict::Refused(_)), "{verdict:?}");
+
+    let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
+    assert!(status.contains("200"), "{status}");
+    match next() {
+        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        other => panic!("expected the code, got {other:?}"),
+    }
 }
 
 #[test]
