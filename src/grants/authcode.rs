@@ -7,7 +7,7 @@ use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
 use crate::login::loopback::CallbackListener;
-use crate::login::{browser, paste};
+use crate::login::{browser, paste, wait};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl};
@@ -124,7 +124,7 @@ impl ProviderClient<'_> {
                 "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
             );
         }
-        let code = listener.wait(state.secret(), deadline, paste)?;
+        let code = wait::for_code(listener, paste, state.secret(), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }
 
@@ -139,7 +139,7 @@ impl ProviderClient<'_> {
         );
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
         browser::open(url.as_str(), &self.config.login.browser)?;
-        let code = paste::read_code(paste::PasteSource::spawn_stdin(), state.secret(), deadline)?;
+        let code = wait::read_code(paste::PasteSource::spawn_stdin(), state.secret(), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }
 }

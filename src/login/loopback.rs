@@ -3,10 +3,11 @@
 //! [`CallbackListener::bind`] picks the first free address of those configured, so parallel
 //! kubecred runs (other clusters, other scripts) move on to the next one instead of fighting over
 //! a port. When the redirect URI says `localhost`, it listens on 127.0.0.1 *and* [::1] at the same
-//! port, because browsers may resolve `localhost` to either. [`CallbackListener::wait`] serves
-//! requests until the real callback arrives (a code whose `state` matches), the provider reports
-//! an error, the user pastes the redirect URL on stdin, or the deadline passes. The sockets close
-//! when `wait` returns, so a late browser gets "connection refused" rather than a hanging tab.
+//! port, because browsers may resolve `localhost` to either. [`CallbackListener::serve`] answers
+//! each request, a callback with the page its verdict calls for (`callback.rs` says what a
+//! callback means), and hands the callbacks over to the wait (`wait.rs`), which decides when the
+//! login is over. The sockets close when the [`Serving`] listener is dropped, so a late browser
+//! gets "connection refused" rather than a hanging tab.
 //!
 //! There is no HTTP server crate here on purpose: the listener answers a handful of GET requests
 //! from the user's own browser on loopback, once. A small hand-rolled reader with a bounded request
@@ -16,10 +17,7 @@
 
 use crate::debug;
 use crate::error::{fail, Exit};
-use crate::log::notice;
-use crate::login::paste::{interpret_pasted, PasteSource, Pasted, StateRule};
-use crate::login::printable_brief;
-use crate::secret::Secret;
+use crate::login::callback::{classify, StateRule, Verdict};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -130,23 +128,13 @@ impl CallbackListener {
             .collect()
     }
 
-    /// Serves requests until the callback for this login arrives, and returns its code.
-    ///
-    /// A callback whose `state` is missing or wrong is answered with 400 and ignored: it did not
-    /// come from the login we started (another tab, or a forgery), and a web page must not be
-    /// able to end our wait. The provider's error with the right state ends the login. `paste`
-    /// accepts the redirect URL (or the bare code) typed on stdin, for SSH sessions where the
-    /// browser runs on another machine and its redirect to localhost cannot reach us.
-    pub fn wait(
-        self,
-        expected_state: &str,
-        deadline: Instant,
-        paste: Option<PasteSource>,
-    ) -> anyhow::Result<Secret> {
-        let budget = deadline.saturating_duration_since(Instant::now());
+    /// Starts answering connections, for the login whose `state` is `expected_state`. Each
+    /// connection is served on its own thread; callbacks to the redirect path are handed over
+    /// through `Serving::next_callback`.
+    pub fn serve(self, expected_state: &str) -> io::Result<Serving> {
         for socket in &self.sockets {
-            // Non-blocking accept lets one loop watch every socket, the paste and the deadline,
-            // and lets the sockets close the moment `wait` returns.
+            // Non-blocking accept lets the waiting loop watch every socket, the paste and the
+            // deadline, and lets the sockets close the moment the wait returns.
             socket.set_nonblocking(true)?;
         }
         let (verdicts_tx, verdicts) = mpsc::channel::<Verdict>();
@@ -156,56 +144,42 @@ impl CallbackListener {
             in_flight: Arc::new(AtomicUsize::new(0)),
             verdicts: verdicts_tx,
         };
-        let mut paste = paste;
+        Ok(Serving {
+            sockets: self.sockets,
+            server,
+            verdicts,
+        })
+    }
+}
 
-        loop {
-            for socket in &self.sockets {
-                server.accept_pending(socket);
-            }
+/// A listener that answers the browser. Dropping it closes the sockets, so a late browser gets
+/// "connection refused" rather than a hanging tab.
+pub struct Serving {
+    sockets: Vec<TcpListener>,
+    server: ConnectionServer,
+    verdicts: mpsc::Receiver<Verdict>,
+}
 
-            if let Some(source) = &paste {
-                loop {
-                    match source.try_line() {
-                        Pasted::Line(line) => {
-                            let verdict =
-                                interpret_pasted(&line, expected_state, StateRule::Required);
-                            if let Some(code) = verdict
-                                .map(|v| settle(v, Origin::Paste))
-                                .transpose()?
-                                .flatten()
-                            {
-                                return Ok(code);
-                            }
-                        }
-                        Pasted::NothingYet => break,
-                        Pasted::Closed => {
-                            debug!(1, "stdin closed; waiting for the browser only");
-                            paste = None;
-                            break;
-                        }
-                    }
-                }
-            }
-
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(timed_out(budget));
-            }
-            match verdicts.recv_timeout(ACCEPT_POLL.min(deadline - now)) {
-                Ok(verdict) => {
-                    if let Some(code) = settle(verdict, Origin::Browser)? {
-                        return Ok(code);
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("wait holds a sender"),
-            }
+impl Serving {
+    /// Accepts the connections waiting, then waits until `until`, but at most [`ACCEPT_POLL`],
+    /// for a callback that a connection has answered: the caller looks at its other sources
+    /// in between. Every callback to the redirect path is handed over, with the verdict that
+    /// chose its page; refusing the ones that are not this login's is the caller's part.
+    pub(crate) fn next_callback(&self, until: Instant) -> Option<Verdict> {
+        for socket in &self.sockets {
+            self.server.accept_pending(socket);
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        match self.verdicts.recv_timeout(ACCEPT_POLL.min(left)) {
+            Ok(verdict) => Some(verdict),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("Serving holds a sender"),
         }
     }
 }
 
-/// Accepts connections and serves each on its own thread, which reports the callback's
-/// [`Verdict`] to `wait` after answering the browser.
+/// Accepts connections and serves each on its own thread, which hands the callback's
+/// [`Verdict`] over to [`Serving::next_callback`] after answering the browser.
 struct ConnectionServer {
     expected_state: Arc<str>,
     callback_path: Arc<str>,
@@ -247,7 +221,7 @@ impl ConnectionServer {
         std::thread::spawn(move || {
             let _slot = slot;
             if let Some(verdict) = serve_connection(stream, &path, &state) {
-                // A send error only means `wait` has already returned.
+                // A send error only means the wait has already returned.
                 let _ = verdicts.send(verdict);
             }
         });
@@ -350,17 +324,6 @@ fn no_address_left(problems: &[(SocketAddr, BindProblem)]) -> anyhow::Error {
     )
 }
 
-fn timed_out(budget: Duration) -> anyhow::Error {
-    fail(
-        Exit::Login,
-        format!(
-            "no login completed within {} (--auth-timeout); run `kubecred login` to try again, \
-             pass a longer --auth-timeout, or use --grant-type device-code if the browser cannot reach this machine",
-            crate::duration::display_whole_seconds(budget)
-        ),
-    )
-}
-
 /// Gives back a connection slot when its thread ends, however it ends.
 struct InFlight(Arc<AtomicUsize>);
 
@@ -368,133 +331,6 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// What a callback (from the browser or pasted) amounts to.
-#[derive(Debug)]
-pub(crate) enum Verdict {
-    /// The authorization code of our login.
-    Code(Secret),
-    /// Not from our login: state missing or different. Ignored, with a notice.
-    Refused(&'static str),
-    /// The provider's error for our login (`error=access_denied&error_description=...`).
-    Denied {
-        error: String,
-        description: Option<String>,
-    },
-    /// Our state, but neither a code nor an error.
-    Incomplete,
-}
-
-/// Where a verdict came from, for the wording of the notices.
-#[derive(Clone, Copy)]
-pub(crate) enum Origin {
-    Browser,
-    Paste,
-}
-
-/// Ends the wait with the code or the provider's error, or tells the user why a callback was
-/// ignored and keeps waiting (`Ok(None)`).
-pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<Secret>> {
-    let what = match origin {
-        Origin::Browser => "a login callback",
-        Origin::Paste => "the pasted text",
-    };
-    match verdict {
-        Verdict::Code(code) => Ok(Some(code)),
-        Verdict::Denied { error, description } => {
-            Err(provider_refused(&error, description.as_deref()))
-        }
-        Verdict::Refused(why) => {
-            notice(format!(
-                "refused {what}: {why} (it belongs to another login, or is forged); still waiting for this login"
-            ));
-            Ok(None)
-        }
-        Verdict::Incomplete => {
-            notice(format!(
-                "ignored {what}: it holds neither a code nor an error; still waiting for this login"
-            ));
-            Ok(None)
-        }
-    }
-}
-
-/// Classifies the parameters of a redirect. The state is checked first, so that an error
-/// callback with a wrong state is refused like any forged callback and cannot end the login.
-pub(crate) fn classify<'a>(
-    params: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
-    expected_state: &str,
-    rule: StateRule,
-) -> Verdict {
-    let (mut code, mut state, mut error, mut description) = (None, None, None, None);
-    for (name, value) in params {
-        // The first occurrence wins; a repeated parameter cannot override a checked one.
-        let slot = match name.as_ref() {
-            "code" => &mut code,
-            "state" => &mut state,
-            "error" => &mut error,
-            "error_description" => &mut description,
-            _ => continue,
-        };
-        if slot.is_none() {
-            *slot = Some(value.into_owned());
-        }
-    }
-    match (&state, rule) {
-        (None, StateRule::Required) => return Verdict::Refused("it carries no state"),
-        (None, StateRule::IfPresent) => {}
-        (Some(state), _) if !same_state(state, expected_state) => {
-            return Verdict::Refused("its state is not the one this login sent")
-        }
-        (Some(_), _) => {}
-    }
-    if let Some(error) = error {
-        return Verdict::Denied { error, description };
-    }
-    match code {
-        Some(code) if !code.is_empty() => Verdict::Code(Secret::new(code)),
-        _ => Verdict::Incomplete,
-    }
-}
-
-/// Compares in constant time, so the listener's timing says nothing about the expected state.
-fn same_state(given: &str, expected: &str) -> bool {
-    !expected.is_empty()
-        && given.len() == expected.len()
-        && given
-            .bytes()
-            .zip(expected.bytes())
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
-}
-
-/// The error for `error=...` on the callback, with a next step that fits the error code
-/// (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6).
-pub(crate) fn provider_refused(error: &str, description: Option<&str>) -> anyhow::Error {
-    let next = match error {
-        "access_denied" => "if you did not cancel it, check that your account may use this client (or log in as another user), then run `kubecred login` to try again",
-        "invalid_scope" => "check the scopes (--scope) against what the client may request",
-        "unauthorized_client" | "unsupported_response_type" | "invalid_request" => {
-            "the client is not set up for this login at the provider: check --client-id, --redirect-url and the redirect URIs registered for the client"
-        }
-        "login_required" | "consent_required" | "interaction_required" | "account_selection_required" => {
-            "the provider needs you to interact: drop --prompt none, then run `kubecred login`"
-        }
-        "server_error" | "temporarily_unavailable" => "the provider has a problem; try again in a minute",
-        _ => "run `kubecred login` to try again",
-    };
-    let detail = description
-        .filter(|text| !text.trim().is_empty())
-        .map(|text| format!(" ({})", printable_brief(text, 300)))
-        .unwrap_or_default();
-    fail(
-        Exit::Login,
-        format!(
-            "the identity provider refused the login: {}{detail}; {next}",
-            printable_brief(error, 100)
-        ),
-    )
 }
 
 /// Reads one request, answers it, and says what it was (`None`: not a callback at all).
@@ -666,346 +502,4 @@ pub(crate) fn html_escape(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::exit_code_of;
-    use std::io::Cursor;
-    use std::thread;
-
-    const STATE: &str = "expected-state-1234";
-
-    fn localhost_v4() -> SocketAddr {
-        "127.0.0.1:0".parse().unwrap()
-    }
-
-    fn ip_redirect() -> Url {
-        Url::parse("http://127.0.0.1/callback").unwrap()
-    }
-
-    fn ipv6_available() -> bool {
-        TcpListener::bind("[::1]:0").is_ok()
-    }
-
-    /// Sends one GET and returns (status line, whole answer).
-    fn get(address: SocketAddr, target: &str) -> (String, String) {
-        let mut stream = TcpStream::connect(address).unwrap();
-        write!(
-            stream,
-            "GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        let status = answer.lines().next().unwrap_or_default().to_string();
-        (status, answer)
-    }
-
-    fn start(
-        listener: CallbackListener,
-        timeout: Duration,
-        paste: Option<PasteSource>,
-    ) -> thread::JoinHandle<anyhow::Result<Secret>> {
-        let deadline = Instant::now() + timeout;
-        thread::spawn(move || listener.wait(STATE, deadline, paste))
-    }
-
-    #[test]
-    fn forged_callback_is_refused_then_the_real_one_returns_the_code() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let waiting = start(listener, Duration::from_secs(10), None);
-
-        let (status, page) = get(address, "/callback?code=evil&state=forged");
-        assert!(status.contains("400"), "{status}");
-        assert!(page.contains("refused"), "{page}");
-        let (status, _) = get(address, "/callback?code=evil");
-        assert!(status.contains("400"), "{status}");
-
-        let (status, page) = get(address, &format!("/callback?code=the%2Fcode&state={STATE}"));
-        assert!(status.contains("200"), "{status}");
-        assert!(page.contains("Logged in. You may close this tab and return to your terminal."));
-        assert!(page.contains("Content-Security-Policy: default-src 'none'"));
-
-        let code = waiting.join().unwrap().unwrap();
-        assert_eq!(code.expose(), "the/code");
-    }
-
-    #[test]
-    fn provider_error_ends_the_wait_and_is_shown_escaped() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let waiting = start(listener, Duration::from_secs(10), None);
-
-        let (_, page) = get(
-            address,
-            &format!("/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state={STATE}"),
-        );
-        assert!(
-            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
-            "{page}"
-        );
-        assert!(!page.contains("<script>"), "{page}");
-
-        let err = waiting.join().unwrap().unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        let message = err.to_string();
-        assert!(
-            message.starts_with("the identity provider refused the login: access_denied (<script>alert(1)</script>); "),
-            "{message}"
-        );
-        assert!(message.contains("kubecred login"), "{message}");
-    }
-
-    #[test]
-    fn provider_error_with_a_wrong_state_is_refused_and_the_wait_goes_on() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let waiting = start(listener, Duration::from_secs(10), None);
-
-        let (status, _) = get(address, "/callback?error=access_denied&state=forged");
-        assert!(status.contains("400"), "{status}");
-        let (status, _) = get(address, "/callback?error=access_denied");
-        assert!(status.contains("400"), "{status}");
-        get(address, &format!("/callback?code=real&state={STATE}"));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
-    }
-
-    #[test]
-    fn other_paths_and_methods_get_404_and_do_not_end_the_wait() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let waiting = start(listener, Duration::from_secs(10), None);
-
-        let (status, _) = get(address, "/favicon.ico");
-        assert!(status.contains("404"), "{status}");
-        let (status, _) = get(address, &format!("/other?code=x&state={STATE}"));
-        assert!(status.contains("404"), "{status}");
-        let mut post = TcpStream::connect(address).unwrap();
-        write!(
-            post,
-            "POST /callback?code=x&state={STATE} HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        post.read_to_string(&mut answer).unwrap();
-        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
-
-        get(address, &format!("/callback?code=real&state={STATE}"));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
-    }
-
-    #[test]
-    fn a_silent_connection_does_not_delay_the_callback() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let waiting = start(listener, Duration::from_secs(10), None);
-
-        let _idle = TcpStream::connect(address).unwrap();
-        let mut partial = TcpStream::connect(address).unwrap();
-        partial.write_all(b"GET /callback?code=half").unwrap();
-        let started = Instant::now();
-        get(address, &format!("/callback?code=real&state={STATE}"));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
-        assert!(started.elapsed() < Duration::from_secs(2));
-    }
-
-    #[test]
-    fn the_wait_ends_at_the_deadline_and_the_sockets_close() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let started = Instant::now();
-        let err = listener
-            .wait(STATE, Instant::now() + Duration::from_millis(300), None)
-            .unwrap_err();
-        assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string()
-                .starts_with("no login completed within 1s (--auth-timeout); "),
-            "{err}"
-        );
-        assert_eq!(
-            TcpStream::connect(address).unwrap_err().kind(),
-            io::ErrorKind::ConnectionRefused
-        );
-    }
-
-    #[test]
-    fn the_sockets_close_once_the_code_arrived() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let waiting = start(listener, Duration::from_secs(10), None);
-        get(address, &format!("/callback?code=real&state={STATE}"));
-        waiting.join().unwrap().unwrap();
-        assert!(TcpStream::connect(address).is_err());
-    }
-
-    #[test]
-    fn a_busy_address_moves_on_to_the_next() {
-        let other_program = TcpListener::bind(localhost_v4()).unwrap();
-        let busy = other_program.local_addr().unwrap();
-        let listener =
-            CallbackListener::bind(&[busy, localhost_v4()], Some(&ip_redirect())).unwrap();
-        let bound = listener.local_addresses()[0];
-        assert_ne!(bound.port(), busy.port());
-        assert_eq!(
-            listener.redirect_uri(),
-            format!("http://127.0.0.1:{}/callback", bound.port())
-        );
-    }
-
-    #[test]
-    fn all_addresses_busy_names_each_of_them() {
-        let first = TcpListener::bind(localhost_v4()).unwrap();
-        let second = TcpListener::bind(localhost_v4()).unwrap();
-        let (a, b) = (first.local_addr().unwrap(), second.local_addr().unwrap());
-        let err = CallbackListener::bind(&[a, b], Some(&ip_redirect())).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "cannot listen for the login callback: {a}, {b} are all in use; \
-                 close the other program or pass --listen-address 127.0.0.1:0"
-            )
-        );
-    }
-
-    #[test]
-    fn redirect_uri_keeps_the_users_path_and_takes_the_bound_port() {
-        let user = Url::parse("http://127.0.0.1:9999/oidc/done").unwrap();
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&user)).unwrap();
-        let port = listener.local_addresses()[0].port();
-        assert_eq!(
-            listener.redirect_uri(),
-            format!("http://127.0.0.1:{port}/oidc/done")
-        );
-
-        let listener = CallbackListener::bind(&[localhost_v4()], None).unwrap();
-        let port = listener.local_addresses()[0].port();
-        assert_eq!(
-            listener.redirect_uri(),
-            format!("http://localhost:{port}/callback")
-        );
-    }
-
-    #[test]
-    fn an_ip_redirect_pins_the_address_it_names() {
-        // The configured addresses are 127.0.0.1; the redirect says [::1]: listen there.
-        if !ipv6_available() {
-            eprintln!("skipped: IPv6 loopback unavailable");
-            return;
-        }
-        let user = Url::parse("http://[::1]/callback").unwrap();
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&user)).unwrap();
-        let addresses = listener.local_addresses();
-        assert_eq!(addresses.len(), 1);
-        assert_eq!(addresses[0].ip(), IpAddr::V6(Ipv6Addr::LOCALHOST));
-        assert_eq!(
-            listener.redirect_uri(),
-            format!("http://[::1]:{}/callback", addresses[0].port())
-        );
-    }
-
-    #[test]
-    fn a_localhost_redirect_is_served_on_both_families() {
-        let listener = CallbackListener::bind(&[localhost_v4()], None).unwrap();
-        let addresses = listener.local_addresses();
-        let port = addresses[0].port();
-        if !ipv6_available() {
-            eprintln!("skipped the [::1] part: IPv6 loopback unavailable");
-            assert_eq!(addresses.len(), 1);
-            return;
-        }
-        assert_eq!(addresses.len(), 2, "{addresses:?}");
-        assert!(addresses.iter().all(|address| address.port() == port));
-        let waiting = start(listener, Duration::from_secs(10), None);
-        let via_v6 = SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), port);
-        let (status, _) = get(via_v6, "/favicon.ico");
-        assert!(status.contains("404"), "{status}");
-        get(via_v6, &format!("/callback?code=over-v6&state={STATE}"));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "over-v6");
-    }
-
-    #[test]
-    fn a_busy_twin_port_makes_the_address_busy_for_localhost() {
-        if !ipv6_available() {
-            eprintln!("skipped: IPv6 loopback unavailable");
-            return;
-        }
-        let other_program = TcpListener::bind("[::1]:0").unwrap();
-        let port = other_program.local_addr().unwrap().port();
-        let same_port_v4 = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
-        if TcpListener::bind(same_port_v4).is_err() {
-            eprintln!("skipped: 127.0.0.1:{port} happens to be taken");
-            return;
-        }
-        let listener = CallbackListener::bind(&[same_port_v4, localhost_v4()], None).unwrap();
-        assert_ne!(listener.local_addresses()[0].port(), port);
-
-        let err = CallbackListener::bind(&[same_port_v4], None).unwrap_err();
-        assert!(
-            err.to_string().contains(&format!(
-                "127.0.0.1:{port} (with [::1]:{port}, for localhost) is in use"
-            )),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let pasted = format!(
-            "\nhttp://localhost:8000/callback?code=wrong&state=forged\nhttp://localhost:8000/callback?code=pasted%2B1&state={STATE}\n"
-        );
-        let paste = PasteSource::from_reader(Cursor::new(pasted));
-        let waiting = start(listener, Duration::from_secs(10), Some(paste));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "pasted+1");
-
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let paste = PasteSource::from_reader(Cursor::new("  bare-code-42  \n"));
-        let waiting = start(listener, Duration::from_secs(10), Some(paste));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "bare-code-42");
-    }
-
-    #[test]
-    fn a_pasted_url_without_state_is_refused_and_closed_stdin_leaves_the_browser() {
-        let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
-        let address = listener.local_addresses()[0];
-        let paste =
-            PasteSource::from_reader(Cursor::new("http://localhost/callback?code=nostate\n"));
-        let waiting = start(listener, Duration::from_secs(10), Some(paste));
-        thread::sleep(Duration::from_millis(200));
-        get(address, &format!("/callback?code=browser&state={STATE}"));
-        assert_eq!(waiting.join().unwrap().unwrap().expose(), "browser");
-    }
-
-    #[test]
-    fn html_is_escaped() {
-        assert_eq!(
-            html_escape(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-        );
-    }
-
-    #[test]
-    fn request_lines_are_parsed_strictly() {
-        assert_eq!(
-            parse_request_line("GET /callback?code=1 HTTP/1.1\r\nHost: x\r\n\r\n"),
-            Some(("GET", "/callback?code=1"))
-        );
-        assert_eq!(
-            parse_request_line("GET http://evil/callback HTTP/1.1\r\n\r\n"),
-            None
-        );
-        assert_eq!(parse_request_line("GET /a b HTTP/1.1\r\n\r\n"), None);
-        assert_eq!(parse_request_line("garbage\r\n\r\n"), None);
-    }
-
-    #[test]
-    fn state_comparison() {
-        assert!(same_state("abc", "abc"));
-        assert!(!same_state("abd", "abc"));
-        assert!(!same_state("ab", "abc"));
-        assert!(!same_state("", ""));
-    }
-}
+pub(crate) mod tests;

@@ -4,13 +4,20 @@
 //! and again is the token path's policy: `acquire/cooldown.rs`.)
 //!
 //! The OAuth protocol itself (PKCE, state, nonce, token exchange, device polling) lives in
-//! `grants.rs`, on top of these pieces. Everything here writes to stderr only: stdout carries
+//! `grants/`, on top of these pieces. Everything here writes to stderr only: stdout carries
 //! the ExecCredential and nothing else. Every wait here ends at a deadline the caller passes.
+//!
+//! The authorization code arrives in one of two ways, and the modules depend on each other in one
+//! direction only: `wait` (whichever comes first, until the deadline) uses `loopback` (binds,
+//! serves, hands over the callbacks) and `paste` (reads lines); `loopback` and `wait` use
+//! `callback` (what a callback or a pasted line means); `callback` and `paste` use no sibling.
 
 pub mod browser;
+pub mod callback;
 pub mod device_display;
 pub mod loopback;
 pub mod paste;
+pub mod wait;
 
 use std::borrow::Cow;
 

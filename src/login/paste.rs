@@ -1,22 +1,18 @@
-//! What the user pastes on stdin: the authorization code, or the whole URL the browser was sent
-//! to after logging in.
+//! Reading what the user pastes on stdin: the authorization code, or the whole URL the browser was
+//! sent to after logging in.
 //!
 //! This is the way out for SSH sessions: the browser runs on the user's own machine, so its
 //! redirect to `http://localhost:PORT/...` cannot reach kubecred on the remote one. The failed
 //! page's address bar still holds the code, and pasting that URL finishes the login. It is also
 //! the whole of `--grant-type authcode-keyboard`. Stdin is read only when client-go handed it to
 //! us (`spec.interactive`) and it is a terminal: otherwise it belongs to someone else.
+//!
+//! This module only reads lines. What a line means is `callback.rs`'s to say, and `wait.rs`
+//! waits for it alongside the browser.
 
-use crate::error::{fail, Exit};
-use crate::login::loopback::{classify, settle, Origin, Verdict};
-use crate::secret::Secret;
-use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::io::{self, BufRead, IsTerminal, Read};
 use std::sync::mpsc;
 use std::time::Instant;
-use url::Url;
-
-/// The prompt of [`read_code`].
-pub const CODE_PROMPT: &str = "Paste the code (or the whole URL the browser was sent to): ";
 
 /// A longer line is not a URL anyone pasted; reading it in pieces keeps memory bounded.
 const MAX_LINE_BYTES: u64 = 64 * 1024;
@@ -57,15 +53,6 @@ pub(crate) enum Pasted {
     NothingYet,
     /// End of input (or a read error): nothing more will come.
     Closed,
-}
-
-/// Whether a pasted URL must carry the login's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StateRule {
-    /// While the listener waits, a URL must prove it belongs to this login.
-    Required,
-    /// `authcode-keyboard`: providers that show the code on a page send no state with it.
-    IfPresent,
 }
 
 impl PasteSource {
@@ -111,7 +98,7 @@ impl PasteSource {
     }
 
     /// The next line, waiting until `deadline` at most.
-    fn line_before(&self, deadline: Instant) -> Pasted {
+    pub(crate) fn line_before(&self, deadline: Instant) -> Pasted {
         let left = deadline.saturating_duration_since(Instant::now());
         match self.lines.recv_timeout(left) {
             Ok(line) => Pasted::Line(line),
@@ -121,206 +108,35 @@ impl PasteSource {
     }
 }
 
-/// What a pasted line amounts to; `None` for a blank line.
-///
-/// A URL (http(s), or any URL with a query) is read like the browser's callback; anything else
-/// is taken as the bare code, which is what providers' "copy this code" pages show.
-pub(crate) fn interpret_pasted(
-    line: &str,
-    expected_state: &str,
-    rule: StateRule,
-) -> Option<Verdict> {
-    let line = line.trim();
-    if line.is_empty() {
-        return None;
-    }
-    if let Ok(url) = Url::parse(line) {
-        // `Url::parse` also accepts `abc:def`, which could be a code: only a real redirect counts.
-        if url.query().is_some() || matches!(url.scheme(), "http" | "https") {
-            return Some(classify(url.query_pairs(), expected_state, rule));
-        }
-    }
-    if line.contains(char::is_whitespace) {
-        // Codes are single words (RFC 6749 §A.11); this is something else pasted by mistake.
-        return Some(Verdict::Incomplete);
-    }
-    Some(Verdict::Code(Secret::new(line)))
-}
-
-/// Asks for the code on stderr and reads it from `source` until `deadline`, for
-/// `--grant-type authcode-keyboard`. A pasted URL must carry this login's state if it carries
-/// one; a line that is not usable is explained and asked for again.
-pub fn read_code(
-    source: impl Into<Option<PasteSource>>,
-    expected_state: &str,
-    deadline: Instant,
-) -> anyhow::Result<Secret> {
-    let Some(source) = source.into() else {
-        return Err(fail(
-            Exit::Login,
-            "cannot ask for the login code: stdin is not an interactive terminal \
-             (kubectl passes it only with interactiveMode IfAvailable or Always on a TTY); use --grant-type device-code or authcode",
-        ));
-    };
-    let budget = deadline.saturating_duration_since(Instant::now());
-    loop {
-        eprint!("{CODE_PROMPT}");
-        let _ = io::stderr().flush();
-        match source.line_before(deadline) {
-            Pasted::Line(line) => {
-                if let Some(verdict) = interpret_pasted(&line, expected_state, StateRule::IfPresent)
-                {
-                    if let Some(code) = settle(verdict, Origin::Paste)? {
-                        return Ok(code);
-                    }
-                }
-            }
-            Pasted::Closed => {
-                eprintln!();
-                return Err(fail(
-                    Exit::Login,
-                    "stdin closed before a login code was pasted; run `kubecred login` in a terminal to log in",
-                ));
-            }
-            Pasted::NothingYet => {
-                eprintln!();
-                return Err(fail(
-                    Exit::Login,
-                    format!(
-                        "no login code was pasted within {} (--auth-timeout); run `kubecred login` to try again, or pass a longer --auth-timeout",
-                        crate::duration::display_whole_seconds(budget)
-                    ),
-                ));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code_of;
     use std::io::Cursor;
     use std::time::Duration;
 
-    const STATE: &str = "state-xyz";
-
-    fn soon() -> Instant {
-        Instant::now() + Duration::from_secs(5)
-    }
-
-    fn source(text: &str) -> PasteSource {
-        PasteSource::from_reader(Cursor::new(text.to_string()))
-    }
-
-    fn code_of(verdict: Option<Verdict>) -> String {
-        match verdict {
-            Some(Verdict::Code(code)) => code.expose().to_string(),
-            other => panic!("expected a code, got {other:?}"),
+    #[test]
+    fn lines_come_trimmed_then_the_source_closes() {
+        let source = PasteSource::from_reader(Cursor::new("  4/0AbC  \n\nsecond\r\n"));
+        let soon = Instant::now() + Duration::from_secs(5);
+        for want in ["4/0AbC", "", "second"] {
+            match source.line_before(soon) {
+                Pasted::Line(line) => assert_eq!(line, want),
+                _ => panic!("expected the line {want:?}"),
+            }
         }
+        assert!(matches!(source.line_before(soon), Pasted::Closed));
     }
 
     #[test]
-    fn a_bare_code_is_the_code() {
-        let code = read_code(source("  4/0AbC-d_e.f~g  \n"), STATE, soon()).unwrap();
-        assert_eq!(code.expose(), "4/0AbC-d_e.f~g");
-    }
-
-    #[test]
-    fn a_full_redirect_url_gives_its_code() {
-        let url = format!("http://localhost:8000/callback?state={STATE}&code=c%3D1\n");
-        assert_eq!(
-            read_code(source(&url), STATE, soon()).unwrap().expose(),
-            "c=1"
-        );
-        // authcode-keyboard: a URL without state is fine, its code is used.
-        let url = "https://idp.example/oob?code=shown\n";
-        assert_eq!(
-            read_code(source(url), STATE, soon()).unwrap().expose(),
-            "shown"
-        );
-    }
-
-    #[test]
-    fn a_forged_url_is_refused_and_asked_for_again() {
-        let text = format!(
-            "\nhttp://localhost/callback?code=evil&state=other\nnot a code\nhttp://localhost/callback?code=good&state={STATE}\n"
-        );
-        assert_eq!(
-            read_code(source(&text), STATE, soon()).unwrap().expose(),
-            "good"
-        );
-    }
-
-    #[test]
-    fn a_pasted_provider_error_ends_the_login() {
-        let text = format!("http://localhost/callback?error=access_denied&state={STATE}\n");
-        let err = read_code(source(&text), STATE, soon()).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string()
-                .contains("refused the login: access_denied;"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn end_of_input_and_deadline_end_the_wait() {
-        let err = read_code(source(""), STATE, soon()).unwrap_err();
-        assert!(err.to_string().starts_with("stdin closed before"), "{err}");
-
+    fn a_silent_reader_gives_nothing_until_the_deadline() {
         let (reader, _writer) = io::pipe().unwrap();
-        let silent = PasteSource::from_reader(io::BufReader::new(reader));
+        let source = PasteSource::from_reader(io::BufReader::new(reader));
+        assert!(matches!(source.try_line(), Pasted::NothingYet));
         let started = Instant::now();
-        let err =
-            read_code(silent, STATE, Instant::now() + Duration::from_millis(200)).unwrap_err();
+        let deadline = started + Duration::from_millis(100);
+        assert!(matches!(source.line_before(deadline), Pasted::NothingYet));
+        assert!(Instant::now() >= deadline);
         assert!(started.elapsed() < Duration::from_secs(2));
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string()
-                .starts_with("no login code was pasted within 1s"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn no_source_is_refused() {
-        let err = read_code(None, STATE, soon()).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Login);
-        assert!(
-            err.to_string().contains("not an interactive terminal"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn pasted_lines_are_interpreted() {
-        assert!(interpret_pasted("   ", STATE, StateRule::Required).is_none());
-        assert_eq!(
-            code_of(interpret_pasted("abc:def", STATE, StateRule::Required)),
-            "abc:def"
-        );
-        let custom_scheme = format!("com.example.app:/cb?code=x&state={STATE}");
-        assert_eq!(
-            code_of(interpret_pasted(&custom_scheme, STATE, StateRule::Required)),
-            "x"
-        );
-        assert!(matches!(
-            interpret_pasted(
-                "http://localhost/callback?code=x",
-                STATE,
-                StateRule::Required
-            ),
-            Some(Verdict::Refused(_))
-        ));
-        assert!(matches!(
-            interpret_pasted(
-                &format!("http://localhost/cb?state={STATE}"),
-                STATE,
-                StateRule::Required
-            ),
-            Some(Verdict::Incomplete)
-        ));
     }
 
     #[test]

@@ -1,0 +1,181 @@
+//! Waiting for the authorization code: from the browser's redirect to the login listener or from
+//! a line pasted on stdin, whichever comes first, until the login's deadline.
+//!
+//! The sources only deliver: `loopback.rs` hands over each callback it answered, `paste.rs` each
+//! line typed. What they mean is `callback.rs`'s to say. This module takes them as they arrive
+//! and ends at the first code, the first provider error for this login, or the deadline; a
+//! callback or a line that is not this login's is refused with a notice and the wait goes on, so
+//! a web page or a stray paste cannot end it.
+
+use crate::debug;
+use crate::error::{fail, Exit};
+use crate::login::callback::{interpret_pasted, settle, Origin, StateRule, Verdict};
+use crate::login::loopback::{CallbackListener, Serving};
+use crate::login::paste::{PasteSource, Pasted};
+use crate::secret::Secret;
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+/// The prompt of [`read_code`].
+pub const CODE_PROMPT: &str = "Paste the code (or the whole URL the browser was sent to): ";
+
+/// Serves the login callback on `listener` until the callback for this login arrives, and
+/// returns its code. The sockets close when it returns.
+///
+/// A callback whose `state` is missing or wrong is answered with 400 and ignored: it did not
+/// come from the login we started (another tab, or a forgery), and a web page must not be able
+/// to end our wait. The provider's error with the right state ends the login. `paste` accepts
+/// the redirect URL (or the bare code) typed on stdin, for SSH sessions where the browser runs
+/// on another machine and its redirect to localhost cannot reach us.
+pub fn for_code(
+    listener: CallbackListener,
+    paste: Option<PasteSource>,
+    expected_state: &str,
+    deadline: Instant,
+) -> anyhow::Result<Secret> {
+    let listener = listener.serve(expected_state)?;
+    wait(
+        Sources::Browser { listener, paste },
+        expected_state,
+        deadline,
+    )
+}
+
+/// Asks for the code on stderr and reads it from `source` until `deadline`, for
+/// `--grant-type authcode-keyboard`. A pasted URL must carry this login's state if it carries
+/// one; a line that is not usable is explained and asked for again.
+pub fn read_code(
+    source: impl Into<Option<PasteSource>>,
+    expected_state: &str,
+    deadline: Instant,
+) -> anyhow::Result<Secret> {
+    let Some(source) = source.into() else {
+        return Err(fail(
+            Exit::Login,
+            "cannot ask for the login code: stdin is not an interactive terminal \
+             (kubectl passes it only with interactiveMode IfAvailable or Always on a TTY); use --grant-type device-code or authcode",
+        ));
+    };
+    wait(Sources::Keyboard(source), expected_state, deadline)
+}
+
+/// Where the code of one login can come from.
+enum Sources {
+    /// `authcode`: the browser's redirect, and stdin while the session is interactive.
+    Browser {
+        listener: Serving,
+        paste: Option<PasteSource>,
+    },
+    /// `authcode-keyboard`: only what the user pastes, asked for line by line.
+    Keyboard(PasteSource),
+}
+
+/// What came first.
+enum Arrival {
+    Callback(Verdict),
+    Line(String),
+    StdinClosed,
+    Deadline,
+}
+
+/// Feeds whatever arrives first through `callback.rs` until it yields the code or an error, or
+/// the deadline passes. Without a listener (`authcode-keyboard`) the user is prompted for each
+/// line, a pasted URL needs this login's state only if it carries one, and the end of stdin ends
+/// the login; with a listener it only ends the paste. The sockets close when this returns.
+fn wait(mut sources: Sources, expected_state: &str, deadline: Instant) -> anyhow::Result<Secret> {
+    let budget = deadline.saturating_duration_since(Instant::now());
+    let keyboard = matches!(sources, Sources::Keyboard(_));
+    let rule = if keyboard {
+        StateRule::IfPresent
+    } else {
+        StateRule::Required
+    };
+    let mut prompt_due = keyboard;
+    loop {
+        if prompt_due {
+            eprint!("{CODE_PROMPT}");
+            let _ = io::stderr().flush();
+            prompt_due = false;
+        }
+        let (verdict, origin) = match next_arrival(&sources, deadline) {
+            Arrival::Callback(verdict) => (Some(verdict), Origin::Browser),
+            Arrival::Line(line) => {
+                prompt_due = keyboard;
+                let verdict = interpret_pasted(&line, expected_state, rule);
+                (verdict, Origin::Paste)
+            }
+            Arrival::StdinClosed => match &mut sources {
+                Sources::Browser { paste, .. } => {
+                    debug!(1, "stdin closed; waiting for the browser only");
+                    *paste = None;
+                    continue;
+                }
+                Sources::Keyboard(_) => {
+                    eprintln!();
+                    return Err(fail(
+                        Exit::Login,
+                        "stdin closed before a login code was pasted; run `kubecred login` in a terminal to log in",
+                    ));
+                }
+            },
+            Arrival::Deadline => return Err(timed_out(&sources, budget)),
+        };
+        if let Some(code) = verdict.map(|v| settle(v, origin)).transpose()?.flatten() {
+            return Ok(code);
+        }
+    }
+}
+
+/// Waits for whichever source delivers first, until `deadline`. Pasted lines are looked at
+/// before each turn of the listener, which waits a short poll interval at most, so neither
+/// source holds the other up.
+fn next_arrival(sources: &Sources, deadline: Instant) -> Arrival {
+    loop {
+        let pasted = match sources {
+            Sources::Browser { paste: None, .. } => Pasted::NothingYet,
+            Sources::Browser {
+                paste: Some(paste), ..
+            } => paste.try_line(),
+            // Nothing else to watch: wait on stdin alone.
+            Sources::Keyboard(paste) => paste.line_before(deadline),
+        };
+        match pasted {
+            Pasted::Line(line) => return Arrival::Line(line),
+            Pasted::Closed => return Arrival::StdinClosed,
+            Pasted::NothingYet => {}
+        }
+        if Instant::now() >= deadline {
+            return Arrival::Deadline;
+        }
+        if let Sources::Browser { listener, .. } = sources {
+            if let Some(verdict) = listener.next_callback(deadline) {
+                return Arrival::Callback(verdict);
+            }
+        }
+    }
+}
+
+fn timed_out(sources: &Sources, budget: Duration) -> anyhow::Error {
+    let budget = crate::duration::display_whole_seconds(budget);
+    match sources {
+        Sources::Browser { .. } => fail(
+            Exit::Login,
+            format!(
+                "no login completed within {budget} (--auth-timeout); run `kubecred login` to try again, \
+                 pass a longer --auth-timeout, or use --grant-type device-code if the browser cannot reach this machine",
+            ),
+        ),
+        Sources::Keyboard(_) => {
+            eprintln!(); // Ends the prompt's line.
+            fail(
+                Exit::Login,
+                format!(
+                    "no login code was pasted within {budget} (--auth-timeout); run `kubecred login` to try again, or pass a longer --auth-timeout",
+                ),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
