@@ -6,7 +6,7 @@ use super::errors::token_error;
 use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
-use crate::login::loopback::CallbackListener;
+use crate::login::listener::CallbackListener;
 use crate::login::{browser, paste, wait};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
@@ -99,7 +99,7 @@ impl ProviderClient<'_> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let listener = CallbackListener::bind(
             &self.config.login.listen_addresses,
-            Some(&self.config.login.redirect_url),
+            &self.config.login.redirect_url,
         )?;
         let redirect = listener.redirect_uri();
         let client = self.oauth_client()?.set_redirect_uri(

@@ -2,7 +2,7 @@
 //! progress: its authorization code, the provider's refusal, or something to refuse or ignore
 //! while the wait goes on.
 //!
-//! Both sources of a code (the browser's redirect, served by `loopback.rs`, and the text the user
+//! Both sources of a code (the browser's redirect, served by `listener.rs`, and the text the user
 //! pastes, read by `paste.rs`) are judged here, by the same rules: the `state` is checked first
 //! and in constant time, so nothing that lacks this login's state can end it, and a provider
 //! error becomes one line with a next step. There is no I/O here but the notices `settle`

@@ -8,14 +8,14 @@
 //! the ExecCredential and nothing else. Every wait here ends at a deadline the caller passes.
 //!
 //! The authorization code arrives in one of two ways, and the modules depend on each other in one
-//! direction only: `wait` (whichever comes first, until the deadline) uses `loopback` (binds,
-//! serves, hands over the callbacks) and `paste` (reads lines); `loopback` and `wait` use
+//! direction only: `wait` (whichever comes first, until the deadline) uses `listener` (binds,
+//! serves, hands over the callbacks) and `paste` (reads lines); `listener` and `wait` use
 //! `callback` (what a callback or a pasted line means); `callback` and `paste` use no sibling.
 
 pub mod browser;
 pub mod callback;
 pub mod device_display;
-pub mod loopback;
+pub mod listener;
 pub mod paste;
 pub mod wait;
 

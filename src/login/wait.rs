@@ -1,7 +1,7 @@
 //! Waiting for the authorization code: from the browser's redirect to the login listener or from
 //! a line pasted on stdin, whichever comes first, until the login's deadline.
 //!
-//! The sources only deliver: `loopback.rs` hands over each callback it answered, `paste.rs` each
+//! The sources only deliver: `listener.rs` hands over each callback it answered, `paste.rs` each
 //! line typed. What they mean is `callback.rs`'s to say. This module takes them as they arrive
 //! and ends at the first code, the first provider error for this login, or the deadline; a
 //! callback or a line that is not this login's is refused with a notice and the wait goes on, so
@@ -10,7 +10,7 @@
 use crate::debug;
 use crate::error::{fail, Exit};
 use crate::login::callback::{interpret_pasted, settle, Origin, StateRule, Verdict};
-use crate::login::loopback::{CallbackListener, Serving};
+use crate::login::listener::{CallbackListener, Serving};
 use crate::login::paste::{PasteSource, Pasted};
 use crate::secret::Secret;
 use std::io::{self, Write};

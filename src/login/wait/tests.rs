@@ -3,7 +3,9 @@
 
 use super::*;
 use crate::error::exit_code_of;
-use crate::login::loopback::tests::{get, ip_redirect, ipv6_available, localhost_v4};
+use crate::login::listener::tests::{
+    default_redirect, get, ip_redirect, ipv6_available, localhost_v4,
+};
 use std::io::{Cursor, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream};
 use std::thread;
@@ -31,7 +33,7 @@ fn source(text: &str) -> PasteSource {
 
 #[test]
 fn forged_callback_is_refused_then_the_real_one_returns_the_code() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let waiting = start(listener, Duration::from_secs(10), None);
 
@@ -52,7 +54,7 @@ fn forged_callback_is_refused_then_the_real_one_returns_the_code() {
 
 #[test]
 fn provider_error_ends_the_wait_and_is_shown_escaped() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let waiting = start(listener, Duration::from_secs(10), None);
 
@@ -80,7 +82,7 @@ fn provider_error_ends_the_wait_and_is_shown_escaped() {
 
 #[test]
 fn provider_error_with_a_wrong_state_is_refused_and_the_wait_goes_on() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let waiting = start(listener, Duration::from_secs(10), None);
 
@@ -94,7 +96,7 @@ fn provider_error_with_a_wrong_state_is_refused_and_the_wait_goes_on() {
 
 #[test]
 fn other_paths_and_methods_get_404_and_do_not_end_the_wait() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let waiting = start(listener, Duration::from_secs(10), None);
 
@@ -118,7 +120,7 @@ fn other_paths_and_methods_get_404_and_do_not_end_the_wait() {
 
 #[test]
 fn a_silent_connection_does_not_delay_the_callback() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let waiting = start(listener, Duration::from_secs(10), None);
 
@@ -133,7 +135,7 @@ fn a_silent_connection_does_not_delay_the_callback() {
 
 #[test]
 fn the_wait_ends_at_the_deadline_and_the_sockets_close() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let started = Instant::now();
     let err = for_code(
@@ -158,7 +160,7 @@ fn the_wait_ends_at_the_deadline_and_the_sockets_close() {
 
 #[test]
 fn the_sockets_close_once_the_code_arrived() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let waiting = start(listener, Duration::from_secs(10), None);
     get(address, &format!("/callback?code=real&state={STATE}"));
@@ -168,7 +170,7 @@ fn the_sockets_close_once_the_code_arrived() {
 
 #[test]
 fn a_localhost_redirect_is_served_on_both_families() {
-    let listener = CallbackListener::bind(&[localhost_v4()], None).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &default_redirect()).unwrap();
     let addresses = listener.local_addresses();
     let port = addresses[0].port();
     if !ipv6_available() {
@@ -188,7 +190,7 @@ fn a_localhost_redirect_is_served_on_both_families() {
 
 #[test]
 fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let pasted = format!(
         "\nhttp://localhost:8000/callback?code=wrong&state=forged\nhttp://localhost:8000/callback?code=pasted%2B1&state={STATE}\n"
     );
@@ -196,7 +198,7 @@ fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
     let waiting = start(listener, Duration::from_secs(10), Some(paste));
     assert_eq!(waiting.join().unwrap().unwrap().expose(), "pasted+1");
 
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let paste = PasteSource::from_reader(Cursor::new("  bare-code-42  \n"));
     let waiting = start(listener, Duration::from_secs(10), Some(paste));
     assert_eq!(waiting.join().unwrap().unwrap().expose(), "bare-code-42");
@@ -204,7 +206,7 @@ fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
 
 #[test]
 fn a_pasted_url_without_state_is_refused_and_closed_stdin_leaves_the_browser() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let paste = PasteSource::from_reader(Cursor::new("http://localhost/callback?code=nostate\n"));
     let waiting = start(listener, Duration::from_secs(10), Some(paste));

@@ -25,11 +25,6 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use url::Url;
 
-/// The redirect URI when the user gives none; the port is replaced by the listener's.
-/// `localhost` rather than an IP because many providers only accept `localhost` for loopback
-/// redirects, and because it lets the listener serve whichever family the browser picks.
-pub const DEFAULT_REDIRECT_URL: &str = "http://localhost/callback";
-
 /// How often the accept loop looks at the sockets; it bounds the added latency of a callback.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
 /// A request head (request line and headers) larger than this is not a browser's callback.
@@ -61,15 +56,12 @@ enum BindProblem {
 
 impl CallbackListener {
     /// Listens on the first usable address of `addresses` (loopback, validated by the config;
-    /// port 0 = any free port). `redirect_url` is the user's `--redirect-url`; its port is
-    /// replaced by the bound one. When its host is an IP, that IP is the one listened on (with
+    /// port 0 = any free port). `redirect_url` is the resolved redirect URI (the user's
+    /// `--redirect-url`, or the default); its port is replaced by the bound one. When its host is an IP, that IP is the one listened on (with
     /// each address's port), since the browser will go nowhere else; when it is `localhost`
     /// (the default), the same port on the other loopback family is listened on as well.
-    pub fn bind(addresses: &[SocketAddr], redirect_url: Option<&Url>) -> anyhow::Result<Self> {
-        let mut redirect = match redirect_url {
-            Some(url) => url.clone(),
-            None => Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses"),
-        };
+    pub fn bind(addresses: &[SocketAddr], redirect_url: &Url) -> anyhow::Result<Self> {
+        let mut redirect = redirect_url.clone();
         let pinned_ip = match redirect.host() {
             Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
             Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),

@@ -14,6 +14,11 @@ pub(crate) fn ip_redirect() -> Url {
     Url::parse("http://127.0.0.1/callback").unwrap()
 }
 
+/// The redirect URI kubecred uses when the user gives none (`http://localhost/callback`).
+pub(crate) fn default_redirect() -> Url {
+    Url::parse(crate::config::DEFAULT_REDIRECT_URL).unwrap()
+}
+
 pub(crate) fn ipv6_available() -> bool {
     TcpListener::bind("[::1]:0").is_ok()
 }
@@ -36,7 +41,7 @@ pub(crate) fn get(address: SocketAddr, target: &str) -> (String, String) {
 fn a_busy_address_moves_on_to_the_next() {
     let other_program = TcpListener::bind(localhost_v4()).unwrap();
     let busy = other_program.local_addr().unwrap();
-    let listener = CallbackListener::bind(&[busy, localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[busy, localhost_v4()], &ip_redirect()).unwrap();
     let bound = listener.local_addresses()[0];
     assert_ne!(bound.port(), busy.port());
     assert_eq!(
@@ -50,7 +55,7 @@ fn all_addresses_busy_names_each_of_them() {
     let first = TcpListener::bind(localhost_v4()).unwrap();
     let second = TcpListener::bind(localhost_v4()).unwrap();
     let (a, b) = (first.local_addr().unwrap(), second.local_addr().unwrap());
-    let err = CallbackListener::bind(&[a, b], Some(&ip_redirect())).unwrap_err();
+    let err = CallbackListener::bind(&[a, b], &ip_redirect()).unwrap_err();
     assert_eq!(exit_code_of(&err), Exit::Login);
     assert_eq!(
         err.to_string(),
@@ -64,14 +69,14 @@ fn all_addresses_busy_names_each_of_them() {
 #[test]
 fn redirect_uri_keeps_the_users_path_and_takes_the_bound_port() {
     let user = Url::parse("http://127.0.0.1:9999/oidc/done").unwrap();
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&user)).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &user).unwrap();
     let port = listener.local_addresses()[0].port();
     assert_eq!(
         listener.redirect_uri(),
         format!("http://127.0.0.1:{port}/oidc/done")
     );
 
-    let listener = CallbackListener::bind(&[localhost_v4()], None).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &default_redirect()).unwrap();
     let port = listener.local_addresses()[0].port();
     assert_eq!(
         listener.redirect_uri(),
@@ -87,7 +92,7 @@ fn an_ip_redirect_pins_the_address_it_names() {
         return;
     }
     let user = Url::parse("http://[::1]/callback").unwrap();
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&user)).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &user).unwrap();
     let addresses = listener.local_addresses();
     assert_eq!(addresses.len(), 1);
     assert_eq!(addresses[0].ip(), IpAddr::V6(Ipv6Addr::LOCALHOST));
@@ -110,10 +115,11 @@ fn a_busy_twin_port_makes_the_address_busy_for_localhost() {
         eprintln!("skipped: 127.0.0.1:{port} happens to be taken");
         return;
     }
-    let listener = CallbackListener::bind(&[same_port_v4, localhost_v4()], None).unwrap();
+    let listener =
+        CallbackListener::bind(&[same_port_v4, localhost_v4()], &default_redirect()).unwrap();
     assert_ne!(listener.local_addresses()[0].port(), port);
 
-    let err = CallbackListener::bind(&[same_port_v4], None).unwrap_err();
+    let err = CallbackListener::bind(&[same_port_v4], &default_redirect()).unwrap_err();
     assert!(
         err.to_string().contains(&format!(
             "127.0.0.1:{port} (with [::1]:{port}, for localhost) is in use"
@@ -140,7 +146,7 @@ fn hand_overs(serving: Serving) -> mpsc::Receiver<Verdict> {
 
 #[test]
 fn only_callbacks_are_handed_over_each_with_the_verdict_of_its_page() {
-    let listener = CallbackListener::bind(&[localhost_v4()], Some(&ip_redirect())).unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
     let verdicts = hand_overs(listener.serve(STATE).unwrap());
     let next = || verdicts.recv_timeout(Duration::from_secs(5)).unwrap();
