@@ -22,6 +22,7 @@ pub mod login;
 pub mod oidc;
 pub mod private_file;
 pub mod secret;
+pub mod text;
 pub mod tokens;
 
 pub use commands::run;

@@ -8,8 +8,8 @@
 
 use crate::debug;
 use crate::error::{fail, Exit};
-use crate::login::printable_brief;
 use crate::private_file;
+use crate::text::printable_brief;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fs;

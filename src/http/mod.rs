@@ -169,7 +169,13 @@ pub fn check_status(response: Response, what: &str) -> anyhow::Result<Response> 
     // pages) are left out: they are long and may echo request data.
     if let Ok(Some(body)) = read_limited(response, 64 * 1024) {
         if let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) {
-            let field = |name: &str| json.get(name).and_then(|v| v.as_str()).map(one_line_str);
+            let field = |name: &str| {
+                json.get(name).and_then(|v| v.as_str()).map(|text| {
+                    crate::text::printable_brief(text.trim(), 300)
+                        .trim()
+                        .to_string()
+                })
+            };
             if let Some(error) = field("error") {
                 message.push_str(&format!(": {error}"));
                 if let Some(description) = field("error_description") {
@@ -179,15 +185,6 @@ pub fn check_status(response: Response, what: &str) -> anyhow::Result<Response> 
         }
     }
     Err(fail(Exit::Provider, message))
-}
-
-fn one_line_str(text: &str) -> String {
-    let folded: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(300)
-        .collect();
-    folded.trim().to_string()
 }
 
 /// Reads at most `limit` bytes; `None` when the body is larger. A read error is described.

@@ -13,7 +13,7 @@ use crate::debug;
 use crate::env_vars;
 use crate::error::{fail, Exit};
 use crate::log::notice;
-use crate::login::printable;
+use crate::text::printable;
 use std::io;
 use std::process::{Child, Command, Stdio};
 use url::Url;

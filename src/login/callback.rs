@@ -10,8 +10,8 @@
 
 use crate::error::{fail, Exit};
 use crate::log::notice;
-use crate::login::printable_brief;
 use crate::secret::Secret;
+use crate::text::printable_brief;
 use url::Url;
 
 /// What a callback (from the browser or pasted) amounts to.

@@ -6,7 +6,7 @@
 //! modules (and the quiet zone around the code, which scanners need) are printed as blocks and
 //! dark modules as spaces.
 
-use crate::login::printable;
+use crate::text::printable;
 use qrcode::render::unicode::Dense1x2;
 use qrcode::QrCode;
 use std::fmt::Write;
