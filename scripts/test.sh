@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, and the integration tests against a real OpenID Provider
 # (npm oidc-provider), the real kubectl, the official Python client (PyPI kubernetes) and
-# Debian's headless Chromium. The keyring tests run for
-# real: inside a private D-Bus session with gnome-keyring (Secret Service), and inside a private
-# kernel session keyring (keyutils). Extra arguments go to `cargo test`.
+# Debian's headless Chromium. The keyring tests run for real: inside a private D-Bus session
+# with gnome-keyring (Secret Service), and inside a private kernel session keyring (keyutils).
+# Installs what the tests need first: the Debian packages (with apt-get when run as root; else
+# it prints the command), the test bed's npm packages and the Python client's venv.
+# Extra arguments go to `cargo test`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+. scripts/system-deps.sh
 . scripts/node-deps.sh
 . scripts/python-deps.sh
 
-missing=()
-for tool in node npm python3 kubectl chromium dbus-run-session gnome-keyring-daemon keyctl; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+for tool in cargo node npm python3 kubectl; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "scripts/test.sh: $tool is required (README: Rust, Node.js 20+, python3, kubectl 1.26+)" >&2
+        exit 1
+    }
 done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "scripts/test.sh: missing ${missing[*]}; on Debian: apt-get install chromium dbus gnome-keyring keyutils (kubectl 1.26+ and Node 20 too)" >&2
-    exit 1
-fi
+ensure_system_deps || exit 1
 ensure_node_deps "$root"
 ensure_python_deps "$root"
 

@@ -1,4 +1,5 @@
-//! The token cache on disk: private files, corrupt entries, `none`, and `logout`.
+//! The token cache: private files, corrupt entries, `none`, `logout`, and (inside
+//! scripts/test.sh's private D-Bus session) the OS keyring in `keyring` and `auto` storage.
 
 use crate::support::*;
 use std::os::unix::fs::PermissionsExt;
@@ -11,10 +12,9 @@ fn mode(path: &std::path::Path) -> u32 {
 fn cache_files_are_private() {
     let bed = Testbed::start();
     let env = TestEnv::new();
-    env.kubecred_owned(&env.cc_args(&bed))
-        .arg("--cache-storage=disk")
-        .run()
-        .success();
+    let mut args = env.cc_args(&bed);
+    args.push("--cache-storage=disk".into());
+    env.kubecred_owned(&args).run().success();
     let files = cache_token_files(&env.cache_dir());
     assert_eq!(files.len(), 1);
     assert_eq!(mode(&env.cache_dir()), 0o700);
@@ -42,11 +42,10 @@ fn a_corrupt_entry_is_a_miss_and_is_replaced() {
 fn storage_none_asks_the_provider_every_time() {
     let bed = Testbed::start();
     let env = TestEnv::new();
+    let mut args = env.cc_args(&bed);
+    args.push("--cache-storage=none".into());
     for _ in 0..2 {
-        env.kubecred_owned(&env.cc_args(&bed))
-            .arg("--cache-storage=none")
-            .run()
-            .success();
+        env.kubecred_owned(&args).run().success();
     }
     assert_eq!(bed.token_requests("client_credentials"), 2);
     assert!(cache_token_files(&env.cache_dir()).is_empty());
@@ -88,35 +87,17 @@ fn min_validity_and_force_refresh_bypass_the_cache() {
     assert_eq!(bed.token_requests("client_credentials"), 3);
 }
 
-/// The real keyring tests run where scripts/test.sh provides a Secret Service daemon
-/// (gnome-keyring in a private D-Bus session) and sets KUBECRED_TEST_KEYRING=1.
-fn keyring_available() -> bool {
-    let on = std::env::var("KUBECRED_TEST_KEYRING").is_ok_and(|v| v == "1");
-    if !on {
-        eprintln!("skipped: needs a Secret Service daemon; run scripts/test.sh");
-    }
-    on
-}
-
 #[test]
 fn keyring_storage_keeps_nothing_on_disk() {
-    if !keyring_available() {
+    let Some(env) = TestEnv::with_keyring() else {
         return;
-    }
+    };
     let bed = Testbed::start();
-    let env = TestEnv::new();
-    let args = env.cc_args(&bed);
-    let first = env
-        .kubecred_owned(&args)
-        .arg("--cache-storage=keyring")
-        .run()
-        .success();
+    let mut args = env.cc_args(&bed);
+    args.push("--cache-storage=keyring".into());
+    let first = env.kubecred_owned(&args).run().success();
     assert!(cache_token_files(&env.cache_dir()).is_empty());
-    let second = env
-        .kubecred_owned(&args)
-        .arg("--cache-storage=keyring")
-        .run()
-        .success();
+    let second = env.kubecred_owned(&args).run().success();
     assert_eq!(first.token(), second.token());
     assert_eq!(
         bed.token_requests("client_credentials"),
@@ -125,14 +106,8 @@ fn keyring_storage_keeps_nothing_on_disk() {
     );
     let mut logout = args.clone();
     logout[0] = "logout".into();
-    env.kubecred_owned(&logout)
-        .arg("--cache-storage=keyring")
-        .run()
-        .success();
-    env.kubecred_owned(&args)
-        .arg("--cache-storage=keyring")
-        .run()
-        .success();
+    env.kubecred_owned(&logout).run().success();
+    env.kubecred_owned(&args).run().success();
     assert_eq!(
         bed.token_requests("client_credentials"),
         2,
@@ -144,8 +119,9 @@ fn keyring_storage_keeps_nothing_on_disk() {
 fn keyring_storage_without_a_keyring_is_a_clear_error() {
     let bed = Testbed::start();
     let env = TestEnv::new();
-    env.kubecred_owned(&env.cc_args(&bed))
-        .arg("--cache-storage=keyring")
+    let mut args = env.cc_args(&bed);
+    args.push("--cache-storage=keyring".into());
+    env.kubecred_owned(&args)
         .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
         .run()
         .failure(5)
@@ -159,12 +135,15 @@ fn keyring_storage_without_a_keyring_is_a_clear_error() {
 
 #[test]
 fn auto_storage_puts_the_refresh_token_in_the_keyring_and_refreshes_from_it() {
-    if !keyring_available() {
+    let Some(env) = TestEnv::with_keyring() else {
+        return;
+    };
+    if !have(Need::Browser) {
         return;
     }
     let bed = Testbed::start();
-    let env = TestEnv::new();
-    let args = authcode_args(&bed);
+    let mut args = authcode_args(&bed);
+    args.push("--cache-storage=auto".into());
     env.kubecred_owned(&args).run().success();
     let files = cache_token_files(&env.cache_dir());
     assert_eq!(files.len(), 1);

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn kubectl_logs_in_through_the_browser() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
@@ -32,6 +35,9 @@ fn kubectl_logs_in_through_the_browser() {
 
 #[test]
 fn the_localhost_redirect_works_over_ipv4_and_the_login_hint_is_sent() {
+    if !have(Need::Browser) {
+        return;
+    }
     // The default redirect is http://localhost:<port>/callback; the listener answers on
     // 127.0.0.1 and (where the machine has it) [::1].
     let bed = Testbed::start();
@@ -45,6 +51,9 @@ fn the_localhost_redirect_works_over_ipv4_and_the_login_hint_is_sent() {
 
 #[test]
 fn the_browser_commands_stdout_never_reaches_kubecreds_stdout() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let run = env
@@ -59,6 +68,9 @@ fn the_browser_commands_stdout_never_reaches_kubecreds_stdout() {
 
 #[test]
 fn a_denied_login_fails_then_cools_down_without_opening_another_tab() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
@@ -98,6 +110,9 @@ fn a_denied_login_fails_then_cools_down_without_opening_another_tab() {
 
 #[test]
 fn an_abandoned_login_times_out_and_force_refresh_bypasses_the_cool_down() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let args = authcode_args(&bed);
@@ -138,6 +153,9 @@ fn all_listen_addresses_busy_is_a_clear_error() {
 
 #[test]
 fn a_busy_listen_address_moves_on_to_the_next() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -186,6 +204,9 @@ fn http_get(url: &url::Url) -> String {
 
 #[test]
 fn a_forged_callback_is_refused_and_the_real_login_still_completes() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let mut args = authcode_args(&bed);
@@ -234,6 +255,9 @@ fn a_forged_callback_is_refused_and_the_real_login_still_completes() {
 
 #[test]
 fn eight_parallel_kubectl_processes_open_one_browser_tab() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
@@ -268,6 +292,9 @@ fn device_args(bed: &Testbed) -> Vec<String> {
 
 #[test]
 fn device_flow_approved_in_the_browser_with_slow_down() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start_with(serde_json::json!({"deviceSlowDown": 1}));
     let env = TestEnv::new();
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, device_args(&bed)));
@@ -295,6 +322,9 @@ fn device_flow_approved_in_the_browser_with_slow_down() {
 
 #[test]
 fn device_flow_denied_is_a_clear_error() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     env.kubecred_owned(&device_args(&bed))

@@ -1,7 +1,8 @@
 //! kubecred's integration tests: one binary, each test with its own temp HOME and cache, a real
 //! OpenID Provider (npm `oidc-provider`) and an HTTPS stand-in for kube-apiserver's OIDC
 //! authenticator on loopback (`tests/support/testbed.mjs`), the real kubectl, and Debian's
-//! headless Chromium for browser logins. `scripts/test.sh` installs the Node packages.
+//! headless Chromium for browser logins. The harness installs the Node test bed (and the Python
+//! client) itself on first use; scripts/test.sh also installs the system packages.
 
 mod support;
 
@@ -16,3 +17,4 @@ mod python_client;
 mod refresh;
 mod samples;
 mod secrets;
+mod tidy;

@@ -26,51 +26,45 @@ const EXIT_WAIT: Duration = Duration::from_secs(60);
 /// The logins' own bound: generous, the test's waits above end a stuck run first.
 const AUTH_TIMEOUT: &str = "--auth-timeout=120s";
 
-/// A pseudo-terminal from the C library (which std links anyway), so that `stdin.is_terminal()`
-/// is true in kubecred while its stdout and stderr stay pipes the test reads. No process sits in
-/// between (as with `script`), so nothing depends on how such a relay treats its own stdin.
+/// A pseudo-terminal (POSIX `posix_openpt`, through the `libc` crate), so that
+/// `stdin.is_terminal()` is true in kubecred while its stdout and stderr stay pipes the test
+/// reads. No process sits in between (as with `script`), so nothing depends on how such a relay
+/// treats its own stdin.
 mod pty {
-    use std::ffi::{c_char, c_int, CStr};
+    use std::ffi::CStr;
     use std::fs::{File, OpenOptions};
-    use std::os::fd::AsRawFd;
+    use std::os::fd::FromRawFd;
     use std::os::unix::fs::OpenOptionsExt;
 
-    extern "C" {
-        fn grantpt(fd: c_int) -> c_int;
-        fn unlockpt(fd: c_int) -> c_int;
-        fn ptsname_r(fd: c_int, buf: *mut c_char, buflen: usize) -> c_int;
-    }
-
-    /// `O_NOCTTY` on Linux (x86, Arm, RISC-V): opening a terminal never makes it the test
-    /// process's controlling terminal.
-    const O_NOCTTY: i32 = 0o400;
-
     /// A new pseudo-terminal: (the test's end, the terminal for kubecred's stdin). Both are
-    /// opened close-on-exec, as std always does, so no other test's child inherits them.
+    /// opened close-on-exec, as std always does, and with `O_NOCTTY`, so no other test's child
+    /// inherits them and neither becomes the test process's controlling terminal.
     pub fn open() -> (File, File) {
-        let master = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(O_NOCTTY)
-            .open("/dev/ptmx")
-            .expect("opening /dev/ptmx");
-        let fd = master.as_raw_fd();
-        let mut name = [0 as c_char; 128];
-        // SAFETY: `fd` is an open pseudo-terminal master owned by `master`, which outlives these
-        // calls; `name` is a writable buffer of the length passed.
-        let name = unsafe {
-            assert_eq!(grantpt(fd), 0, "grantpt");
-            assert_eq!(unlockpt(fd), 0, "unlockpt");
-            assert_eq!(ptsname_r(fd, name.as_mut_ptr(), name.len()), 0, "ptsname_r");
-            CStr::from_ptr(name.as_ptr())
-        }
-        .to_str()
-        .expect("a pty name")
-        .to_string();
+        // SAFETY: posix_openpt returns a new descriptor (or -1), which `File` then owns; the
+        // other calls take that open descriptor, and `name` is a writable buffer of the length
+        // passed, which ptsname_r NUL-terminates on success.
+        let (master, name) = unsafe {
+            let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+            assert!(fd >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+            let master = File::from_raw_fd(fd);
+            assert_eq!(libc::grantpt(fd), 0, "grantpt");
+            assert_eq!(libc::unlockpt(fd), 0, "unlockpt");
+            let mut name = [0 as libc::c_char; 128];
+            assert_eq!(
+                libc::ptsname_r(fd, name.as_mut_ptr(), name.len()),
+                0,
+                "ptsname_r"
+            );
+            let name = CStr::from_ptr(name.as_ptr())
+                .to_str()
+                .expect("a pty name")
+                .to_string();
+            (master, name)
+        };
         let terminal = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(O_NOCTTY)
+            .custom_flags(libc::O_NOCTTY)
             .open(&name)
             .unwrap_or_else(|err| panic!("opening {name}: {err}"));
         (master, terminal)
@@ -353,6 +347,9 @@ fn assert_logged_in_as_alice(bed: &Testbed, run: &Run) {
 
 #[test]
 fn the_redirect_url_pasted_in_the_terminal_completes_the_login() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
@@ -378,6 +375,9 @@ fn the_redirect_url_pasted_in_the_terminal_completes_the_login() {
 
 #[test]
 fn the_bare_code_pasted_in_the_terminal_completes_the_login() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
@@ -394,6 +394,9 @@ fn the_bare_code_pasted_in_the_terminal_completes_the_login() {
 
 #[test]
 fn a_pasted_url_of_another_login_is_refused_and_the_wait_goes_on() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
@@ -417,6 +420,9 @@ fn a_pasted_url_of_another_login_is_refused_and_the_wait_goes_on() {
 
 #[test]
 fn authcode_keyboard_takes_the_pasted_code() {
+    if !have(Need::Browser) {
+        return;
+    }
     // No listener: the redirect is http://localhost/callback (any port is fine for a native
     // client), where nothing answers; the user copies the code from the browser.
     let bed = Testbed::start();
@@ -443,6 +449,9 @@ fn authcode_keyboard_takes_the_pasted_code() {
 
 #[test]
 fn authcode_keyboard_takes_the_pasted_url_and_refuses_another_logins() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode-keyboard"));

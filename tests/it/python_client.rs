@@ -1,5 +1,5 @@
 //! The second real client: the official Python client (PyPI `kubernetes`, installed by
-//! scripts/test.sh into target/python-venv) runs kubecred itself from the kubeconfig exec stanza
+//! scripts/python-deps.sh into target/python-venv, on first use) runs kubecred itself from the kubeconfig exec stanza
 //! and checks the ExecCredential strictly (apiVersion, kind and status present, apiVersion equal
 //! to the kubeconfig's). With `provideClusterInfo` it sends the raw kubeconfig cluster map in
 //! KUBERNETES_EXEC_INFO (`extensions` list included, plus `config`), which kubecred must parse
@@ -20,11 +20,6 @@ fn venv_python() -> PathBuf {
 /// into the plugin the Python client starts.
 fn python_client(env: &TestEnv, kubeconfig: &Path) -> Command {
     let python = venv_python();
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh (it installs the Python Kubernetes client there)",
-        python.display()
-    );
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut cmd = Command::new(python);
@@ -36,11 +31,6 @@ fn python_client(env: &TestEnv, kubeconfig: &Path) -> Command {
         .env("TMPDIR", &tmp)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null());
-    for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
-        if let Ok(value) = std::env::var(passthrough) {
-            cmd.env(passthrough, value);
-        }
-    }
     cmd.arg(repo_root().join("tests/support/python_client.py"))
         .arg(kubeconfig);
     cmd
@@ -62,6 +52,9 @@ fn python_whoami(env: &TestEnv, kubeconfig: &Path) -> Value {
 
 #[test]
 fn python_client_with_v1_client_credentials() {
+    if !have(Need::PythonClient) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, env.cc_args(&bed)));
@@ -79,6 +72,9 @@ fn python_client_with_v1_client_credentials() {
 
 #[test]
 fn python_client_with_v1beta1_provide_cluster_info_and_the_cluster_extension() {
+    if !have(Need::PythonClient) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let kubeconfig = env.kubeconfig(&bed, cc_extension_spec(&bed, V1BETA1));

@@ -12,6 +12,9 @@ fn browser_login(env: &TestEnv, bed: &Testbed) -> String {
 
 #[test]
 fn an_expired_token_is_refreshed_once_and_the_rotated_refresh_token_is_kept() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let first = browser_login(&env, &bed);
@@ -45,6 +48,9 @@ fn an_expired_token_is_refreshed_once_and_the_rotated_refresh_token_is_kept() {
 
 #[test]
 fn invalid_grant_drops_the_entry_and_logs_in_again() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     browser_login(&env, &bed);
@@ -58,6 +64,9 @@ fn invalid_grant_drops_the_entry_and_logs_in_again() {
 
 #[test]
 fn invalid_grant_without_a_way_to_log_in_fails_cleanly_and_keeps_no_dead_entry() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     browser_login(&env, &bed);
@@ -79,6 +88,9 @@ fn invalid_grant_without_a_way_to_log_in_fails_cleanly_and_keeps_no_dead_entry()
 
 #[test]
 fn thirty_two_kubectl_processes_refresh_once() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start_with(serde_json::json!({"tokenDelayMs": 300}));
     let env = TestEnv::new();
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, authcode_args(&bed)));

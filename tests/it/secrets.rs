@@ -419,6 +419,9 @@ fn the_leak_detectors_see_what_they_look_for() {
 
 #[test]
 fn a_browser_login_at_vv_shows_no_token_code_or_verifier() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
@@ -476,6 +479,9 @@ fn a_browser_login_at_vv_shows_no_token_code_or_verifier() {
 
 #[test]
 fn a_refresh_at_vv_shows_neither_the_old_nor_the_new_tokens() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
@@ -530,6 +536,9 @@ fn a_refresh_at_vv_shows_neither_the_old_nor_the_new_tokens() {
 
 #[test]
 fn a_device_flow_login_at_vv_shows_the_user_code_but_no_device_code_or_token() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let log = env.dir.path().join("browser.log");
@@ -579,6 +588,9 @@ fn a_device_flow_login_at_vv_shows_the_user_code_but_no_device_code_or_token() {
 
 #[test]
 fn a_refused_refresh_then_a_timed_out_login_at_vv_shows_no_token() {
+    if !have(Need::Browser) {
+        return;
+    }
     let bed = Testbed::start();
     let env = TestEnv::new();
     let mut args = authcode_args(&bed);

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub const V1: &str = "client.authentication.k8s.io/v1";
@@ -26,6 +27,111 @@ pub fn kubecred_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kubecred"))
 }
 
+/// Whether this is a CI run (`CI` set, as GitHub, GitLab and our `.ci/run` set it). Under CI a
+/// missing prerequisite fails the test instead of skipping it, so a green run never hides one.
+pub fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// What some tests need beyond Rust, Node and kubectl.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Debian's headless Chromium, which `tests/support/browser.mjs` drives.
+    Browser,
+    /// The official Python Kubernetes client in `target/python-venv`.
+    PythonClient,
+}
+
+/// Whether the test can run here. A missing prerequisite skips the test with one line that names
+/// `scripts/test.sh` (which installs everything) — except under CI, where it fails the test.
+/// The Python client is installed here on first use (once, under the set-up lock).
+#[track_caller]
+pub fn have(need: Need) -> bool {
+    let missing = match need {
+        Need::Browser => {
+            let chromium = std::env::var_os("TESTBED_CHROMIUM")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+            (!chromium.exists()).then(|| format!("{} (Debian's chromium)", chromium.display()))
+        }
+        Need::PythonClient => {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            INSTALLED
+                .get_or_init(|| run_setup("python-deps.sh", "ensure_python_deps"))
+                .clone()
+                .err()
+        }
+    };
+    let Some(missing) = missing else {
+        return true;
+    };
+    assert!(
+        !is_ci(),
+        "{need:?} is missing: {missing}; CI must provide it (scripts/test.sh installs it)"
+    );
+    eprintln!("skipped: needs {missing}; run scripts/test.sh, which installs it");
+    false
+}
+
+/// Runs `. scripts/<script>; <function> <repo root>` (the same set-up scripts/test.sh runs), under
+/// a cross-process lock so that parallel tests and test binaries install once. The scripts are
+/// idempotent: they do nothing when what they install is already there.
+fn run_setup(script: &str, function: &str) -> Result<(), String> {
+    let root = repo_root();
+    let lock_path = root.join("target").join(".kubecred-test-setup.lock");
+    std::fs::create_dir_all(lock_path.parent().unwrap()).map_err(|e| e.to_string())?;
+    let lock = std::fs::File::create(&lock_path).map_err(|e| e.to_string())?;
+    lock.lock()
+        .map_err(|e| format!("locking {}: {e}", lock_path.display()))?;
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!(". scripts/{script} && {function} \"$0\""))
+        .arg(&root)
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running scripts/{script}: {e}"))?;
+    drop(lock);
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "scripts/{script} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Installs the Node test bed (`npm ci` in tests/support) once, whatever the number of tests
+/// asking at the same time; panics with npm's error when that fails (Node and npm are on every
+/// machine kubecred is developed on: README's prerequisites).
+fn ensure_node_test_bed() {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(err) = INSTALLED.get_or_init(|| run_setup("node-deps.sh", "ensure_node_deps")) {
+        panic!("installing the Node test bed: {err}");
+    }
+}
+
+/// kubectl: `$KUBECTL`, else the first `kubectl` on PATH.
+pub fn kubectl_bin() -> PathBuf {
+    static FOUND: OnceLock<PathBuf> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if let Some(path) = std::env::var_os("KUBECTL") {
+                return PathBuf::from(path);
+            }
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths)
+                .map(|dir| dir.join("kubectl"))
+                .find(|candidate| candidate.is_file())
+                .unwrap_or_else(|| {
+                    panic!("kubectl is not on PATH (nor named by $KUBECTL); install kubectl 1.26+")
+                })
+        })
+        .clone()
+}
+
 /// A running test bed (IdP + API stand-in). Stopped when dropped (its stdin closes).
 pub struct Testbed {
     child: Child,
@@ -42,11 +148,8 @@ impl Testbed {
     }
 
     pub fn start_with(options: Value) -> Testbed {
+        ensure_node_test_bed();
         let support = repo_root().join("tests/support");
-        assert!(
-            support.join("node_modules/oidc-provider").exists(),
-            "tests/support/node_modules is missing: run scripts/test.sh (it runs `npm ci` there)"
-        );
         let mut child = Command::new("node")
             .arg(support.join("testbed.mjs"))
             .arg(options.to_string())
@@ -146,9 +249,12 @@ impl Drop for Testbed {
     }
 }
 
-/// One test's private world: HOME, cache dir, kubeconfig dir.
+/// One test's private world: HOME, cache dir, kubeconfig dir. Its commands never see the
+/// developer's keyring or D-Bus session unless the test asks for them ([`TestEnv::with_keyring`]).
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
+    /// Whether commands get the session bus of scripts/test.sh's private keyring daemon.
+    keyring: bool,
 }
 
 impl TestEnv {
@@ -158,7 +264,28 @@ impl TestEnv {
             .tempdir()
             .unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
-        TestEnv { dir }
+        TestEnv {
+            dir,
+            keyring: false,
+        }
+    }
+
+    /// A test environment whose commands reach the Secret Service of scripts/test.sh's private
+    /// D-Bus session, for the tests of keyring storage; `None` (after one line saying so) where
+    /// there is none.
+    pub fn with_keyring() -> Option<TestEnv> {
+        if std::env::var("KUBECRED_TEST_KEYRING").map_or(true, |v| v != "1") {
+            assert!(
+                !is_ci(),
+                "the keyring tests need the Secret Service of scripts/test.sh; CI runs them there"
+            );
+            eprintln!("skipped: needs a Secret Service daemon; run scripts/test.sh");
+            return None;
+        }
+        Some(TestEnv {
+            keyring: true,
+            ..TestEnv::new()
+        })
     }
 
     pub fn home(&self) -> PathBuf {
@@ -178,9 +305,11 @@ impl TestEnv {
             .env("HOME", self.home())
             .env("XDG_CACHE_HOME", self.home().join(".cache"))
             .stdin(Stdio::null());
-        for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
-            if let Ok(value) = std::env::var(passthrough) {
-                cmd.env(passthrough, value);
+        if self.keyring {
+            for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
+                if let Ok(value) = std::env::var(passthrough) {
+                    cmd.env(passthrough, value);
+                }
             }
         }
         cmd
@@ -190,10 +319,23 @@ impl TestEnv {
     pub fn kubecred(&self, args: &[&str]) -> Command {
         let mut cmd = self.base_command(&kubecred_bin());
         cmd.args(args);
-        if !args.iter().any(|a| a.starts_with("--cache-dir")) {
-            cmd.arg(format!("--cache-dir={}", self.cache_dir().display()));
+        for arg in self.cache_args(args) {
+            cmd.arg(arg);
         }
         cmd
+    }
+
+    /// `--cache-dir` (the test's) and `--cache-storage=disk`, each unless `args` gives it.
+    fn cache_args<S: AsRef<str>>(&self, args: &[S]) -> Vec<String> {
+        let given = |flag: &str| args.iter().any(|a| a.as_ref().starts_with(flag));
+        let mut extra = Vec::new();
+        if !given("--cache-dir") {
+            extra.push(format!("--cache-dir={}", self.cache_dir().display()));
+        }
+        if !given("--cache-storage") {
+            extra.push("--cache-storage=disk".to_string());
+        }
+        extra
     }
 
     /// kubecred arguments for client credentials against the test bed.
@@ -226,9 +368,7 @@ impl TestEnv {
             }]);
         }
         let mut args = spec.args.clone();
-        if !args.iter().any(|a| a.starts_with("--cache-dir")) {
-            args.push(format!("--cache-dir={}", self.cache_dir().display()));
-        }
+        args.extend(self.cache_args(&spec.args));
         let mut exec = json!({
             "apiVersion": spec.api_version,
             "command": kubecred_bin(),
@@ -261,7 +401,7 @@ impl TestEnv {
     }
 
     pub fn kubectl(&self, kubeconfig: &Path, args: &[&str]) -> Command {
-        let mut cmd = self.base_command(Path::new("/usr/bin/kubectl"));
+        let mut cmd = self.base_command(&kubectl_bin());
         cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg("--request-timeout=60s")
             .args(args);

@@ -1,0 +1,58 @@
+# Sourced by scripts/test.sh, .ci/run and bench/: the Debian packages kubecred's tests and
+# benchmarks need beyond Rust, Node.js, npm, python3 and kubectl, and the one function that
+# installs the missing ones. Each package is named with a command that proves it is there, so
+# the check works on any distribution; the install itself uses apt-get.
+#   chromium         headless browser for the login tests (driven by tests/support/browser.mjs)
+#   dbus, gnome-keyring, libsecret-tools  a private Secret Service for the keyring tests
+#   keyutils         `keyctl session` for the kernel-keyring tests
+#   python3-venv     the venv of the Python-client test
+#   hyperfine, time, strace  benchmarks and the cache-hit syscall check
+KUBECRED_SYSTEM_DEPS=(
+    "chromium:chromium"
+    "dbus:dbus-run-session"
+    "gnome-keyring:gnome-keyring-daemon"
+    "libsecret-tools:secret-tool"
+    "keyutils:keyctl"
+    "python3-venv:python3 -m venv --help"
+    "hyperfine:hyperfine"
+    "time:/usr/bin/time --version"
+    "strace:strace -V"
+    "ca-certificates:test -s /etc/ssl/certs/ca-certificates.crt"
+)
+
+# Prints the packages whose command is missing, one per line.
+missing_system_deps() {
+    local entry package check
+    for entry in "${KUBECRED_SYSTEM_DEPS[@]}"; do
+        package=${entry%%:*}
+        check=${entry#*:}
+        if [[ $check == *" "* ]]; then
+            # shellcheck disable=SC2086 # a command line, split on purpose
+            $check >/dev/null 2>&1 || echo "$package"
+        else
+            command -v "$check" >/dev/null 2>&1 || echo "$package"
+        fi
+    done
+}
+
+# Installs what is missing: with apt-get when running as root, else it prints the exact command
+# to run and fails. Messages go to stderr.
+ensure_system_deps() {
+    local missing
+    mapfile -t missing < <(missing_system_deps)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing Debian packages: ${missing[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+        mapfile -t missing < <(missing_system_deps)
+        [ ${#missing[@]} -eq 0 ] && return 0
+        echo "still missing after apt-get install: ${missing[*]}" >&2
+        return 1
+    fi
+    echo "missing packages: ${missing[*]}; install them with:" >&2
+    echo "    sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    echo "(on another distribution: the packages that provide the same commands)" >&2
+    return 1
+}
