@@ -102,7 +102,7 @@ impl ProviderClient<'_> {
             &self.config.login.redirect_url,
         )?;
         let redirect = listener.redirect_uri();
-        let client = self.oauth_client()?.set_redirect_uri(
+        let client = self.oauth_client().set_redirect_uri(
             RedirectUrl::new(redirect.clone())
                 .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
         );
@@ -133,7 +133,7 @@ impl ProviderClient<'_> {
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let redirect = self.config.login.redirect_url.to_string();
-        let client = self.oauth_client()?.set_redirect_uri(
+        let client = self.oauth_client().set_redirect_uri(
             RedirectUrl::new(redirect.clone())
                 .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
         );

@@ -8,7 +8,7 @@ use crate::tokens::Tokens;
 impl ProviderClient<'_> {
     /// OAuth 2.0 client credentials: a confidential client acting as itself.
     pub fn client_credentials(&self) -> anyhow::Result<Tokens> {
-        let client = self.oauth_client()?;
+        let client = self.oauth_client();
         let mut request = client
             .exchange_client_credentials()
             .add_scopes(self.scopes());

@@ -14,7 +14,7 @@ use std::time::Instant;
 impl ProviderClient<'_> {
     /// The device authorization grant (RFC 8628): show a URL, a code and a QR code, then poll.
     pub fn device_code(&self) -> anyhow::Result<Tokens> {
-        let client = self.oauth_client()?;
+        let client = self.oauth_client();
         let mut request = client
             .exchange_device_code()
             .map_err(|_| {

@@ -17,7 +17,6 @@ pub use refresh::RefreshOutcome;
 
 use crate::clock::Clock;
 use crate::config::{ClientAuthMethod, Config, Grant};
-use crate::error::{fail, Exit};
 use crate::oidc::Provider;
 use crate::secret::Secret;
 use crate::tokens::{access_token_expiry, Tokens};
@@ -89,28 +88,15 @@ impl<'a> ProviderClient<'a> {
         })
     }
 
-    fn oauth_client(&self) -> anyhow::Result<OAuthClient> {
+    fn oauth_client(&self) -> OAuthClient {
+        // Discovery has already parsed and vetted every endpoint (https, or http on loopback).
         let meta = &self.provider.metadata;
-        let bad_endpoint = |what: &str, err: url::ParseError| {
-            fail(
-                Exit::Provider,
-                format!("the provider's {what} is not a URL ({err}); check the issuer's discovery document"),
-            )
-        };
-        let auth_url = meta
-            .authorization_endpoint
-            .as_ref()
-            .map(|url| AuthUrl::new(url.to_string()))
-            .transpose()
-            .map_err(|err| bad_endpoint("authorization_endpoint", err))?;
+        let auth_url = meta.authorization_endpoint.clone().map(AuthUrl::from_url);
         let device_url = meta
             .device_authorization_endpoint
-            .as_ref()
-            .map(|url| DeviceAuthorizationUrl::new(url.to_string()))
-            .transpose()
-            .map_err(|err| bad_endpoint("device_authorization_endpoint", err))?;
-        let token_url = TokenUrl::new(meta.token_endpoint.to_string())
-            .map_err(|err| bad_endpoint("token_endpoint", err))?;
+            .clone()
+            .map(DeviceAuthorizationUrl::from_url);
+        let token_url = TokenUrl::from_url(meta.token_endpoint.clone());
         let mut client = Client::new(ClientId::new(self.config.client.id.clone()))
             .set_auth_uri_option(auth_url)
             .set_device_authorization_url_option(device_url)
@@ -120,7 +106,7 @@ impl<'a> ProviderClient<'a> {
                 .set_client_secret(ClientSecret::new(secret.expose().to_string()))
                 .set_auth_type(self.auth_type());
         }
-        Ok(client)
+        client
     }
 
     /// `client_secret_basic` unless asked otherwise or the provider only lists `client_secret_post`.

@@ -26,7 +26,7 @@ impl ProviderClient<'_> {
     /// The refresh-token grant. `invalid_grant` is an outcome, not an error: the caller drops
     /// the entry and logs in again.
     pub fn refresh(&self, refresh_token: &Secret) -> anyhow::Result<RefreshOutcome> {
-        let client = self.oauth_client()?;
+        let client = self.oauth_client();
         let token = RefreshToken::new(refresh_token.expose().to_string());
         let mut request = client.exchange_refresh_token(&token);
         for (name, value) in self.token_params() {
