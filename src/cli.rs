@@ -312,10 +312,33 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<OsString>,
     {
-        Cli::try_parse_from(kubelogin::rewrite_argv(
-            argv.into_iter().map(Into::into).collect(),
-        ))
+        let argv = kubelogin::rewrite_argv(argv.into_iter().map(Into::into).collect());
+        if let Some(cli) = parse_get_token_alone(&argv) {
+            return Ok(cli);
+        }
+        Cli::try_parse_from(argv)
     }
+}
+
+/// kubectl runs `get-token` on every command, so it is parsed with only its own flags built
+/// (clap builds every flag of every subcommand otherwise). Anything but a clean parse returns
+/// `None`, and the full parser runs: help, `--version` and every error come from it, unchanged.
+fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
+    use clap::FromArgMatches;
+    if argv.get(1)?.to_str()? != "get-token" {
+        return None;
+    }
+    // Help and version flags would only send the run to the full parser anyway.
+    let command = TokenArgs::augment_args(
+        clap::Command::new("get-token")
+            .disable_help_flag(true)
+            .disable_version_flag(true),
+    );
+    let matches = command.try_get_matches_from(&argv[1..]).ok()?;
+    let args = TokenArgs::from_arg_matches(&matches).ok()?;
+    Some(Cli {
+        command: Command::GetToken(args),
+    })
 }
 
 /// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).
@@ -545,6 +568,86 @@ mod tests {
             .unwrap();
         let sub = matches.subcommand_matches("get-token").unwrap();
         assert_eq!(sub.get_one::<bool>("pkce"), Some(&false));
+    }
+
+    #[test]
+    fn the_get_token_fast_path_parses_as_the_full_parser_does() {
+        let cases: &[&[&str]] = &[
+            &[
+                "kubecred",
+                "get-token",
+                "--issuer-url=https://idp",
+                "--client-id=k",
+            ],
+            &[
+                "kubecred",
+                "get-token",
+                "--issuer-url",
+                "https://idp",
+                "--scope=a,b",
+                "--scope",
+                "c",
+            ],
+            &[
+                "kubecred",
+                "get-token",
+                "-vv",
+                "--pkce=false",
+                "--listen-address=127.0.0.1:0",
+            ],
+            &[
+                "kubecred",
+                "get-token",
+                "--auth-param=acr_values=a,b",
+                "--force-refresh",
+            ],
+            &[
+                "kubecred",
+                "get-token",
+                "--oidc-issuer-url=https://idp",
+                "--oidc-pkce-method=S256",
+            ],
+            &[
+                "kubecred",
+                "oidc-login",
+                "get-token",
+                "--oidc-client-id=k",
+                "-v1",
+            ],
+            &[
+                "kubecred",
+                "get-token",
+                "--grant-type=device-code",
+                "--cache-storage=keyring",
+            ],
+            &["kubecred", "get-token", "--username=u"],
+            // Everything the full parser refuses, or answers with help, goes to it.
+            &["kubecred", "get-token", "--help"],
+            &["kubecred", "get-token", "-h"],
+            &["kubecred", "get-token", "--version"],
+            &["kubecred", "get-token", "--nope"],
+            &["kubecred", "get-token", "--scope"],
+            &["kubecred", "get-token", "--grant-type=magic"],
+            &["kubecred", "get-token", "stray"],
+            &["kubecred", "get-token", "--issuer-url=a", "--issuer-url=b"],
+        ];
+        for argv in cases {
+            let argv = kubelogin::rewrite_argv(argv.iter().map(OsString::from).collect());
+            let full = Cli::try_parse_from(argv.clone()).ok();
+            let fast = parse_get_token_alone(&argv);
+            assert_eq!(
+                fast.as_ref().map(|cli| format!("{cli:?}")),
+                full.as_ref().map(|cli| format!("{cli:?}")),
+                "{argv:?}"
+            );
+        }
+        // And the fast path is the one taken for what kubectl runs.
+        let argv: Vec<OsString> = ["kubecred", "get-token", "--issuer-url=https://idp"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert!(parse_get_token_alone(&argv).is_some());
+        assert!(parse_get_token_alone(&argv[..1]).is_none());
     }
 
     #[test]

@@ -6,13 +6,15 @@ use sha2::{Digest, Sha256};
 
 /// Lower-case hex SHA-256 of `bytes` (64 characters).
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut hex, byte| {
-            let _ = write!(hex, "{byte:02x}");
-            hex
-        })
+    // A table rather than `write!("{:02x}")` per byte: this runs on every cache hit (the cache
+    // key), and the formatting machinery cost more than the hash itself.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 #[cfg(test)]

@@ -1,11 +1,36 @@
 //! The `kubecred` binary: parse, run, print the result or one error line.
+//!
+//! On unix the binary defines the C `main` itself (`no_main`): std's start-up, which this skips,
+//! reads `/proc/self/maps` to find the main thread's stack for its overflow guard — about a tenth
+//! of a cache hit's instructions. What it also did that kubecred needs is done here: SIGPIPE is
+//! ignored (a write to a closed pipe is an error we report, not a silent death), and stdout is
+//! flushed before returning. A stack overflow then ends in a plain SIGSEGV instead of std's
+//! message.
+#![cfg_attr(unix, no_main)]
 
 use kubecred::cli::{usage_error_line, Cli};
 use kubecred::error::{exit_code_of, one_line, Exit};
 use std::io::Write;
+#[cfg(not(unix))]
 use std::process::ExitCode;
 
+#[cfg(unix)]
+#[no_mangle]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    // SAFETY: setting a signal's disposition to "ignore" before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // std reads the arguments itself (from glibc's .init_array hook), so argc/argv go unused.
+    let code = run();
+    let _ = std::io::stdout().flush();
+    i32::from(code)
+}
+
+#[cfg(not(unix))]
 fn main() -> ExitCode {
+    ExitCode::from(run())
+}
+
+fn run() -> u8 {
     // A kubelogin stanza moved over by changing only `command:` still reads
     // `args: [oidc-login, get-token, ...]` (kubelogin runs as `kubectl oidc-login`): the parse
     // drops that first `oidc-login` and takes kubelogin's `-v1` (see Cli::try_parse_command_line).
@@ -26,29 +51,29 @@ fn main() -> ExitCode {
                     std::io::stderr(),
                     "kubecred: error: writing the credential to stdout failed: {err}; kubectl may have gone away"
                 );
-                return ExitCode::from(Exit::Input as u8);
+                return Exit::Input as u8;
             }
-            ExitCode::SUCCESS
+            0
         }
-        Ok(None) => ExitCode::SUCCESS,
+        Ok(None) => 0,
         Err(err) => {
             eprintln!("kubecred: error: {}", one_line(&err));
-            ExitCode::from(exit_code_of(&err) as u8)
+            exit_code_of(&err) as u8
         }
     }
 }
 
 /// `--help` and `--version` print as usual; a usage error becomes one line on stderr.
-fn clap_error(err: clap::Error) -> ExitCode {
+fn clap_error(err: clap::Error) -> u8 {
     use clap::error::ErrorKind;
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = err.print();
-            ExitCode::SUCCESS
+            0
         }
         _ => {
             eprintln!("kubecred: error: {}", usage_error_line(&err));
-            ExitCode::from(Exit::Usage as u8)
+            Exit::Usage as u8
         }
     }
 }
