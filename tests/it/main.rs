@@ -6,6 +6,7 @@
 
 mod support;
 
+mod cache_hit_io;
 mod cache_storage;
 mod client_credentials;
 mod concurrency;

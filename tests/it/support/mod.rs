@@ -40,6 +40,8 @@ pub enum Need {
     Browser,
     /// The official Python Kubernetes client in `target/python-venv`.
     PythonClient,
+    /// `strace`, to watch what a process does.
+    Strace,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -53,6 +55,15 @@ pub fn have(need: Need) -> bool {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
             (!chromium.exists()).then(|| format!("{} (Debian's chromium)", chromium.display()))
+        }
+        Need::Strace => {
+            let found = Command::new("strace")
+                .arg("-V")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success());
+            (!found).then(|| "strace (Debian's strace)".to_string())
         }
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();

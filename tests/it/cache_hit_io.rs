@@ -1,0 +1,102 @@
+//! The cache hit does the I/O it must and nothing more: under `strace`, a `get-token` answered
+//! from the cache opens only the dynamic loader's files and its one cache entry, opens no
+//! socket and makes no keyring call — also in `auto` storage with a session bus in reach. This
+//! is what keeps the hit as cheap as reading the file (ARCHITECTURE.md's invariants); a change
+//! that adds a lock file, a discovery read, a keyring probe or a network call fails here.
+
+use crate::support::*;
+use std::path::Path;
+
+/// The system calls of one run (`strace -f`), as text.
+fn traced(env: &TestEnv, args: &[String], bus: &Path) -> String {
+    let log = env.dir.path().join("strace.log");
+    let mut command = std::process::Command::new("strace");
+    command
+        .args(["-f", "-qq", "-o"])
+        .arg(&log)
+        .args(["-e", "trace=%file,%network,%ipc,keyctl,add_key,request_key"])
+        .arg(kubecred_bin())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.home())
+        .env(
+            "DBUS_SESSION_BUS_ADDRESS",
+            format!("unix:path={}", bus.display()),
+        )
+        .env("KUBERNETES_EXEC_INFO", exec_info(V1, false));
+    let run = command.run().success();
+    run.credential();
+    std::fs::read_to_string(log).unwrap()
+}
+
+/// The path a traced `open`/`openat`/`stat`-family call names (`""` for an `fstat`-like call on
+/// a descriptor).
+fn path_of(line: &str) -> Option<&str> {
+    let start = line.find('"')? + 1;
+    let end = start + line[start..].find('"')?;
+    Some(&line[start..end])
+}
+
+#[test]
+fn a_cache_hit_opens_its_entry_and_nothing_else() {
+    if !have(Need::Strace) {
+        return;
+    }
+    let env = TestEnv::new();
+    let mut args = {
+        let bed = Testbed::start();
+        let args = env.cc_args(&bed);
+        env.kubecred_owned(&args).run().success();
+        args
+        // The provider stops here: anything but a cache hit would now fail.
+    };
+    args.push(format!("--cache-dir={}", env.cache_dir().display()));
+    let entry = cache_token_files(&env.cache_dir()).remove(0);
+    // A bus the hit could reach if it wanted to (nothing listens: a connect would show).
+    let bus = env.dir.path().join("bus");
+
+    for storage in ["--cache-storage=auto", "--cache-storage=disk"] {
+        let mut run_args = args.clone();
+        run_args.push(storage.into());
+        let trace = traced(&env, &run_args, &bus);
+        let mut opened = Vec::new();
+        for line in trace.lines() {
+            let call = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|call| call.split('(').next())
+                .unwrap_or("");
+            assert!(
+                !matches!(
+                    call,
+                    "socket" | "connect" | "keyctl" | "add_key" | "request_key" | "sendto"
+                ),
+                "{storage}: the cache hit made a {call} call:\n{trace}"
+            );
+            if let Some(path) = path_of(line) {
+                opened.push(path.to_string());
+            }
+        }
+        let loader = |path: &str| {
+            path.starts_with("/etc/ld.so.")
+                || ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+                    .iter()
+                    .any(|dir| path.starts_with(dir))
+        };
+        let others: Vec<&String> = opened
+            .iter()
+            .filter(|path| !path.is_empty() && !loader(path))
+            .filter(|path| Path::new(path.as_str()) != entry.as_path())
+            .filter(|path| !path.ends_with("/kubecred")) // execve of the binary itself
+            .collect();
+        assert!(
+            others.is_empty(),
+            "{storage}: the cache hit touched {others:?} besides its entry:\n{trace}"
+        );
+        assert!(
+            opened.iter().any(|path| Path::new(path) == entry.as_path()),
+            "{storage}: the entry was not read:\n{trace}"
+        );
+    }
+}
