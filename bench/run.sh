@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Every kubecred benchmark, side by side in one run, written to bench/RESULTS.md:
+#   1. the cache hit, against `cat` of the same file, a minimal Rust program that reads it,
+#      `kubecred --version`, and the Go peer gke-gcloud-auth-plugin on its own cache;
+#   2. kubectl's overhead: `kubectl get --raw /version` through kubecred vs a static token;
+#   3. a grant with discovery cached: kubecred vs curl doing the same POST (and round trips);
+#   4. 64 processes at once with an expired token: token requests, wall time vs one grant;
+#   5. peak memory of a cache hit and the binary's size;
+#   6. with --cache-storage auto and the refresh token in a real keyring, the hit never touches
+#      the keyring (strace).
+# Everything runs on loopback against the test bed (a real OpenID Provider and the HTTPS API
+# stand-in); nothing needs a cluster or the internet. Takes a few minutes on 2 cores.
+# Usage: bench/run.sh [--quick]      (--quick: fewer runs, for trying the script)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+. scripts/system-deps.sh
+. scripts/node-deps.sh
+. bench/lib.sh
+
+quick=${1:-}
+hit_rounds=5 hit_runs=300 slow_rounds=3 slow_runs=30 crowd_rounds=5
+if [ "$quick" = --quick ]; then
+    hit_rounds=2 hit_runs=50 slow_rounds=1 slow_runs=5 crowd_rounds=1
+fi
+
+for tool in cargo rustc node npm kubectl curl python3; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
+done
+ensure_system_deps
+ensure_node_deps "$root"
+
+echo "==> building kubecred (release) and the minimal Rust reader" >&2
+cargo build --release --quiet --bin kubecred
+kubecred="$root/target/release/kubecred"
+mkdir -p target/bench
+rustc --edition 2021 -C opt-level=3 -C codegen-units=1 -C panic=abort -C strip=symbols \
+    -o target/bench/readfile bench/readfile.rs
+readfile="$root/target/bench/readfile"
+
+work=$(mktemp -d)
+cleanup() { stop_testbed 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+out="$work/out"
+mkdir -p "$out"
+export KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}'
+export KUBECRED_CLIENT_SECRET=testbed-cc-secret
+# Tokens that outlive the benchmark, so that every run of a hit is a hit.
+long_ttl='"clientCredentialsTtl": 86400, "accessTokenTtl": 86400, "idTokenTtl": 86400'
+
+# ---- 1. the cache hit -------------------------------------------------------------------------
+echo "==> 1. cache hit (provider stopped while timing)" >&2
+start_testbed "$work" "{$long_ttl}"
+cc_args=(get-token "--issuer-url=$(bed_field issuer)" --client-id=kubecred-cc
+    --grant-type=client-credentials --resource=https://kubernetes.testbed "--cache-dir=$work/cache")
+"$kubecred" "${cc_args[@]}" > /dev/null
+stop_testbed
+"$kubecred" "${cc_args[@]}" > /dev/null || { echo "bench: the cache hit failed with the provider stopped" >&2; exit 1; }
+entry=$(ls "$work"/cache/tokens/*.json)
+
+# The Go peer answers from ~/.kube/gke_gcloud_auth_plugin_cache for the current context.
+peer_home="$work/peer-home"
+mkdir -p "$peer_home/.kube"
+printf 'apiVersion: v1\nkind: Config\ncurrent-context: bench\ncontexts:\n- name: bench\n  context: {cluster: c, user: u}\nclusters:\n- name: c\n  cluster: {server: "https://127.0.0.1:1"}\nusers:\n- name: u\n  user: {}\n' > "$peer_home/.kube/config"
+printf '{"current_context":"bench","access_token":"ya29.bench-token","token_expiry":"%s","extra_args":""}' \
+    "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" > "$peer_home/.kube/gke_gcloud_auth_plugin_cache"
+hit_commands=(kubecred "$kubecred ${cc_args[*]}" cat "cat $entry" readfile "$readfile $entry"
+    "kubecred --version" "$kubecred --version")
+if command -v gke-gcloud-auth-plugin >/dev/null &&
+    HOME="$peer_home" KUBECONFIG="$peer_home/.kube/config" gke-gcloud-auth-plugin > /dev/null 2>&1; then
+    hit_commands+=(gke-gcloud-auth-plugin "gke-gcloud-auth-plugin")
+fi
+HOME="$peer_home" KUBECONFIG="$peer_home/.kube/config" \
+    rounds "$out/hit" "$hit_rounds" "$hit_runs" "${hit_commands[@]}"
+hit_table=$(summarize "$out/hit" cat)
+
+# ---- 5. memory and size (on the same cache) ---------------------------------------------------
+rss_kb=$(for _ in $(seq 20); do
+    /usr/bin/time -f %M "$kubecred" "${cc_args[@]}" 2>&1 > /dev/null | tail -1
+done | sort -n | tail -1)
+cat_rss_kb=$(/usr/bin/time -f %M cat "$entry" 2>&1 > /dev/null | tail -1)
+binary_bytes=$(stat -c %s "$kubecred")
+
+# ---- 2. kubectl overhead ----------------------------------------------------------------------
+echo "==> 2. kubectl get --raw /version through kubecred vs a static token" >&2
+rm -rf "$work/cache" "$work/bed.stdin"
+start_testbed "$work" "{$long_ttl}"
+cc_args=(get-token "--issuer-url=$(bed_field issuer)" --client-id=kubecred-cc
+    --grant-type=client-credentials --resource=https://kubernetes.testbed "--cache-dir=$work/cache")
+token=$("$kubecred" "${cc_args[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"]["token"])')
+kubeconfig() { # kubeconfig FILE USER_YAML
+    cat > "$1" <<YAML
+apiVersion: v1
+kind: Config
+clusters:
+- name: bed
+  cluster: {server: "$(bed_field api_server)", certificate-authority-data: "$(bed_field ca_data)"}
+contexts:
+- name: bed
+  context: {cluster: bed, user: u}
+current-context: bed
+users:
+- name: u
+  user:
+$2
+YAML
+}
+exec_args=$(printf '"%s",' "${cc_args[@]}")
+kubeconfig "$work/exec.kubeconfig" "    exec: {apiVersion: client.authentication.k8s.io/v1, command: \"$kubecred\", args: [${exec_args%,}], interactiveMode: Never, env: [{name: KUBECRED_CLIENT_SECRET, value: testbed-cc-secret}]}"
+kubeconfig "$work/static.kubeconfig" "    token: \"$token\""
+kubectl_home="$work/kubectl-home"
+mkdir -p "$kubectl_home"
+HOME="$kubectl_home" rounds "$out/kubectl" "$slow_rounds" "$slow_runs" \
+    "kubectl via kubecred" "kubectl --kubeconfig $work/exec.kubeconfig get --raw /version" \
+    "kubectl with a static token" "kubectl --kubeconfig $work/static.kubeconfig get --raw /version"
+kubectl_table=$(summarize "$out/kubectl" "kubectl with a static token")
+stop_testbed
+
+# ---- 3. a grant with discovery cached, vs curl; 4. 64 processes at once ----------------------
+echo "==> 3. a grant (discovery from the disk cache) vs curl doing the same POST" >&2
+rm -rf "$work/cache" "$work/bed.stdin"
+start_testbed "$work" '{"idpTls": true}'
+ca_file=$(bed_field ca_file)
+issuer=$(bed_field issuer)
+grant_args=(get-token "--issuer-url=$issuer" --client-id=kubecred-cc --grant-type=client-credentials
+    --resource=https://kubernetes.testbed "--cache-dir=$work/cache" "--certificate-authority=$ca_file")
+"$kubecred" "${grant_args[@]}" > /dev/null # fills the discovery cache
+token_endpoint=$(curl -sS --cacert "$ca_file" "$issuer/.well-known/openid-configuration" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["token_endpoint"])')
+curl_post="curl -sS --fail --cacert $ca_file -u kubecred-cc:testbed-cc-secret -d grant_type=client_credentials -d resource=https://kubernetes.testbed -o /dev/null $token_endpoint"
+bed_admin POST /reset > /dev/null
+rounds "$out/grant" "$slow_rounds" "$slow_runs" \
+    "kubecred get-token --force-refresh" "$kubecred ${grant_args[*]} --force-refresh" \
+    "curl, the same POST" "$curl_post"
+grant_table=$(summarize "$out/grant" "curl, the same POST")
+grant_stats=$(bed_admin GET /stats)
+kubecred_runs=$(python3 -c 'import glob,json; print(sum(len(r["times"]) + 20 for f in glob.glob("'"$out"'/grant.[0-9]*.json") for r in json.load(open(f))["results"] if r["command"].startswith("kubecred")))')
+round_trips=$(python3 - "$grant_stats" "$kubecred_runs" <<'PY'
+import json, sys
+stats, runs = json.loads(sys.argv[1]), int(sys.argv[2])
+print(f"{stats['token']['total']} token requests (kubecred and curl: {2 * runs} runs in all), "
+      f"{stats['discovery']} discovery and {stats['jwks']} JWKS")
+PY
+)
+
+echo "==> 4. 64 processes at once with an expired token" >&2
+crowd_walls=()
+crowd_requests=()
+for ((i = 0; i < crowd_rounds; i++)); do
+    python3 - "$work/cache/tokens" <<'PY'
+import json, pathlib, sys
+for path in pathlib.Path(sys.argv[1]).glob("*.json"):
+    entry = json.loads(path.read_text())
+    for key in entry:
+        if key.endswith("expiry") and entry[key]:
+            entry[key] = "2000-01-01T00:00:00Z"
+    path.write_text(json.dumps(entry))
+PY
+    bed_admin POST /reset > /dev/null
+    start_ns=$(date +%s%N)
+    pids=()
+    for _ in $(seq 64); do "$kubecred" "${grant_args[@]}" > /dev/null & pids+=($!); done
+    failed=0
+    for pid in "${pids[@]}"; do wait "$pid" || failed=$((failed + 1)); done
+    end_ns=$(date +%s%N)
+    [ "$failed" = 0 ] || { echo "bench: $failed of 64 processes failed" >&2; exit 1; }
+    crowd_walls+=("$(((end_ns - start_ns) / 1000000))")
+    crowd_requests+=("$(bed_admin GET /stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["total"])')")
+done
+crowd_wall=$(printf '%s\n' "${crowd_walls[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+crowd_reqs=$(printf '%s\n' "${crowd_requests[@]}" | sort -u | tr '\n' ' ')
+one_grant_ms=$(python3 -c 'import json; print(round(json.load(open("'"$out"'/grant.summary.json"))["kubecred get-token --force-refresh"]["median_ms"], 1))')
+stop_testbed
+
+# ---- 6. the keyring is never touched by a hit -------------------------------------------------
+echo "==> 6. with a real keyring holding the refresh token, the hit touches no keyring" >&2
+rm -rf "$work/bed.stdin"
+keyring_report=$(bash bench/keyring_hit.sh "$kubecred" "$work/keyring") || {
+    echo "bench: the keyring check failed:" >&2
+    echo "$keyring_report" >&2
+    exit 1
+}
+
+# ---- RESULTS.md -------------------------------------------------------------------------------
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+python3 - "$out/hit.summary.json" "$out/kubectl.summary.json" "$out/grant.summary.json" > "$work/verdicts" <<'PY'
+import json, sys
+hit, kubectl, grant = (json.load(open(p)) for p in sys.argv[1:])
+k = hit["kubecred"]["ratio"]
+lines = [f"- cache hit: {k:.2f}× `cat` (target ≤ 1.15×)"]
+if "gke-gcloud-auth-plugin" in hit:
+    peer = hit["gke-gcloud-auth-plugin"]["median_ms"] / hit["kubecred"]["median_ms"]
+    lines.append(f"- the Go peer: {peer:.1f}× kubecred (target ≥ 4×)")
+lines.append(f"- kubectl through kubecred: {kubectl['kubectl via kubecred']['ratio']:.3f}× a static token (target ≤ 1.05×)")
+lines.append(f"- a grant: {grant['kubecred get-token --force-refresh']['ratio']:.2f}× curl (target ≤ 1.0×)")
+print("\n".join(lines))
+PY
+cat > bench/RESULTS.md <<MD
+# kubecred benchmark results
+
+Written by \`bench/run.sh\` on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)').
+Machine: $(nproc) cores, ${cpu}, $(uname -sr); hyperfine $(hyperfine --version | cut -d' ' -f2), kubectl $(kubectl version --client -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])').
+
+## How to read this
+
+Each table comes from several rounds of \`hyperfine -N\` (no shell), every command in every round,
+in a rotated order. "median" is the median over the rounds of each round's median; a ratio is
+taken inside each round and the median over the rounds is given, with the lowest and highest
+round beside it. Compare ratios, not absolute times: the machine is shared and its speed drifts.
+
+$(cat "$work/verdicts")
+
+## 1. The cache hit ($hit_rounds rounds × $hit_runs runs)
+
+\`kubecred get-token\` answering from its cache (the provider stopped), beside \`cat\` of the same
+cache file (the floor), a minimal Rust program that reads the file and writes it to stdout
+(bench/readfile.rs), \`kubecred --version\` (binary start and clap), and the Go exec plugin
+gke-gcloud-auth-plugin answering from its own cache.
+
+$hit_table
+
+## 2. kubectl's overhead ($slow_rounds rounds × $slow_runs runs)
+
+\`kubectl get --raw /version\` against the HTTPS API stand-in, with the kubeconfig's user running
+kubecred (cache hit) or holding the same token statically.
+
+$kubectl_table
+
+## 3. A grant with discovery cached ($slow_rounds rounds × $slow_runs runs)
+
+\`kubecred get-token --force-refresh\` (client credentials over TLS, discovery from the disk cache)
+beside curl doing the same POST to the token endpoint. During the $kubecred_runs kubecred runs the
+provider saw $round_trips requests: one round trip per grant.
+
+$grant_table
+
+## 4. 64 processes at once with an expired token ($crowd_rounds rounds)
+
+64 \`kubecred get-token\` started together, the cached token expired: token-endpoint requests per
+round: ${crowd_reqs% } (all 64 processes succeed); wall time for all 64: ${crowd_wall} ms (median),
+against ${one_grant_ms} ms for one grant alone.
+
+## 5. Memory and size
+
+Peak RSS of a cache hit: $((rss_kb)) KiB (the highest of 20 runs; \`cat\`: ${cat_rss_kb} KiB; target ≤ 5 MiB).
+Release binary: $binary_bytes bytes.
+
+## 6. The keyring on a cache hit
+
+$keyring_report
+MD
+echo "==> wrote bench/RESULTS.md" >&2
+cat bench/RESULTS.md
