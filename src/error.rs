@@ -56,12 +56,15 @@ pub fn exit_code_of(error: &anyhow::Error) -> Exit {
 /// Formats an error chain as the single stderr line kubecred prints: contexts joined by ": ",
 /// with any line breaks an upstream error carried folded into spaces.
 pub fn one_line(error: &anyhow::Error) -> String {
-    format!("{error:#}")
+    let joined = format!("{error:#}")
         .split(['\n', '\r'])
         .map(str::trim)
         .filter(|part| !part.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    // The last line of defence for text a provider sent (an error description, a header): no
+    // ESC, BEL or other control character reaches the terminal.
+    crate::text::printable(&joined).into_owned()
 }
 
 #[cfg(test)]

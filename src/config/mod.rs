@@ -93,18 +93,26 @@ fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Url> {
     parse_issuer(&raw)
 }
 
-/// The issuer must be HTTPS, except on loopback where a local test or dev IdP runs plain http.
+/// The issuer must be HTTPS, except on loopback where a local test or dev IdP runs plain http,
+/// and must not carry a user name or password: those would be sent to every endpoint and shown
+/// in messages, and the provider authenticates the client by its own means. Messages about a bad
+/// issuer never repeat the password.
 fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
+    let shown = crate::http::redact_userinfo(raw.trim());
     let url = Url::parse(raw.trim())
-        .map_err(|err| input(format!("issuer URL {raw:?} is not a URL: {err}")))?;
+        .map_err(|err| input(format!("issuer URL {shown:?} is not a URL: {err}")))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(input(format!(
+            "issuer URL {} contains a user name or password (user:password@); remove it: kubecred authenticates with --client-id and the client secret",
+            crate::http::display_url(&url)
+        )));
+    }
     match url.scheme() {
         "https" => {}
         "http" if is_loopback_host(&url) => {}
-        _ => {
-            return Err(input(format!(
-                "issuer URL {raw} must use https (plain http is allowed only on loopback addresses)"
-            )))
-        }
+        _ => return Err(input(format!(
+            "issuer URL {shown} must use https (plain http is allowed only on loopback addresses)"
+        ))),
     }
     Ok(url)
 }

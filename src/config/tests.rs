@@ -315,3 +315,25 @@ fn listen_addresses_must_be_loopback() {
     .unwrap_err();
     assert!(format!("{err:#}").contains("not a loopback address"));
 }
+
+#[test]
+fn an_issuer_with_a_password_is_refused_without_repeating_it() {
+    for issuer in [
+        "https://alice:hunter2@idp.example/realm",
+        "https://alice:hunter2@idp example/realm",
+        "ftp://alice:hunter2@idp.example/",
+    ] {
+        let err = super::parse_issuer(issuer).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+    let text = format!(
+        "{:#}",
+        super::parse_issuer("https://alice:hunter2@idp.example/realm").unwrap_err()
+    );
+    assert!(
+        text.contains("user name or password") && text.contains("https://idp.example/realm"),
+        "{text}"
+    );
+    assert!(super::parse_issuer("https://alice@idp.example/").is_err());
+}

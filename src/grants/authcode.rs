@@ -6,6 +6,7 @@ use super::errors::token_error;
 use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
+use crate::http::Replay;
 use crate::login::listener::CallbackListener;
 use crate::login::{browser, paste, wait};
 use crate::secret::Secret;
@@ -87,8 +88,17 @@ impl ProviderClient<'_> {
             request = request.add_extra_param(name, value);
         }
         let requested_at = self.clock.now();
-        let response = request.request(&self.http).map_err(|err| {
-            token_error(err, "authorization code", &self.provider.metadata.issuer)
+        // The code is single-use: resent only if the first request surely never arrived.
+        let call = self
+            .http
+            .oauth("the authorization code exchange", Replay::OnlyIfUnprocessed);
+        let response = request.request(&call).map_err(|err| {
+            token_error(
+                err,
+                "authorization code",
+                &self.provider.metadata.issuer,
+                &call,
+            )
         })?;
         self.tokens_from(response, Some(nonce), None, requested_at)
     }

@@ -3,6 +3,7 @@
 
 use super::errors::token_error;
 use super::ProviderClient;
+use crate::http::Replay;
 use crate::tokens::Tokens;
 
 impl ProviderClient<'_> {
@@ -21,8 +22,17 @@ impl ProviderClient<'_> {
             client.token_uri().as_str()
         );
         let requested_at = self.clock.now();
-        let response = request.request(&self.http).map_err(|err| {
-            token_error(err, "client credentials", &self.provider.metadata.issuer)
+        // Nothing one-time is spent: a duplicate request only costs the provider a token.
+        let call = self
+            .http
+            .oauth("the client credentials request", Replay::Safe);
+        let response = request.request(&call).map_err(|err| {
+            token_error(
+                err,
+                "client credentials",
+                &self.provider.metadata.issuer,
+                &call,
+            )
         })?;
         self.tokens_from(response, None, None, requested_at)
     }

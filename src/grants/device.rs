@@ -6,10 +6,11 @@ use super::errors::{describe_server_error, token_error};
 use super::ProviderClient;
 use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
+use crate::http::Replay;
 use crate::login::{browser, device_display};
 use crate::tokens::Tokens;
 use oauth2::{PkceCodeChallenge, RequestTokenError, StandardDeviceAuthorizationResponse};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl ProviderClient<'_> {
     /// The device authorization grant (RFC 8628): show a URL, a code and a QR code, then poll.
@@ -41,9 +42,18 @@ impl ProviderClient<'_> {
         } else {
             None
         };
+        // A duplicate authorization request only starts a second, unused code.
+        let start_call = self
+            .http
+            .oauth("the device authorization request", Replay::Safe);
         let details: StandardDeviceAuthorizationResponse =
-            request.request(&self.http).map_err(|err| {
-                token_error(err, "device authorization", &self.provider.metadata.issuer)
+            request.request(&start_call).map_err(|err| {
+                token_error(
+                    err,
+                    "device authorization",
+                    &self.provider.metadata.issuer,
+                    &start_call,
+                )
             })?;
         let complete = details
             .verification_uri_complete()
@@ -79,11 +89,16 @@ impl ProviderClient<'_> {
         let auth_timeout = self.config.login.auth_timeout;
         let limited_by_us = auth_timeout < details.expires_in();
         let started = Instant::now();
+        let give_up_at = started + auth_timeout.min(details.expires_in());
         let requested_at = self.clock.now();
+        // The device code is redeemed once, by the poll that gets the tokens.
+        let poll_call = self
+            .http
+            .oauth("the device token poll", Replay::OnlyIfUnprocessed);
         let response = poll
             .request(
-                &self.http,
-                std::thread::sleep,
+                &poll_call,
+                |interval| std::thread::sleep(poll_sleep(interval, give_up_at, Instant::now())),
                 Some(auth_timeout.min(details.expires_in())),
             )
             .map_err(|err| match err {
@@ -108,8 +123,41 @@ impl ProviderClient<'_> {
                         format!("device login failed: {}; {next}", describe_server_error(&err)),
                     )
                 }
-                other => token_error(other, "device code", &self.provider.metadata.issuer),
+                other => token_error(
+                    other,
+                    "device code",
+                    &self.provider.metadata.issuer,
+                    &poll_call,
+                ),
             })?;
         self.tokens_from(response, None, None, requested_at)
+    }
+}
+
+/// How long to sleep before the next poll: the interval the provider asked for, but never past
+/// the end of the login. oauth2 checks its timeout only after waking, so sleeping a whole
+/// interval would overrun `--auth-timeout` by up to that interval; waking just after the
+/// deadline (a few milliseconds, so that oauth2's own clock agrees it has passed) ends the loop
+/// on time.
+fn poll_sleep(interval: Duration, give_up_at: Instant, now: Instant) -> Duration {
+    const PAST_THE_DEADLINE: Duration = Duration::from_millis(20);
+    interval.min(give_up_at.saturating_duration_since(now) + PAST_THE_DEADLINE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polling_never_sleeps_past_the_deadline() {
+        let now = Instant::now();
+        let five = Duration::from_secs(5);
+        // Plenty of time: the provider's interval.
+        assert_eq!(poll_sleep(five, now + Duration::from_secs(60), now), five);
+        // 1.5 s left of the login: wake just after it ends, not 3.5 s later.
+        let sleep = poll_sleep(five, now + Duration::from_millis(1500), now);
+        assert!(sleep > Duration::from_millis(1500) && sleep < Duration::from_millis(1600));
+        // Already past it.
+        assert!(poll_sleep(five, now, now + Duration::from_secs(1)) < Duration::from_millis(100));
     }
 }

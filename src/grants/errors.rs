@@ -1,34 +1,59 @@
 //! The wording of a failed token request: the provider's OAuth error with a next step that fits
-//! it, or why the request did not get an answer. Response bodies are never echoed (they can hold
-//! tokens).
+//! it, or why the request did not get an answer, always with the HTTP status when the answer was
+//! not a usable one (an outage must not look like a misconfiguration). Response bodies are never
+//! echoed (they can hold tokens); everything taken from the provider is made printable.
 
 use crate::error::{fail, Exit};
-use oauth2::{ErrorResponseType, HttpClientError, RequestTokenError, StandardErrorResponse};
+use crate::http::{AnswerSummary, Failure, OAuthCall};
+use crate::text::printable_brief;
+use oauth2::{ErrorResponseType, RequestTokenError, StandardErrorResponse};
 use std::fmt;
 
-/// `error: description` of an OAuth error response (descriptions come from the provider and
-/// never contain our secrets).
+/// `error (description)` of an OAuth error response, safe for the terminal: both come from the
+/// provider, which may put control characters or a screenful of text in them.
 pub(super) fn describe_server_error<T: ErrorResponseType + fmt::Display>(
     err: &StandardErrorResponse<T>,
 ) -> String {
+    let error = printable_brief(&err.error().to_string(), 100).into_owned();
     match err.error_description() {
-        Some(description) => format!(
-            "{} ({})",
-            err.error(),
-            description.replace(['\n', '\r'], " ")
-        ),
-        None => err.error().to_string(),
+        Some(description) => format!("{error} ({})", printable_brief(description.trim(), 300)),
+        None => error,
     }
 }
 
-/// One line for a failed token request, with the next step where kubecred can tell it.
+/// One line for a failed token request, with the next step where kubecred can tell it. `call`
+/// is the client the request went through: it knows the last answer's HTTP status.
 pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
-    err: RequestTokenError<HttpClientError<reqwest::Error>, StandardErrorResponse<T>>,
+    err: RequestTokenError<Failure, StandardErrorResponse<T>>,
     grant: &str,
     issuer: &str,
+    call: &OAuthCall,
 ) -> anyhow::Error {
+    let answered = call.last_answer();
+    let status_of = |answer: &Option<AnswerSummary>| {
+        answer
+            .as_ref()
+            .map(|a| a.described.clone())
+            .unwrap_or_else(|| "an unknown status".into())
+    };
     match err {
         RequestTokenError::ServerResponse(response) => {
+            // A 5xx or 429 that carries an OAuth error body (`server_error`,
+            // `temporarily_unavailable`) is still an outage, not a refusal of our request.
+            if let Some(answer) = answered
+                .as_ref()
+                .filter(|a| a.status.is_server_error() || a.status.as_u16() == 429)
+            {
+                return fail(
+                    Exit::Provider,
+                    format!(
+                        "the {grant} token request to {issuer} answered {}: {}; {}",
+                        answer.described,
+                        describe_server_error(&response),
+                        crate::http::status_hint(answer.status)
+                    ),
+                );
+            }
             let hint = match response.error().to_string().as_str() {
                 "invalid_client" => "check --client-id and the client secret",
                 "unauthorized_client" => "the client is not allowed this grant type at the provider; check --grant-type",
@@ -45,27 +70,50 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
                 ),
             )
         }
-        RequestTokenError::Request(err) => {
-            let detail = match err {
-                HttpClientError::Reqwest(err) => crate::http::describe(&err),
-                other => other.to_string(),
+        RequestTokenError::Request(failure) => fail(
+            Exit::Provider,
+            format!("the {grant} token request to {issuer} failed: {failure}"),
+        ),
+        // The body may hold tokens: name the place of the problem, never echo the body.
+        RequestTokenError::Parse(err, _body) => match &answered {
+            Some(answer) if !answer.status.is_success() => fail(
+                Exit::Provider,
+                format!(
+                    "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {}",
+                    answer.described,
+                    crate::http::status_hint(answer.status)
+                ),
+            ),
+            _ => fail(
+                Exit::Provider,
+                format!(
+                    "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
+                    status_of(&answered),
+                    printable_brief(&err.path().to_string(), 100)
+                ),
+            ),
+        },
+        // oauth2 says "Other" for an answer of the wrong content type (an HTML page).
+        RequestTokenError::Other(message) => {
+            let hint = match &answered {
+                Some(answer) if !answer.status.is_success() => {
+                    crate::http::status_hint(answer.status)
+                }
+                _ => "is the issuer URL right?",
             };
             fail(
                 Exit::Provider,
-                format!("the {grant} token request to {issuer} failed: {detail}"),
+                format!(
+                    "the {grant} token request to {issuer} answered {}{}: {}; {hint}",
+                    status_of(&answered),
+                    answered
+                        .as_ref()
+                        .and_then(|a| a.content_type.as_ref())
+                        .map(|t| format!(" with Content-Type {t}"))
+                        .unwrap_or_default(),
+                    printable_brief(&message, 200)
+                ),
             )
         }
-        // The body may hold tokens: name the place of the problem, never echo the body.
-        RequestTokenError::Parse(err, _body) => fail(
-            Exit::Provider,
-            format!(
-                "the {grant} response from {issuer} is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
-                err.path()
-            ),
-        ),
-        RequestTokenError::Other(message) => fail(
-            Exit::Provider,
-            format!("the {grant} token request to {issuer} failed: {message}"),
-        ),
     }
 }

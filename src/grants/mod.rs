@@ -72,13 +72,19 @@ type OAuthClient = Client<
 pub struct ProviderClient<'a> {
     config: &'a Config,
     clock: &'a dyn Clock,
-    http: reqwest::blocking::Client,
+    http: crate::http::Client,
     provider: Provider,
 }
 
 impl<'a> ProviderClient<'a> {
     pub fn new(config: &'a Config, clock: &'a dyn Clock) -> anyhow::Result<ProviderClient<'a>> {
-        let http = crate::http::client(&config.http)?;
+        // Retries stay inside the lock timeout, less the slack it keeps for our own cache writes,
+        // so that the kubectl processes waiting on this entry never give up before we do.
+        let retry_window = config
+            .cache
+            .lock_timeout
+            .saturating_sub(crate::config::LOCK_TIMEOUT_SLACK);
+        let http = crate::http::client(&config.http, retry_window)?;
         let provider = Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?;
         Ok(ProviderClient {
             config,

@@ -4,6 +4,7 @@
 
 use super::errors::{describe_server_error, token_error};
 use super::ProviderClient;
+use crate::http::Replay;
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::{RefreshToken, RequestTokenError, TokenResponse};
@@ -34,7 +35,12 @@ impl ProviderClient<'_> {
         }
         crate::debug!(1, "refreshing the token at {}", client.token_uri().as_str());
         let requested_at = self.clock.now();
-        match request.request(&self.http) {
+        // A provider that rotates refresh tokens spends this one on the first request it
+        // processes: resent only if the first surely never arrived (see http/retry.rs).
+        let call = self
+            .http
+            .oauth("the refresh request", Replay::OnlyIfUnprocessed);
+        match request.request(&call) {
             Ok(response) => {
                 let current = response
                     .refresh_token()
@@ -53,7 +59,12 @@ impl ProviderClient<'_> {
             {
                 Ok(RefreshOutcome::Rejected(describe_server_error(&err)))
             }
-            Err(err) => Err(token_error(err, "refresh", &self.provider.metadata.issuer)),
+            Err(err) => Err(token_error(
+                err,
+                "refresh",
+                &self.provider.metadata.issuer,
+                &call,
+            )),
         }
     }
 }

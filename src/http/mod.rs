@@ -1,24 +1,31 @@
 //! The one HTTP client kubecred talks to identity providers with, and the wording of its errors.
 //!
 //! The client trusts the system's root certificates plus the `--certificate-authority` bundles,
-//! never follows redirects, and bounds every request by `--http-timeout`. Building it loads the
-//! system roots (milliseconds), so it is built only off the cache-hit path: a cached token never
-//! needs it. Network failures become one line that says what went wrong and what to try next
-//! (`errors.rs`, which tells failures apart by type; `dns.rs` gives name resolution a type).
+//! never follows redirects, bounds every request as a whole (connect, headers and body) by
+//! `--http-timeout`, caps every body, and retries transient failures (`request.rs`, the one
+//! function every request goes through, oauth2's grants included; `retry.rs`, the policy).
+//! Building it loads the system roots (milliseconds), so it is built only off the cache-hit path:
+//! a cached token never needs it. Network failures become one line that says what went wrong and
+//! what to try next (`errors.rs`, which tells failures apart by type; `dns.rs` gives name
+//! resolution a type).
 
 mod dns;
 mod errors;
+mod request;
+mod retry;
 
 pub use errors::{describe, NetworkFailure};
+pub use request::{AnswerSummary, Client, Failure, OAuthCall, Outgoing, MAX_TOKEN_BODY};
+pub use retry::Replay;
 
 use crate::config::HttpSettings;
 use crate::error::{fail, Exit};
 use anyhow::Context;
-use reqwest::blocking::{Client, Response};
+use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use url::Url;
 
 pub const USER_AGENT: &str = concat!("kubecred/", env!("CARGO_PKG_VERSION"));
@@ -28,11 +35,13 @@ pub const USER_AGENT: &str = concat!("kubecred/", env!("CARGO_PKG_VERSION"));
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Discovery documents and key sets are a few KB; refuse to buffer a runaway body.
-const MAX_JSON_BODY: u64 = 4 * 1024 * 1024;
+pub const MAX_JSON_BODY: u64 = 4 * 1024 * 1024;
 
-/// Builds the client for every request to the identity provider.
-pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
-    let mut builder = Client::builder()
+/// Builds the client for every request to the identity provider. No retry is started later than
+/// `retry_window` from now: the caller passes what is left of the lock timeout, so that kubectl
+/// processes waiting on the entry's lock never give up while this one is still retrying.
+pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result<Client> {
+    let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .user_agent(USER_AGENT)
         // Token requests must not follow redirects: a redirect could carry the code, the refresh
@@ -40,8 +49,7 @@ pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
         // fetches do not need them either; `get_json` explains a 3xx instead.
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(std::sync::Arc::new(dns::SystemResolver))
-        .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT))
-        .timeout(settings.timeout);
+        .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT));
 
     for (index, pem) in settings.tls.extra_ca_pems.iter().enumerate() {
         for cert in parse_ca_bundle(pem, index + 1)? {
@@ -54,11 +62,28 @@ pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
         builder = builder.danger_accept_invalid_certs(true);
     }
 
-    builder.build().map_err(|err| {
+    let setup_failed = |detail: String| {
         fail(
             Exit::Input,
-            format!("cannot set up the HTTPS client: {}", describe(&err)),
+            format!("cannot set up the HTTPS client: {detail}"),
         )
+    };
+    // One thread: kubecred makes one request at a time, and the DNS resolver has its own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| setup_failed(describe(&err)))?;
+    let inner = {
+        let _entered = runtime.enter();
+        builder
+            .build()
+            .map_err(|err| setup_failed(describe(&err)))?
+    };
+    Ok(Client {
+        inner,
+        runtime,
+        timeout: settings.timeout,
+        retry_deadline: Instant::now() + retry_window,
     })
 }
 
@@ -95,10 +120,25 @@ fn warn_insecure_once() {
     }
 }
 
-/// A failed request as one `Exit::Provider` line: "<doing>: <reason>; <hint>".
-/// `doing` should name the URL, e.g. "fetching the discovery document from https://idp/...".
-pub fn request_failed(doing: &str, err: &reqwest::Error) -> anyhow::Error {
-    fail(Exit::Provider, format!("{doing}: {}", describe(err)))
+/// A URL as the user typed it, with any `user:password@` before the host replaced by `****@`,
+/// for messages about a URL that may not even parse.
+pub fn redact_userinfo(raw: &str) -> std::borrow::Cow<'_, str> {
+    let Some(scheme_end) = raw.find("://") else {
+        return raw.into();
+    };
+    let authority_start = scheme_end + 3;
+    let authority_end = raw[authority_start..]
+        .find(['/', '?', '#'])
+        .map_or(raw.len(), |end| authority_start + end);
+    match raw[authority_start..authority_end].rfind('@') {
+        Some(at) => format!(
+            "{}****{}",
+            &raw[..authority_start],
+            &raw[authority_start + at..]
+        )
+        .into(),
+        None => raw.into(),
+    }
 }
 
 /// A URL fit for an error message: without credentials, query or fragment.
@@ -111,48 +151,50 @@ pub fn display_url(url: &Url) -> String {
     shown.to_string()
 }
 
-/// GETs a JSON document. `what` names it in errors ("the discovery document"). A non-2xx answer,
-/// a redirect, an oversized or malformed body are `Exit::Provider` errors that name the URL.
+/// GETs a JSON document of at most [`MAX_JSON_BODY`] bytes. `what` names it in errors ("the
+/// discovery document"). No answer, a non-2xx answer, a redirect, an oversized or malformed body
+/// are `Exit::Provider` errors that name the URL.
 pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> anyhow::Result<T> {
     let shown = display_url(url);
-    let response = http
-        .get(url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .map_err(|err| request_failed(&format!("fetching {what} from {shown}"), &err))?;
-    let response = check_status(response, &format!("{what} at {shown}"))?;
-    let body = read_limited(response, MAX_JSON_BODY)
-        .map_err(|reason| {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    let answer = http
+        .send(&Outgoing {
+            method: reqwest::Method::GET,
+            url,
+            headers,
+            body: Vec::new(),
+            what: &format!("fetching {what} from {shown}"),
+            body_cap: MAX_JSON_BODY,
+            replay: Replay::Safe,
+        })
+        .map_err(|failure| {
             fail(
                 Exit::Provider,
-                format!("reading {what} from {shown}: {reason}"),
-            )
-        })?
-        .ok_or_else(|| {
-            fail(
-                Exit::Provider,
-                format!("{what} at {shown} is larger than {MAX_JSON_BODY} bytes; check the URL"),
+                format!("fetching {what} from {shown}: {failure}"),
             )
         })?;
-    serde_json::from_slice(&body)
-        .with_context(|| format!("{what} at {shown} is not the JSON kubecred expects"))
+    check_status(&answer, &format!("{what} at {shown}"))?;
+    serde_json::from_slice(&answer.body)
+        .with_context(|| {
+            format!(
+                "{what} at {shown} is not the JSON kubecred expects ({}); check the URL",
+                describe_status(answer.status, &answer.headers)
+            )
+        })
         .map_err(|err| fail(Exit::Provider, crate::error::one_line(&err)))
 }
 
-/// Passes 2xx answers through; turns anything else into one line naming the status, the OAuth
-/// error fields when the body has them, and, for a redirect, where it pointed.
-pub fn check_status(response: Response, what: &str) -> anyhow::Result<Response> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let mut message = format!("{what} answered HTTP {status}");
-    if status == reqwest::StatusCode::NOT_FOUND {
-        message.push_str(" (check the URL)");
-    }
+/// "HTTP 302 Found (a redirect to https://other/path)": the status, and for a redirect where
+/// it pointed (without query or credentials). For every message about an answer: an outage
+/// (a 503 page) must not look like a misconfiguration.
+pub fn describe_status(status: StatusCode, headers: &HeaderMap) -> String {
+    let mut text = format!("HTTP {status}");
     if status.is_redirection() {
-        let location = response
-            .headers()
+        let location = headers
             .get(reqwest::header::LOCATION)
             .and_then(|value| value.to_str().ok())
             .map(|value| match Url::parse(value) {
@@ -160,222 +202,70 @@ pub fn check_status(response: Response, what: &str) -> anyhow::Result<Response> 
                 Err(_) => value.split(['?', '#']).next().unwrap_or("").to_string(),
             });
         if let Some(location) = location {
-            message.push_str(&format!(" (a redirect to {location})"));
+            text.push_str(&format!(
+                " (a redirect to {})",
+                crate::text::printable_brief(&location, 200)
+            ));
         }
-        message.push_str("; kubecred does not follow redirects: use the final URL (for discovery: the issuer URL exactly as the provider spells it)");
-        return Err(fail(Exit::Provider, message));
     }
+    text
+}
+
+/// What to try after a non-2xx answer that is not an OAuth error: where the fault likely is.
+pub fn status_hint(status: StatusCode) -> &'static str {
+    if status.is_redirection() {
+        "kubecred does not follow redirects: use the final URL (for discovery: the issuer URL exactly as the provider spells it)"
+    } else if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        "the provider is failing or overloaded; try again later"
+    } else if status == StatusCode::NOT_FOUND {
+        "check the URL"
+    } else {
+        "check the URL and kubecred's settings"
+    }
+}
+
+/// Passes 2xx answers; turns anything else into one line naming the status, the OAuth error
+/// fields when the body has them, and, for a redirect, where it pointed.
+pub fn check_status(answer: &request::Answer, what: &str) -> anyhow::Result<()> {
+    let status = answer.status;
+    if status.is_success() {
+        return Ok(());
+    }
+    let mut message = format!(
+        "{what} answered {}",
+        describe_status(status, &answer.headers)
+    );
     // OAuth 2.0 error responses (RFC 6749 §5.2) say what went wrong; other bodies (HTML error
     // pages) are left out: they are long and may echo request data.
-    if let Ok(Some(body)) = read_limited(response, 64 * 1024) {
-        if let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body) {
-            let field = |name: &str| {
-                json.get(name).and_then(|v| v.as_str()).map(|text| {
-                    crate::text::printable_brief(text.trim(), 300)
-                        .trim()
-                        .to_string()
-                })
-            };
-            if let Some(error) = field("error") {
-                message.push_str(&format!(": {error}"));
-                if let Some(description) = field("error_description") {
-                    message.push_str(&format!(" ({description})"));
-                }
-            }
+    if !status.is_redirection() {
+        if let Some(error) = oauth_error_fields(&answer.body) {
+            message.push_str(&format!(": {error}"));
         }
     }
+    message.push_str("; ");
+    message.push_str(status_hint(status));
     Err(fail(Exit::Provider, message))
 }
 
-/// Reads at most `limit` bytes; `None` when the body is larger. A read error is described.
-fn read_limited(response: Response, limit: u64) -> Result<Option<Vec<u8>>, String> {
-    let mut body = Vec::new();
-    let mut reader = response.take(limit + 1);
-    if let Err(err) = reader.read_to_end(&mut body) {
-        // The blocking reader wraps reqwest's error in an io::Error; describe the reqwest error
-        // so that its kind (a timeout) is seen.
-        let inner = err
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<reqwest::Error>());
-        return Err(match inner {
-            Some(reqwest_err) => describe(reqwest_err),
-            None => describe(&err),
-        });
-    }
-    Ok((body.len() as u64 <= limit).then_some(body))
+/// `error (error_description)` of an OAuth error body, made printable and brief.
+pub fn oauth_error_fields(body: &[u8]) -> Option<String> {
+    let json = serde_json::from_slice::<serde_json::Value>(body).ok()?;
+    let field = |name: &str| {
+        json.get(name).and_then(|v| v.as_str()).map(|text| {
+            crate::text::printable_brief(text.trim(), 300)
+                .trim()
+                .to_string()
+        })
+    };
+    let error = field("error")?;
+    Some(match field("error_description") {
+        Some(description) => format!("{error} ({description})"),
+        None => error,
+    })
 }
 
 #[cfg(test)]
 pub(crate) mod test_server;
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::test_server::{Answer, TestServer};
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use crate::config::{Config, Environment};
-    use crate::error::{exit_code_of, one_line};
-    use crate::exec_credential::ExecInfo;
-    use clap::Parser;
-    use std::path::Path;
-
-    /// A resolved config for tests, with the given issuer and cache directory.
-    pub fn test_config(issuer: &str, cache_dir: &Path) -> Config {
-        let argv = [
-            "kubecred".to_string(),
-            "get-token".to_string(),
-            format!("--issuer-url={issuer}"),
-            "--client-id=kubectl".to_string(),
-            format!("--cache-dir={}", cache_dir.display()),
-        ];
-        let args = match Cli::try_parse_from(argv).unwrap().command {
-            Command::GetToken(args) => args,
-            _ => unreachable!(),
-        };
-        Config::resolve(&args, &Environment::default(), ExecInfo::absent()).unwrap()
-    }
-
-    fn message(err: &anyhow::Error) -> String {
-        one_line(err)
-    }
-
-    #[test]
-    fn a_garbage_ca_bundle_is_a_clear_input_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config("https://idp.example", dir.path());
-        config.http.tls.extra_ca_pems = vec![b"this is not a certificate".to_vec()];
-        let err = client(&config.http).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Input);
-        let text = message(&err);
-        assert!(
-            text.contains("bundle #1") && text.contains("no PEM certificate"),
-            "{text}"
-        );
-
-        // A BEGIN CERTIFICATE block with broken contents.
-        config.http.tls.extra_ca_pems =
-            vec![b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n".to_vec()];
-        let text = message(&client(&config.http).unwrap_err());
-        assert!(text.contains("is not valid PEM"), "{text}");
-    }
-
-    #[test]
-    fn a_valid_ca_bundle_with_several_certificates_is_accepted() {
-        // Two copies of one self-signed certificate (generated once with openssl).
-        let pem = format!("{TEST_CA_PEM}{TEST_CA_PEM}");
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config("https://idp.example", dir.path());
-        config.http.tls.extra_ca_pems = vec![pem.into_bytes()];
-        assert_eq!(
-            parse_ca_bundle(&config.http.tls.extra_ca_pems[0], 1)
-                .unwrap()
-                .len(),
-            2
-        );
-        client(&config.http).unwrap();
-    }
-
-    #[test]
-    fn redirects_are_not_followed() {
-        let server = TestServer::start();
-        server.answer(
-            "/start",
-            Answer {
-                status: 302,
-                headers: vec![(
-                    "Location".into(),
-                    format!("{}/elsewhere?code=secret", server.base),
-                )],
-                body: String::new(),
-            },
-        );
-        server.answer("/elsewhere", Answer::json("{}"));
-        let dir = tempfile::tempdir().unwrap();
-        let http = client(&test_config(&server.base, dir.path()).http).unwrap();
-        let url = Url::parse(&format!("{}/start", server.base)).unwrap();
-        let err = get_json::<serde_json::Value>(&http, &url, "the document").unwrap_err();
-        let text = message(&err);
-        assert_eq!(exit_code_of(&err), Exit::Provider);
-        assert!(
-            text.contains("HTTP 302") && text.contains("does not follow redirects"),
-            "{text}"
-        );
-        assert!(
-            text.contains("/elsewhere") && !text.contains("secret"),
-            "{text}"
-        );
-        assert_eq!(server.hits("/elsewhere"), 0);
-    }
-
-    #[test]
-    fn http_errors_carry_the_oauth_error_fields() {
-        let server = TestServer::start();
-        server.answer(
-            "/token",
-            Answer {
-                status: 400,
-                headers: vec![],
-                body: r#"{"error":"invalid_grant","error_description":"refresh token\nexpired"}"#
-                    .into(),
-            },
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let http = client(&test_config(&server.base, dir.path()).http).unwrap();
-        let url = Url::parse(&format!("{}/token", server.base)).unwrap();
-        let text = message(&get_json::<serde_json::Value>(&http, &url, "the thing").unwrap_err());
-        assert!(
-            text.contains("HTTP 400 Bad Request: invalid_grant (refresh token expired)"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn connection_refused_and_timeouts_are_one_clear_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config("https://idp.example", dir.path());
-        config.http.timeout = Duration::from_millis(500);
-        let http = client(&config.http).unwrap();
-
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = Url::parse(&format!("http://{}/x", closed.local_addr().unwrap())).unwrap();
-        drop(closed);
-        let err = get_json::<serde_json::Value>(&http, &url, "the document").unwrap_err();
-        let text = message(&err);
-        assert_eq!(exit_code_of(&err), Exit::Provider);
-        assert!(text.contains("connection refused"), "{text}");
-        assert!(!text.contains('\n'));
-
-        // Accepts the connection, never answers.
-        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = Url::parse(&format!("http://{}/x", silent.local_addr().unwrap())).unwrap();
-        let text =
-            message(&get_json::<serde_json::Value>(&http, &url, "the document").unwrap_err());
-        assert!(
-            text.contains("timed out") && text.contains("--http-timeout"),
-            "{text}"
-        );
-        // As oauth2 hands it over: boxed.
-        let raw = http.get(url).send().unwrap_err();
-        assert!(describe(&Box::new(raw)).starts_with("timed out"));
-    }
-
-    #[test]
-    fn urls_in_messages_lose_their_query_and_credentials() {
-        let url = Url::parse("https://user:pw@idp.example/cb?code=abc#frag").unwrap();
-        assert_eq!(display_url(&url), "https://idp.example/cb");
-    }
-
-    /// A self-signed certificate (CN=kubecred test CA), only parsed, never used to connect.
-    const TEST_CA_PEM: &str = "-----BEGIN CERTIFICATE-----
-MIIBizCCATGgAwIBAgIUWudEa+jTiwNXmpU6I0Gvk4V9i1swCgYIKoZIzj0EAwIw
-GzEZMBcGA1UEAwwQa3ViZWNyZWQgdGVzdCBDQTAeFw0yNjExMjEyMTQ4MDJaFw0z
-NjExMTgyMTQ4MDJaMBsxGTAXBgNVBAMMEGt1YmVjcmVkIHRlc3QgQ0EwWTATBgcq
-hkjOPQIBBggqhkjOPQMBBwNCAASZKTy9DaTZNisC4TqyYQ7CQoA9jCQ5XOP2hPyS
-puJRvAxRh8+OWvkccTKted405/20BWlTf+m12sMQAyiBRbjKo1MwUTAdBgNVHQ4E
-FgQUDpWjH5Rlp7WPJV3N+LgW8q65fnQwHwYDVR0jBBgwFoAUDpWjH5Rlp7WPJV3N
-+LgW8q65fnQwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiAH8yM1
-IjBL6xoGSxwRbap/QH/71kVDnplwXk8nGn3stwIhAII++gPodvnkZRQi+8O93Wge
-Ga8bJ5XGFSUt0/jtdKfh
------END CERTIFICATE-----
-";
-}
+pub(crate) mod tests;

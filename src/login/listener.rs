@@ -21,7 +21,7 @@ use crate::login::callback::{classify, StateRule, Verdict};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -31,8 +31,10 @@ const ACCEPT_POLL: Duration = Duration::from_millis(50);
 const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// A connection gets this long, in total, to send its request head and read the answer.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections served at the same time; more are closed at once, so a local program opening
-/// connections in a loop cannot make kubecred start threads without bound.
+/// Connections served at the same time, so a local program opening connections in a loop cannot
+/// make kubecred start threads without bound. When they are all taken, the one that has waited
+/// longest without sending its request is closed to make room (see `make_room`): idle junk must
+/// never lock out the real browser, whose request arrives the moment it connects.
 const MAX_CONNECTIONS_IN_FLIGHT: usize = 16;
 /// With port 0 and a `localhost` redirect, the free port picked on one family may be taken on
 /// the other: pick again this many times before giving up on that address.
@@ -134,6 +136,8 @@ impl CallbackListener {
             expected_state: Arc::from(expected_state),
             callback_path: Arc::from(self.redirect.path()),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            idle: Arc::new(Mutex::new(Vec::new())),
+            next_id: AtomicUsize::new(0),
             verdicts: verdicts_tx,
         };
         Ok(Serving {
@@ -176,7 +180,17 @@ struct ConnectionServer {
     expected_state: Arc<str>,
     callback_path: Arc<str>,
     in_flight: Arc<AtomicUsize>,
+    /// Connections that have not sent their request head yet, oldest first: the ones that may
+    /// be closed to make room.
+    idle: Arc<Mutex<Vec<IdleConnection>>>,
+    next_id: AtomicUsize,
     verdicts: mpsc::Sender<Verdict>,
+}
+
+/// A connection still waiting for its request head, and a handle to close it by.
+struct IdleConnection {
+    id: usize,
+    stream: TcpStream,
 }
 
 impl ConnectionServer {
@@ -198,25 +212,48 @@ impl ConnectionServer {
     }
 
     fn serve_in_background(&self, stream: TcpStream) {
-        if self.in_flight.load(Ordering::SeqCst) >= MAX_CONNECTIONS_IN_FLIGHT {
+        if self.in_flight.load(Ordering::SeqCst) >= MAX_CONNECTIONS_IN_FLIGHT && !self.make_room() {
             debug!(
                 1,
-                "too many login callback connections at once; closing one"
+                "too many login callback connections at once, all of them busy; closing the new one"
             );
             return;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        if let Ok(handle) = stream.try_clone() {
+            lock(&self.idle).push(IdleConnection { id, stream: handle });
         }
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let slot = InFlight(Arc::clone(&self.in_flight));
         let state = Arc::clone(&self.expected_state);
         let path = Arc::clone(&self.callback_path);
         let verdicts = self.verdicts.clone();
+        let idle = Arc::clone(&self.idle);
         std::thread::spawn(move || {
             let _slot = slot;
-            if let Some(verdict) = serve_connection(stream, &path, &state) {
+            let head_read = || lock(&idle).retain(|connection| connection.id != id);
+            if let Some(verdict) = serve_connection(stream, &path, &state, head_read) {
                 // A send error only means the wait has already returned.
                 let _ = verdicts.send(verdict);
             }
         });
+    }
+
+    /// Closes the connection that has waited longest without sending its request, if any; its
+    /// thread's read then fails at once and gives the slot back. `false`: every connection in
+    /// flight has sent its request and is being answered.
+    fn make_room(&self) -> bool {
+        let mut idle = lock(&self.idle);
+        if idle.is_empty() {
+            return false;
+        }
+        let oldest = idle.remove(0);
+        debug!(
+            2,
+            "too many login callback connections at once; closing the longest idle one"
+        );
+        let _ = oldest.stream.shutdown(Shutdown::Both);
+        true
     }
 }
 
@@ -316,6 +353,11 @@ fn no_address_left(problems: &[(SocketAddr, BindProblem)]) -> anyhow::Error {
     )
 }
 
+/// The list's lock; a thread that panicked while holding it left a list that is still usable.
+fn lock(idle: &Mutex<Vec<IdleConnection>>) -> std::sync::MutexGuard<'_, Vec<IdleConnection>> {
+    idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Gives back a connection slot when its thread ends, however it ends.
 struct InFlight(Arc<AtomicUsize>);
 
@@ -326,15 +368,20 @@ impl Drop for InFlight {
 }
 
 /// Reads one request, answers it, and says what it was (`None`: not a callback at all).
+/// `head_read` runs once the request head is in (or reading it failed): from then on the
+/// connection is no longer idle.
 fn serve_connection(
     mut stream: TcpStream,
     callback_path: &str,
     expected_state: &str,
+    head_read: impl FnOnce(),
 ) -> Option<Verdict> {
     // Accepted sockets inherit O_NONBLOCK from the listener on macOS and the BSDs.
     stream.set_nonblocking(false).ok()?;
     stream.set_write_timeout(Some(CONNECTION_TIMEOUT)).ok()?;
-    let head = match read_request_head(&mut stream, Instant::now() + CONNECTION_TIMEOUT) {
+    let head = read_request_head(&mut stream, Instant::now() + CONNECTION_TIMEOUT);
+    head_read();
+    let head = match head {
         Ok(head) => head,
         Err(err) => {
             debug!(2, "ignored a login callback connection: {err}");

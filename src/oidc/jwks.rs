@@ -5,10 +5,10 @@
 use super::{fresh, read_cache, write_cache};
 use crate::error::{fail, Exit};
 use crate::http;
+use crate::http::Client;
 use chrono::{DateTime, Duration, Utc};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
-use reqwest::blocking::Client;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;

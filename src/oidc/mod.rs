@@ -16,10 +16,10 @@ pub use discovery::{ProviderMetadata, DISCOVERY_TTL};
 pub use id_token::IdTokenClaims;
 pub use jwks::JWKS_TTL;
 
+use crate::http::Client;
 use crate::private_file;
 use crate::secret::Secret;
 use chrono::{DateTime, Duration, Utc};
-use reqwest::blocking::Client;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use url::Url;

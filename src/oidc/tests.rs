@@ -144,7 +144,8 @@ fn setup(keys: &[&TestKey]) -> Setup {
     let server = provider_server(keys);
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(&server.base, dir.path());
-    let http = http::client(&config.http).unwrap();
+    // No retries: these tests are about what one answer means.
+    let http = http::client(&config.http, std::time::Duration::ZERO).unwrap();
     Setup {
         server,
         _dir: dir,
@@ -497,14 +498,7 @@ fn an_unknown_kid_refetches_the_jwks_exactly_once() {
 fn a_jwks_that_cannot_be_fetched_is_a_clear_error() {
     let ec = TestKey::ec();
     let s = setup(&[&ec]);
-    s.server.answer(
-        "/jwks",
-        Answer {
-            status: 503,
-            headers: vec![],
-            body: "down".into(),
-        },
-    );
+    s.server.answer("/jwks", Answer::with(503, "down"));
     let err = s.verify(&ec.sign(&claims(&s.server))).unwrap_err();
     assert_eq!(exit_code_of(&err), Exit::Provider);
     let text = one_line(&err);

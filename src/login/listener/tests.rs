@@ -188,3 +188,24 @@ fn request_lines_are_parsed_strictly() {
     assert_eq!(parse_request_line("GET /a b HTTP/1.1\r\n\r\n"), None);
     assert_eq!(parse_request_line("garbage\r\n\r\n"), None);
 }
+
+#[test]
+fn the_real_callback_gets_through_while_many_idle_connections_wait() {
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
+    let address = listener.local_addresses()[0];
+    let verdicts = hand_overs(listener.serve(STATE).unwrap());
+    // Three times the connection limit, connected and silent: each would hold a slot for its
+    // whole read time (5 s).
+    let idle: Vec<TcpStream> = (0..3 * MAX_CONNECTIONS_IN_FLIGHT)
+        .map(|_| TcpStream::connect(address).unwrap())
+        .collect();
+    // Let the accept loop take them all in.
+    std::thread::sleep(ACCEPT_POLL * 4);
+    let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
+    assert!(status.contains("200"), "{status}");
+    match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
+        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        other => panic!("expected the code, got {other:?}"),
+    }
+    drop(idle);
+}
