@@ -110,9 +110,11 @@ fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
     match url.scheme() {
         "https" => {}
         "http" if is_loopback_host(&url) => {}
-        _ => return Err(input(format!(
+        _ => {
+            return Err(input(format!(
             "issuer URL {shown} must use https (plain http is allowed only on loopback addresses)"
-        ))),
+        )))
+        }
     }
     Ok(url)
 }

@@ -36,6 +36,22 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
             .map(|a| a.described.clone())
             .unwrap_or_else(|| "an unknown status".into())
     };
+    // An answer that is not a 2xx and not an OAuth error (an HTML error page, an empty 502, a
+    // redirect): its status says more than oauth2's complaint about the body.
+    if let (Some(answer), RequestTokenError::Parse(..) | RequestTokenError::Other(_)) =
+        (&answered, &err)
+    {
+        if !answer.status.is_success() {
+            return fail(
+                Exit::Provider,
+                format!(
+                    "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {}",
+                    answer.described,
+                    crate::http::status_hint(answer.status)
+                ),
+            );
+        }
+    }
     match err {
         RequestTokenError::ServerResponse(response) => {
             // A 5xx or 429 that carries an OAuth error body (`server_error`,
@@ -75,32 +91,17 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
             format!("the {grant} token request to {issuer} failed: {failure}"),
         ),
         // The body may hold tokens: name the place of the problem, never echo the body.
-        RequestTokenError::Parse(err, _body) => match &answered {
-            Some(answer) if !answer.status.is_success() => fail(
-                Exit::Provider,
-                format!(
-                    "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {}",
-                    answer.described,
-                    crate::http::status_hint(answer.status)
-                ),
+        RequestTokenError::Parse(err, _body) => fail(
+            Exit::Provider,
+            format!(
+                "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
+                status_of(&answered),
+                printable_brief(&err.path().to_string(), 100)
             ),
-            _ => fail(
-                Exit::Provider,
-                format!(
-                    "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
-                    status_of(&answered),
-                    printable_brief(&err.path().to_string(), 100)
-                ),
-            ),
-        },
-        // oauth2 says "Other" for an answer of the wrong content type (an HTML page).
+        ),
+        // oauth2 says "Other" for a 200 of the wrong content type (an HTML login page).
         RequestTokenError::Other(message) => {
-            let hint = match &answered {
-                Some(answer) if !answer.status.is_success() => {
-                    crate::http::status_hint(answer.status)
-                }
-                _ => "is the issuer URL right?",
-            };
+            let hint = "is the issuer URL right?";
             fail(
                 Exit::Provider,
                 format!(

@@ -121,13 +121,13 @@ impl Client {
                         .get(reqwest::header::RETRY_AFTER)
                         .and_then(|value| value.to_str().ok())
                         .and_then(|value| retry::parse_retry_after(value, SystemTime::now()));
-                    (format!("answered HTTP {}", answer.status), asked)
+                    (format!(" answered HTTP {}", answer.status), asked)
                 }
                 Attempt::Failed {
                     failure,
                     before_sending,
                 } if *before_sending || request.replay == Replay::Safe => (
-                    crate::text::printable(&failure.explain()).into_owned(),
+                    format!(": {}", crate::text::printable(&failure.explain())),
                     None,
                 ),
                 _ => return finish(outcome, retries + 1, request.body_cap),
@@ -141,7 +141,7 @@ impl Client {
                 Some(asked) if asked > MAX_RETRY_AFTER => {
                     crate::debug!(
                         1,
-                        "{} {reason} and asks to wait {}s, longer than kubecred waits ({}s): not retrying",
+                        "{}{reason} and asks to wait {}s, longer than kubecred waits ({}s): not retrying",
                         request.what,
                         asked.as_secs(),
                         MAX_RETRY_AFTER.as_secs()
@@ -156,14 +156,14 @@ impl Client {
             if left < MIN_ATTEMPT_TIME {
                 crate::debug!(
                     1,
-                    "{} {reason}; no time left to retry within the lock timeout",
+                    "{}{reason}; no time left to retry within the lock timeout",
                     request.what
                 );
                 return finish(outcome, retries, request.body_cap);
             }
             crate::debug!(
                 1,
-                "{} {reason}; retry {retries} of {MAX_RETRIES} in {:.1}s",
+                "{}{reason}; retry {retries} of {MAX_RETRIES} in {:.1}s",
                 request.what,
                 delay.as_secs_f64()
             );
