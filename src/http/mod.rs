@@ -1,18 +1,19 @@
 //! The one HTTP client kubecred talks to identity providers with, and the wording of its errors.
 //!
-//! The client trusts the system's root certificates plus the `--certificate-authority` bundles,
-//! never follows redirects, bounds every request as a whole (connect, headers and body) by
-//! `--http-timeout`, caps every body, and retries transient failures (`request.rs`, the one
-//! function every request goes through, oauth2's grants included; `retry.rs`, the policy).
-//! Building it loads the system roots (milliseconds), so it is built only off the cache-hit path:
-//! a cached token never needs it. Network failures become one line that says what went wrong and
-//! what to try next (`errors.rs`, which tells failures apart by type; `dns.rs` gives name
-//! resolution a type).
+//! The client trusts the `--certificate-authority` bundles plus the system's root certificates
+//! (`trust.rs` loads the system roots only when a handshake needs them), never follows
+//! redirects, bounds every request as a whole (connect, headers and body) by `--http-timeout`,
+//! caps every body, and retries transient failures (`request.rs`, the one function every request
+//! goes through, oauth2's grants included; `retry.rs`, the policy). It is built only off the
+//! cache-hit path: a cached token never needs it. Network failures become one line that says
+//! what went wrong and what to try next (`errors.rs`, which tells failures apart by type;
+//! `dns.rs` gives name resolution a type).
 
 mod dns;
 mod errors;
 mod request;
 mod retry;
+mod trust;
 
 pub use errors::{describe, NetworkFailure};
 pub use request::{AnswerSummary, Client, Failure, OAuthCall, Outgoing, MAX_TOKEN_BODY};
@@ -51,16 +52,10 @@ pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result
         .dns_resolver(std::sync::Arc::new(dns::SystemResolver))
         .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT));
 
-    for (index, pem) in settings.tls.extra_ca_pems.iter().enumerate() {
-        for cert in parse_ca_bundle(pem, index + 1)? {
-            builder = builder.add_root_certificate(cert);
-        }
-    }
-
     if settings.tls.insecure_skip_verify {
         warn_insecure_once();
-        builder = builder.danger_accept_invalid_certs(true);
     }
+    builder = builder.use_preconfigured_tls(trust::client_config(&settings.tls)?);
 
     let setup_failed = |detail: String| {
         fail(
@@ -85,29 +80,6 @@ pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result
         timeout: settings.timeout,
         retry_deadline: Instant::now() + retry_window,
     })
-}
-
-/// Parses one `--certificate-authority(-data)` bundle, which may hold several certificates.
-fn parse_ca_bundle(pem: &[u8], position: usize) -> anyhow::Result<Vec<reqwest::Certificate>> {
-    let what = format!("certificate authority bundle #{position} (from --certificate-authority, --certificate-authority-data or the cluster extension)");
-    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|err| {
-        fail(
-            Exit::Input,
-            format!(
-                "{what} is not valid PEM ({}); pass PEM certificates (-----BEGIN CERTIFICATE-----)",
-                describe(&err)
-            ),
-        )
-    })?;
-    // A file with no BEGIN CERTIFICATE block parses as an empty bundle: that is a mistake
-    // (a DER file, a key, the wrong path), not a request to trust nothing extra.
-    if certs.is_empty() {
-        return Err(fail(
-            Exit::Input,
-            format!("{what} holds no PEM certificate; pass PEM certificates (-----BEGIN CERTIFICATE-----)"),
-        ));
-    }
-    Ok(certs)
 }
 
 fn warn_insecure_once() {

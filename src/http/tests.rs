@@ -57,7 +57,7 @@ fn a_valid_ca_bundle_with_several_certificates_is_accepted() {
     let mut config = test_config("https://idp.example", dir.path());
     config.http.tls.extra_ca_pems = vec![pem.into_bytes()];
     assert_eq!(
-        parse_ca_bundle(&config.http.tls.extra_ca_pems[0], 1)
+        trust::parse_ca_bundle(&config.http.tls.extra_ca_pems[0], 1)
             .unwrap()
             .len(),
         2
