@@ -330,6 +330,15 @@ fn a_trickling_token_response_fails_at_the_http_timeout() {
     fails_and_keeps_the_entry(&provider, &env, &entry, "timed out");
     // The trickle would take 100 s; only "far less" is asserted, never a precise time.
     assert!(started.elapsed() < Duration::from_secs(60));
+    // The timed-out refresh was not resent: the provider may have spent its refresh token.
+    assert_eq!(
+        provider.token_requests(),
+        [
+            "client_credentials",
+            "refresh_token refresh-1",
+            "refresh_token refresh-1"
+        ]
+    );
 }
 
 #[test]
