@@ -105,10 +105,16 @@ impl ProviderClient<'_> {
                 RequestTokenError::ServerResponse(err) => {
                     let code = err.error().to_string();
                     if code == "expired_token" && limited_by_us && started.elapsed() >= auth_timeout {
+                        // Polls that failed (the provider unreachable) are retried by oauth2
+                        // until the time is up: say so, or the timeout hides an outage.
+                        let failing = poll_call
+                            .last_failure()
+                            .map(|failure| format!(" (the last poll failed: {failure})"))
+                            .unwrap_or_default();
                         return fail(
                             Exit::Login,
                             format!(
-                                "no device login completed within {}s (--auth-timeout); run `kubecred login` to get a new code, or pass a longer --auth-timeout",
+                                "no device login completed within {}s (--auth-timeout){failing}; run `kubecred login` to get a new code, or pass a longer --auth-timeout",
                                 auth_timeout.as_secs()
                             ),
                         );

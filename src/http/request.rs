@@ -236,6 +236,7 @@ impl Client {
             what,
             replay,
             last_answer: RefCell::new(None),
+            last_failure: RefCell::new(None),
         }
     }
 }
@@ -269,11 +270,18 @@ pub struct OAuthCall<'a> {
     what: &'static str,
     replay: Replay,
     last_answer: RefCell<Option<AnswerSummary>>,
+    last_failure: RefCell<Option<Failure>>,
 }
 
 impl OAuthCall<'_> {
     pub fn last_answer(&self) -> Option<AnswerSummary> {
         self.last_answer.borrow().clone()
+    }
+
+    /// The last request's failure, if the last request failed. oauth2's device polling swallows
+    /// failures (it backs off and polls again), so this is the only trace of why it got nowhere.
+    pub fn last_failure(&self) -> Option<Failure> {
+        self.last_failure.borrow().clone()
     }
 }
 
@@ -289,7 +297,7 @@ impl oauth2::SyncHttpClient for OAuthCall<'_> {
             attempts: 1,
         })?;
         let what = format!("{} to {}", self.what, super::display_url(&url));
-        let answer = self.http.send(&Outgoing {
+        let sent = self.http.send(&Outgoing {
             method: parts.method,
             url: &url,
             headers: parts.headers,
@@ -297,7 +305,9 @@ impl oauth2::SyncHttpClient for OAuthCall<'_> {
             what: &what,
             body_cap: MAX_TOKEN_BODY,
             replay: self.replay,
-        })?;
+        });
+        *self.last_failure.borrow_mut() = sent.as_ref().err().cloned();
+        let answer = sent?;
         *self.last_answer.borrow_mut() = Some(AnswerSummary {
             status: answer.status,
             described: super::describe_status(answer.status, &answer.headers),
