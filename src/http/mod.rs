@@ -50,7 +50,13 @@ pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result
         // fetches do not need them either; `get_json` explains a 3xx instead.
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(std::sync::Arc::new(dns::SystemResolver))
-        .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT));
+        .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT))
+        // No idle connections kept for reuse. Our runtime runs only while a request is under
+        // way, so a pooled connection that the server closed in between (Node closes idle ones
+        // after 5 s; a login takes longer) goes unnoticed and the next request fails on it with
+        // "connection closed before message completed" — and a token request that spends a code
+        // must not be resent. A run makes one to three requests: a fresh connection each is cheap.
+        .pool_max_idle_per_host(0);
 
     if settings.tls.insecure_skip_verify {
         warn_insecure_once();

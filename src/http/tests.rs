@@ -409,3 +409,27 @@ fn userinfo_is_redacted_even_from_urls_that_do_not_parse() {
     );
     assert_eq!(redact_userinfo("not a url"), "not a url");
 }
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_never_reused() {
+    // Answers with keep-alive, then closes the connection while the client is idle (as Node
+    // does after 5 s, during a login); the next request must go out on a fresh connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = Url::parse(&format!("http://{}/token", listener.local_addr().unwrap())).unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+            std::thread::sleep(Duration::from_millis(100));
+            drop(stream);
+        }
+    });
+    let http = quick_client(Duration::from_secs(5), Duration::ZERO);
+    post(&http, &url, Replay::OnlyIfUnprocessed).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let second = post(&http, &url, Replay::OnlyIfUnprocessed);
+    assert!(second.is_ok(), "{second:?}");
+}
