@@ -1,3 +1,5 @@
+//! Tests of the lazy trust tiers: the given CAs, the system bundle file, the whole store.
+
 use super::*;
 use crate::config::TlsSettings;
 
