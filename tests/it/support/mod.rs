@@ -80,6 +80,7 @@ pub fn have(need: Need) -> bool {
         !is_ci(),
         "{need:?} is missing: {missing}; CI must provide it (scripts/test.sh installs it)"
     );
+    #[allow(clippy::disallowed_macros)] // the test harness captures it; nothing to protect
     eprintln!("skipped: needs {missing}; run scripts/test.sh, which installs it");
     false
 }
@@ -290,6 +291,7 @@ impl TestEnv {
                 !is_ci(),
                 "the keyring tests need the Secret Service of scripts/test.sh; CI runs them there"
             );
+            #[allow(clippy::disallowed_macros)] // the test harness captures it
             eprintln!("skipped: needs a Secret Service daemon; run scripts/test.sh");
             return None;
         }
