@@ -84,6 +84,11 @@ impl TokenCache {
         &self.key
     }
 
+    /// The cache root (`--cache-dir`): every file below it is private ([`private_file`]).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn storage(&self) -> CacheStorage {
         self.storage
     }
@@ -171,7 +176,7 @@ impl TokenCache {
     /// none` there is nothing to protect: no file is created and nothing waits.
     pub fn lock(&self, timeout: Duration) -> anyhow::Result<EntryLock> {
         if self.backend.keeps_entries() {
-            EntryLock::acquire(&self.lock_path(), timeout)
+            EntryLock::acquire(&self.dir, &self.lock_path(), timeout)
         } else {
             Ok(EntryLock::none())
         }
@@ -192,6 +197,13 @@ impl TokenCache {
                 crate::debug!(1, "ignoring the cache file {}: {reason}", path.display());
                 Ok(None)
             }
+            Err(ReadError::Foreign(reason)) => Err(fail(
+                Exit::Cache,
+                format!(
+                    "refusing the token cache file {}: {reason}; someone else may have planted it — delete it, and use a --cache-dir only you can write to",
+                    path.display()
+                ),
+            )),
             Err(ReadError::Io(err)) => Err(fail(
                 Exit::Cache,
                 format!(
@@ -204,7 +216,7 @@ impl TokenCache {
 
     fn write_entry_file(&self, entry: &StoredEntry) -> anyhow::Result<()> {
         let path = self.entry_path();
-        private_file::write_private(&path, &entry.to_json()).map_err(|err| {
+        private_file::write_private(&self.dir, &path, &entry.to_json()).map_err(|err| {
             fail(
                 Exit::Cache,
                 format!(
@@ -218,7 +230,7 @@ impl TokenCache {
 
     fn remove_entry_file(&self) -> anyhow::Result<()> {
         let path = self.entry_path();
-        private_file::remove_if_exists(&path)
+        private_file::remove_with_leftovers(&path)
             .map(|_| ())
             .map_err(|err| {
                 fail(

@@ -6,7 +6,7 @@ use crate::error::exit_code_of;
 use crate::login::listener::tests::{
     default_redirect, get, ip_redirect, ipv6_available, localhost_v4,
 };
-use std::io::{Cursor, Read, Write};
+use std::io::{self, Cursor, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream};
 use std::thread;
 
