@@ -21,7 +21,7 @@ use crate::error::{fail, Exit};
 use crate::exec_credential;
 use crate::grants::{ProviderClient, RefreshOutcome};
 use crate::login::paste;
-use crate::tokens::Tokens;
+use crate::tokens::{printed_expiry, Tokens};
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,10 @@ fn cached_credential(
     Ok(cached
         .tokens
         .fresh_credential(config.token_kind, clock.now(), config.min_validity)
-        .map(|(token, expiry)| exec_credential::render(config.exec.api_version, token, expiry)))
+        .map(|(token, expiry)| {
+            let printed = printed_expiry(expiry, clock.now());
+            exec_credential::render(config.exec.api_version, token, printed)
+        }))
 }
 
 fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result<String> {
@@ -98,7 +101,7 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
     Ok(exec_credential::render(
         config.exec.api_version,
         token,
-        expiry,
+        printed_expiry(expiry, clock.now()),
     ))
 }
 
