@@ -44,7 +44,8 @@ pub(crate) enum ReadError {
 /// file must not be buffered.
 pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let not_found_or_io = |err: io::Error| match err.kind() {
-        io::ErrorKind::NotFound => ReadError::NotFound,
+        // A path through a regular file (`--cache-dir` under a file): nothing there either.
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => ReadError::NotFound,
         _ => ReadError::Io(err),
     };
     let file = open_no_follow(path).map_err(|err| {
@@ -183,6 +184,25 @@ pub(crate) fn ensure_private_dir(root: &Path, dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The error inside the `io::Error` of a directory that belongs to another user: a refusal, not
+/// a directory that merely cannot be written (see [`is_foreign`]).
+#[derive(Debug)]
+struct ForeignDirectory(String);
+
+impl std::fmt::Display for ForeignDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ForeignDirectory {}
+
+/// Whether `err` is [`ensure_private_dir`] refusing another user's directory.
+pub(crate) fn is_foreign(err: &io::Error) -> bool {
+    err.get_ref()
+        .is_some_and(|inner| inner.is::<ForeignDirectory>())
+}
+
 /// One directory of [`ensure_private_dir`]. A symbolic link is followed (a cache root on another
 /// disk is common); what counts is the directory it names.
 fn check_private_dir(dir: &Path) -> io::Result<()> {
@@ -200,11 +220,11 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
         if metadata.uid() != me {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
-                format!(
+                ForeignDirectory(format!(
                     "the directory {} belongs to uid {}, not to this user (uid {me}), and kubecred keeps tokens only in directories of their own user",
                     dir.display(),
                     metadata.uid()
-                ),
+                )),
             ));
         }
         if metadata.mode() & 0o077 != 0 {
@@ -583,7 +603,9 @@ mod tests {
         std::os::unix::fs::lchown(root.path(), Some(nobody), Some(nobody)).unwrap();
         let err = write_private(root.path(), &path, b"y").unwrap_err();
         assert!(err.to_string().contains("belongs to uid 65534"), "{err}");
-        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+        assert!(is_foreign(&err));
+        let unwritable = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert!(!is_foreign(&unwritable));
     }
 
     #[test]

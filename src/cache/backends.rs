@@ -19,6 +19,10 @@ pub(super) trait Backend: std::fmt::Debug + Sync {
     fn keeps_entries(&self) -> bool {
         true
     }
+    /// Whether entries are files under the cache directory (`auto`, `disk`).
+    fn keeps_files(&self) -> bool {
+        false
+    }
 }
 
 /// The backend of a `--cache-storage` setting.
@@ -66,6 +70,10 @@ struct Files {
 impl Backend for Files {
     fn load(&self, cache: &TokenCache) -> anyhow::Result<Option<StoredEntry>> {
         cache.read_entry_file()
+    }
+
+    fn keeps_files(&self) -> bool {
+        true
     }
 
     fn save(&self, cache: &TokenCache, tokens: &Tokens) -> anyhow::Result<()> {

@@ -66,6 +66,9 @@ pub struct TokenCache {
     dir: PathBuf,
     key: CacheKey,
     keyring: Keyring,
+    /// Set when the cache directory cannot be used (created, written): the run goes on without
+    /// the cache, warned about once, rather than lose the credential it obtains.
+    dir_unusable: std::cell::Cell<bool>,
 }
 
 impl TokenCache {
@@ -77,6 +80,7 @@ impl TokenCache {
             dir: config.cache.dir.clone(),
             key: CacheKey::for_config(config),
             keyring: Keyring::default(),
+            dir_unusable: std::cell::Cell::new(false),
         }
     }
 
@@ -164,6 +168,10 @@ impl TokenCache {
     /// token, the caller must carry the old one over (from [`TokenCache::refresh_token`]), or the
     /// entry loses it.
     pub fn save(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
+        if self.dir_unusable.get() && self.backend.keeps_files() {
+            crate::debug!(1, "not caching the token: the cache directory is unusable");
+            return Ok(());
+        }
         self.backend.save(self, tokens)
     }
 
@@ -175,10 +183,29 @@ impl TokenCache {
     /// Takes this entry's cross-process lock, waiting at most `timeout`. With `--cache-storage
     /// none` there is nothing to protect: no file is created and nothing waits.
     pub fn lock(&self, timeout: Duration) -> anyhow::Result<EntryLock> {
-        if self.backend.keeps_entries() {
-            EntryLock::acquire(&self.dir, &self.lock_path(), timeout)
-        } else {
-            Ok(EntryLock::none())
+        if !self.backend.keeps_entries() {
+            return Ok(EntryLock::none());
+        }
+        let locks = self.lock_path();
+        let locks = locks.parent().unwrap_or(&self.dir);
+        match private_file::ensure_private_dir(&self.dir, locks) {
+            Ok(()) => EntryLock::acquire(&self.dir, &self.lock_path(), timeout),
+            // Another user's directory is refused: they could swap entries under us.
+            Err(err) if private_file::is_foreign(&err) => Err(fail(
+                Exit::Cache,
+                format!("refusing the cache directory: {err}; pass a --cache-dir of your own"),
+            )),
+            // A directory that cannot be made (read-only, full, under a file): the credential
+            // still reaches kubectl, uncached, with one warning. Parallel runs then each talk to
+            // the provider, which is what `--cache-storage none` does too.
+            Err(err) => {
+                crate::log::notice(format_args!(
+                    "cannot use the cache directory {} ({err}); the token is not cached — fix its permissions or pass --cache-dir",
+                    self.dir.display()
+                ));
+                self.dir_unusable.set(true);
+                Ok(EntryLock::none())
+            }
         }
     }
 

@@ -81,7 +81,9 @@ pub fn have(need: Need) -> bool {
         "{need:?} is missing: {missing}; CI must provide it (scripts/test.sh installs it)"
     );
     #[allow(clippy::disallowed_macros)] // the test harness captures it; nothing to protect
-    eprintln!("skipped: needs {missing}; run scripts/test.sh, which installs it");
+    {
+        eprintln!("skipped: needs {missing}; run scripts/test.sh, which installs it");
+    }
     false
 }
 
@@ -292,7 +294,9 @@ impl TestEnv {
                 "the keyring tests need the Secret Service of scripts/test.sh; CI runs them there"
             );
             #[allow(clippy::disallowed_macros)] // the test harness captures it
-            eprintln!("skipped: needs a Secret Service daemon; run scripts/test.sh");
+            {
+                eprintln!("skipped: needs a Secret Service daemon; run scripts/test.sh");
+            }
             return None;
         }
         Some(TestEnv {
