@@ -30,6 +30,61 @@ pub(crate) enum ReadError {
     Io(io::Error),
 }
 
+/// A file read by [`read_keeping_open`], still open: its modification time, and a way to set it
+/// without opening the file again (the hand-out stamp of `acquire/hand_out.rs`).
+#[derive(Debug)]
+pub(crate) struct OpenedFile {
+    file: File,
+    /// Seconds and nanoseconds since the epoch.
+    pub(crate) modified: (i64, u32),
+}
+
+impl OpenedFile {
+    /// Sets the modification time on the open descriptor (`futimens`: no path, no open), leaving
+    /// the access time alone. Best effort: returns whether it worked.
+    pub(crate) fn set_modified(&self, seconds: i64, nanos: u32) -> bool {
+        set_modified(&self.file, seconds, nanos)
+    }
+}
+
+/// Opens the existing file at `path` (never through a symbolic link, never blocking) and sets its
+/// modification time; for the write path, where an extra open costs nothing that matters.
+pub(crate) fn set_modified_at(path: &Path, seconds: i64, nanos: u32) -> bool {
+    open_no_follow(path).is_ok_and(|file| set_modified(&file, seconds, nanos))
+}
+
+fn set_modified(file: &File, seconds: i64, nanos: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let times = [
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: libc::UTIME_OMIT,
+            },
+            libc::timespec {
+                tv_sec: seconds as libc::time_t,
+                tv_nsec: nanos.min(999_999_999) as libc::c_long,
+            },
+        ];
+        // SAFETY: a valid open descriptor and a two-element array, as futimens requires.
+        unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, seconds, nanos);
+        false
+    }
+}
+
+/// [`read`], keeping the file open for [`OpenedFile::set_modified`]: the same system calls.
+pub(crate) fn read_keeping_open(
+    path: &Path,
+    limit: u64,
+) -> Result<(Vec<u8>, OpenedFile), ReadError> {
+    read_inner(path, limit)
+}
+
 /// Reads a whole file of at most `limit` bytes: one `open`, one `fstat` and its reads, nothing
 /// else (this is the cache-hit path). Every check is made on the open descriptor, so it costs no
 /// extra system call:
@@ -43,6 +98,10 @@ pub(crate) enum ReadError {
 /// A larger file is [`ReadError::Corrupt`]: nothing kubecred writes is that large, and a runaway
 /// file must not be buffered.
 pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_inner(path, limit).map(|(bytes, _)| bytes)
+}
+
+fn read_inner(path: &Path, limit: u64) -> Result<(Vec<u8>, OpenedFile), ReadError> {
     let not_found_or_io = |err: io::Error| match err.kind() {
         // A path through a regular file (`--cache-dir` under a file): nothing there either.
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => ReadError::NotFound,
@@ -77,13 +136,28 @@ pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         return Err(ReadError::Corrupt(format!("larger than {limit} bytes")));
     }
     let mut bytes = Vec::with_capacity(length as usize + 1);
-    file.take(limit + 1)
+    (&file)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(not_found_or_io)?;
     if bytes.len() as u64 > limit {
         return Err(ReadError::Corrupt(format!("larger than {limit} bytes")));
     }
-    Ok(bytes)
+    let modified = modified_of(&metadata);
+    Ok((bytes, OpenedFile { file, modified }))
+}
+
+fn modified_of(metadata: &fs::Metadata) -> (i64, u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (metadata.mtime(), metadata.mtime_nsec() as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        (0, 0)
+    }
 }
 
 /// Opens `path` for reading without following a final symbolic link and without blocking.

@@ -69,6 +69,9 @@ pub struct TokenCache {
     /// Set when the cache directory cannot be used (created, written): the run goes on without
     /// the cache, warned about once, rather than lose the credential it obtains.
     dir_unusable: std::cell::Cell<bool>,
+    /// The entry file the last [`load`](TokenCache::load) read, still open: its modification
+    /// time carries the hand-out stamp (see `acquire/hand_out.rs`), set without a new open.
+    last_read: std::cell::RefCell<Option<std::rc::Rc<private_file::OpenedFile>>>,
 }
 
 impl TokenCache {
@@ -81,6 +84,7 @@ impl TokenCache {
             key: CacheKey::for_config(config),
             keyring: Keyring::default(),
             dir_unusable: std::cell::Cell::new(false),
+            last_read: std::cell::RefCell::new(None),
         }
     }
 
@@ -214,10 +218,39 @@ impl TokenCache {
         format!("{}:refresh", self.key)
     }
 
+    /// The modification time (seconds, nanoseconds) of the entry file the last load read: the
+    /// hand-out stamp. `None` when the entry is not a file (`keyring`, `none`) or was not read.
+    pub fn loaded_stamp(&self) -> Option<(i64, u32)> {
+        self.last_read.borrow().as_ref().map(|file| file.modified)
+    }
+
+    /// Sets the hand-out stamp of the entry file the last load read, on its open descriptor (no
+    /// path lookup: a file renamed over it meanwhile is not touched). Best effort.
+    pub fn set_loaded_stamp(&self, seconds: i64, nanos: u32) {
+        if let Some(file) = self.last_read.borrow().as_ref() {
+            if !file.set_modified(seconds, nanos) {
+                crate::debug!(2, "could not stamp the cache entry {}", self.key);
+            }
+        }
+    }
+
+    /// Sets the hand-out stamp of the entry file now on disk (after a save). Best effort.
+    pub fn set_entry_stamp(&self, seconds: i64, nanos: u32) {
+        if self.backend.keeps_files() && !self.dir_unusable.get() {
+            private_file::set_modified_at(&self.entry_path(), seconds, nanos);
+        }
+    }
+
     /// Reads the cache file; a missing or corrupt file is a miss.
     fn read_entry_file(&self) -> anyhow::Result<Option<StoredEntry>> {
         let path = self.entry_path();
-        match read_entry_file(&path) {
+        let read =
+            private_file::read_keeping_open(&path, MAX_ENTRY_BYTES).and_then(|(bytes, file)| {
+                let entry = StoredEntry::parse(&bytes).map_err(ReadError::Corrupt)?;
+                *self.last_read.borrow_mut() = Some(std::rc::Rc::new(file));
+                Ok(entry)
+            });
+        match read {
             Ok(entry) => Ok(Some(entry)),
             Err(ReadError::NotFound) => Ok(None),
             Err(ReadError::Corrupt(reason)) => {
