@@ -84,7 +84,10 @@ fn kubectl_recovers_from_a_rejected_token_without_force_refresh() {
     let bed = Testbed::start();
     let env = TestEnv::new();
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, env.cc_args(&bed)));
-    let version = |env: &TestEnv| env.kubectl(&kubeconfig, &["get", "--raw", "/version"]).run();
+    let version = |env: &TestEnv| {
+        env.kubectl(&kubeconfig, &["get", "--raw", "/version"])
+            .run()
+    };
     version(&env).success();
     assert_eq!(bed.token_requests("client_credentials"), 1);
 
@@ -99,7 +102,11 @@ fn kubectl_recovers_from_a_rejected_token_without_force_refresh() {
         "one new token after the 401"
     );
     version(&env).success().stdout_contains("v1.32.4-testbed");
-    assert_eq!(bed.token_requests("client_credentials"), 2, "then cache hits");
+    assert_eq!(
+        bed.token_requests("client_credentials"),
+        2,
+        "then cache hits"
+    );
 
     // A server that rejects the new token too: kubectl fails, and kubecred does not loop.
     let also_rejected = cache_token_files(&env.cache_dir()).remove(0);
