@@ -22,6 +22,9 @@ pub struct ExecInfo {
     pub interactive: bool,
     /// `spec.cluster`, present with `provideClusterInfo: true`.
     pub cluster: Option<ClusterInfo>,
+    /// Whether a client set the variable (client-go 1.20 and later always do): only then is a
+    /// quick second run from the same parent taken for client-go's re-run after a 401.
+    pub from_client: bool,
 }
 
 /// The parts of `spec.cluster` kubecred uses. Every field is optional: clients differ.
@@ -59,6 +62,7 @@ impl ExecInfo {
             api_version: V1BETA1,
             interactive: false,
             cluster: None,
+            from_client: false,
         }
     }
 
@@ -102,6 +106,7 @@ impl ExecInfo {
             api_version,
             interactive: parsed.spec.interactive,
             cluster: parsed.spec.cluster,
+            from_client: true,
         })
     }
 

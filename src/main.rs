@@ -47,17 +47,16 @@ fn run() -> u8 {
                 .and_then(|()| stdout.flush())
             {
                 // stderr may be gone too (kubectl died): never panic over reporting it.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "kubecred: error: writing the credential to stdout failed: {err}; kubectl may have gone away"
-                );
+                kubecred::log::error_line(format_args!(
+                    "writing the credential to stdout failed: {err}; kubectl may have gone away"
+                ));
                 return Exit::Input as u8;
             }
             0
         }
         Ok(None) => 0,
         Err(err) => {
-            eprintln!("kubecred: error: {}", one_line(&err));
+            kubecred::log::error_line(one_line(&err));
             exit_code_of(&err) as u8
         }
     }
@@ -72,7 +71,7 @@ fn clap_error(err: clap::Error) -> u8 {
             0
         }
         _ => {
-            eprintln!("kubecred: error: {}", usage_error_line(&err));
+            kubecred::log::error_line(usage_error_line(&err));
             Exit::Usage as u8
         }
     }

@@ -18,43 +18,200 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub(crate) enum ReadError {
     /// No such file (or directory): a cache miss.
     NotFound,
-    /// The file exists but is not what this version writes there (larger than the limit, or not
-    /// the expected JSON); treated as a miss and replaced by the next write.
+    /// The file exists but is not what this version writes there (larger than the limit, not the
+    /// expected JSON, a symbolic link, a FIFO or another non-regular file); treated as a miss and
+    /// replaced by the next write (the rename replaces the link or FIFO itself, never its target).
     Corrupt(String),
+    /// The file belongs to another user: someone else put it there, so its content is not ours
+    /// to trust. Callers refuse it with a clear error (or, for a cache of public documents, ignore
+    /// it loudly); the write path refuses the directory too.
+    Foreign(String),
     /// The file could not be read (permissions, I/O error): worth reporting.
     Io(io::Error),
 }
 
-/// Reads a whole file of at most `limit` bytes: one `open` and its reads, nothing else (this is
-/// the cache-hit path). A larger file is [`ReadError::Corrupt`]: nothing kubecred writes is that
-/// large, and a runaway file must not be buffered.
+/// A file read by [`read_keeping_open`], still open: its modification time, and a way to set it
+/// without opening the file again (the hand-out stamp of `acquire/hand_out.rs`).
+#[derive(Debug)]
+pub(crate) struct OpenedFile {
+    file: File,
+    /// Seconds and nanoseconds since the epoch.
+    pub(crate) modified: (i64, u32),
+}
+
+impl OpenedFile {
+    /// Sets the modification time on the open descriptor (`futimens`: no path, no open), leaving
+    /// the access time alone. Best effort: returns whether it worked.
+    pub(crate) fn set_modified(&self, seconds: i64, nanos: u32) -> bool {
+        set_modified(&self.file, seconds, nanos)
+    }
+}
+
+/// Opens the existing file at `path` (never through a symbolic link, never blocking) and sets its
+/// modification time; for the write path, where an extra open costs nothing that matters.
+pub(crate) fn set_modified_at(path: &Path, seconds: i64, nanos: u32) -> bool {
+    open_no_follow(path).is_ok_and(|file| set_modified(&file, seconds, nanos))
+}
+
+fn set_modified(file: &File, seconds: i64, nanos: u32) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let times = [
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: libc::UTIME_OMIT,
+            },
+            libc::timespec {
+                tv_sec: seconds as libc::time_t,
+                tv_nsec: nanos.min(999_999_999) as libc::c_long,
+            },
+        ];
+        // SAFETY: a valid open descriptor and a two-element array, as futimens requires.
+        unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, seconds, nanos);
+        false
+    }
+}
+
+/// [`read`], keeping the file open for [`OpenedFile::set_modified`]: the same system calls.
+pub(crate) fn read_keeping_open(
+    path: &Path,
+    limit: u64,
+) -> Result<(Vec<u8>, OpenedFile), ReadError> {
+    read_inner(path, limit)
+}
+
+/// Reads a whole file of at most `limit` bytes: one `open`, one `fstat` and its reads, nothing
+/// else (this is the cache-hit path). Every check is made on the open descriptor, so it costs no
+/// extra system call:
+/// - the open does not follow a symbolic link (`O_NOFOLLOW`) and does not block (`O_NONBLOCK`:
+///   opening a FIFO for reading would otherwise wait for a writer forever);
+/// - the file must be a regular file, owned by this user (`Foreign` otherwise);
+/// - a file of ours that others may read or write is tightened to 0600 (one `fchmod`, only then;
+///   the content is still used: only this user could have written a file this user owns, or
+///   someone who can act as this user anyway).
+///
+/// A larger file is [`ReadError::Corrupt`]: nothing kubecred writes is that large, and a runaway
+/// file must not be buffered.
 pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_inner(path, limit).map(|(bytes, _)| bytes)
+}
+
+fn read_inner(path: &Path, limit: u64) -> Result<(Vec<u8>, OpenedFile), ReadError> {
     let not_found_or_io = |err: io::Error| match err.kind() {
-        io::ErrorKind::NotFound => ReadError::NotFound,
+        // A path through a regular file (`--cache-dir` under a file): nothing there either.
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => ReadError::NotFound,
         _ => ReadError::Io(err),
     };
-    let file = File::open(path).map_err(not_found_or_io)?;
+    let file = open_no_follow(path).map_err(|err| {
+        if is_symlink_refusal(&err) {
+            ReadError::Corrupt(
+                "a symbolic link (kubecred does not follow links in its cache)".into(),
+            )
+        } else {
+            not_found_or_io(err)
+        }
+    })?;
     // Sized from the file's length, so that a small entry is one read (and the EOF read), as
     // `fs::read` does; the `take` still bounds a file that grows while we read it.
     let metadata = file.metadata().map_err(not_found_or_io)?;
-    if !metadata.is_file() {
+    if metadata.is_dir() {
         return Err(ReadError::Io(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "not a regular file",
+            "a directory, not a file",
         )));
     }
+    if !metadata.is_file() {
+        return Err(ReadError::Corrupt(
+            "not a regular file (a FIFO, socket or device)".into(),
+        ));
+    }
+    check_owner_and_tighten(&file, &metadata)?;
     let length = metadata.len();
     if length > limit {
         return Err(ReadError::Corrupt(format!("larger than {limit} bytes")));
     }
     let mut bytes = Vec::with_capacity(length as usize + 1);
-    file.take(limit + 1)
+    (&file)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(not_found_or_io)?;
     if bytes.len() as u64 > limit {
         return Err(ReadError::Corrupt(format!("larger than {limit} bytes")));
     }
-    Ok(bytes)
+    let modified = modified_of(&metadata);
+    Ok((bytes, OpenedFile { file, modified }))
+}
+
+fn modified_of(metadata: &fs::Metadata) -> (i64, u32) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (metadata.mtime(), metadata.mtime_nsec() as u32)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        (0, 0)
+    }
+}
+
+/// Opens `path` for reading without following a final symbolic link and without blocking.
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
+/// Whether an open failed because the path is a symbolic link (`O_NOFOLLOW` answers `ELOOP`).
+fn is_symlink_refusal(err: &io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        err.raw_os_error() == Some(libc::ELOOP)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = err;
+        false
+    }
+}
+
+/// The owner check and the tightening of [`read`], on the open file.
+fn check_owner_and_tighten(file: &File, metadata: &fs::Metadata) -> Result<(), ReadError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let me = effective_uid();
+        if metadata.uid() != me {
+            return Err(ReadError::Foreign(format!(
+                "it belongs to uid {}, not to this user (uid {me})",
+                metadata.uid()
+            )));
+        }
+        // Best effort: the content is ours either way, and a read-only file system must not
+        // turn a hit into a failure.
+        if metadata.mode() & 0o077 != 0 {
+            let _ = file.set_permissions(fs::Permissions::from_mode(0o600));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (file, metadata);
+    Ok(())
+}
+
+#[cfg(unix)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// [`read`], then parse the bytes as JSON of type `T`; JSON that does not fit is
@@ -67,18 +224,84 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(&bytes).map_err(|err| ReadError::Corrupt(err.to_string()))
 }
 
-/// Creates `dir` (and missing parents) with mode 0700, and tightens an existing `dir` that others
-/// can read or enter: the directory holds bearer tokens.
-pub(crate) fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+/// Makes `dir` and every directory between the cache root `root` and it private: creates what is
+/// missing with mode 0700, and checks what exists — each must be a directory owned by this user
+/// (an error saying whose it is otherwise: another user could rename entries aside and plant
+/// their own), and one that others can read, write or enter is tightened to 0700. `root` itself
+/// is included; its own ancestors are created if missing but not checked (they are the user's
+/// business, `/tmp` among them). A `dir` outside `root` is refused.
+pub(crate) fn ensure_private_dir(root: &Path, dir: &Path) -> io::Result<()> {
+    let below = dir.strip_prefix(root).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not inside the cache directory {}",
+                dir.display(),
+                root.display()
+            ),
+        )
+    })?;
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
-        builder.create(dir)?;
+    }
+    builder.create(dir)?;
+    let mut current = root.to_path_buf();
+    check_private_dir(&current)?;
+    for part in below.components() {
+        current.push(part);
+        check_private_dir(&current)?;
+    }
+    Ok(())
+}
+
+/// The error inside the `io::Error` of a directory that belongs to another user: a refusal, not
+/// a directory that merely cannot be written (see [`is_foreign`]).
+#[derive(Debug)]
+struct ForeignDirectory(String);
+
+impl std::fmt::Display for ForeignDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ForeignDirectory {}
+
+/// Whether `err` is [`ensure_private_dir`] refusing another user's directory.
+pub(crate) fn is_foreign(err: &io::Error) -> bool {
+    err.get_ref()
+        .is_some_and(|inner| inner.is::<ForeignDirectory>())
+}
+
+/// One directory of [`ensure_private_dir`]. A symbolic link is followed (a cache root on another
+/// disk is common); what counts is the directory it names.
+fn check_private_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let metadata = fs::metadata(dir)?;
-        if metadata.permissions().mode() & 0o077 != 0 {
+        if !metadata.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+        let me = effective_uid();
+        if metadata.uid() != me {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                ForeignDirectory(format!(
+                    "the directory {} belongs to uid {}, not to this user (uid {me}), and kubecred keeps tokens only in directories of their own user",
+                    dir.display(),
+                    metadata.uid()
+                )),
+            ));
+        }
+        if metadata.mode() & 0o077 != 0 {
             fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
         }
         Ok(())
@@ -86,26 +309,32 @@ pub(crate) fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     #[cfg(not(unix))]
     {
         // Windows: the per-user cache directory (under %LOCALAPPDATA%) already has a private ACL.
-        builder.create(dir)
+        let _ = dir;
+        Ok(())
     }
 }
 
-/// Writes `bytes` to `path` privately: creates the parent directory (and missing ancestors) with
-/// mode 0700, tightening it if it exists looser ([`ensure_private_dir`]), then replaces the file
-/// atomically with mode 0600 ([`write_atomic`]).
-pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    ensure_private_dir(parent_dir(path)?)?;
+/// Writes `bytes` to `path` privately: makes the directories from the cache root `root` down to
+/// the file's own private ([`ensure_private_dir`]), then replaces the file atomically with mode
+/// 0600 ([`write_atomic`]), and removes what earlier writers of the same file left behind.
+pub(crate) fn write_private(root: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    ensure_private_dir(root, parent_dir(path)?)?;
     write_atomic(path, bytes)
 }
 
+/// The cache root of a file stored at `<root>/<kind>/<name>`, the layout of everything kubecred
+/// keeps (`tokens/`, `locks/`, `state/`, `oidc/`), for writers that know only their file's path.
+pub(crate) fn root_of(path: &Path) -> io::Result<&Path> {
+    parent_dir(parent_dir(path)?)
+}
+
 /// Replaces `path` with `bytes` atomically; the file is created with mode 0600. The parent
-/// directory must exist (see [`write_private`]).
+/// directory must exist (see [`write_private`]). Once the new file is in place, temporary files
+/// of earlier writers of the same `path` are deleted ([`remove_leftovers`]): a writer killed
+/// between its write and its rename leaves one holding a token, possibly a live refresh token.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = parent_dir(path)?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a cache file needs a name"))?
-        .to_string_lossy();
+    let name = file_name(path)?;
     let (temp_path, mut file) = create_temp_file(dir, &name)?;
     let written = file
         .write_all(bytes)
@@ -120,8 +349,40 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&temp_path);
         return Err(err);
     }
+    remove_leftovers(path);
     sync_dir(dir);
     Ok(())
+}
+
+fn file_name(path: &Path) -> io::Result<String> {
+    Ok(path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a cache file needs a name"))?
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// Deletes the temporary files `.<name>.*.tmp` next to `path` ([`create_temp_file`]'s names).
+/// Best effort, returns how many went. Writers of a token entry hold its lock, so any temporary
+/// file of that entry is a dead writer's; writers of the OIDC document cache do not lock, and a
+/// parallel writer whose file goes then fails its rename, which costs it only a cache write.
+fn remove_leftovers(path: &Path) -> usize {
+    let (Ok(dir), Ok(name)) = (parent_dir(path), file_name(path)) else {
+        return 0;
+    };
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let found = entry.file_name();
+            let found = found.to_string_lossy();
+            found.starts_with(&prefix) && found.ends_with(".tmp")
+        })
+        .filter(|entry| fs::remove_file(entry.path()).is_ok())
+        .count()
 }
 
 /// The directory `path` is in; `.` for a bare file name.
@@ -134,6 +395,15 @@ fn parent_dir(path: &Path) -> io::Result<&Path> {
             "a cache file needs a parent directory",
         )),
     }
+}
+
+/// Deletes `path` and every temporary file an interrupted writer of it left behind
+/// ([`remove_leftovers`]): `kubecred logout` must leave no copy of a token. A file that is
+/// already gone is fine. Returns whether the file itself was deleted.
+pub(crate) fn remove_with_leftovers(path: &Path) -> io::Result<bool> {
+    let removed = remove_if_exists(path)?;
+    remove_leftovers(path);
+    Ok(removed)
 }
 
 /// Deletes `path`; a file that is already gone is fine. Returns whether a file was deleted.
@@ -250,7 +520,7 @@ mod tests {
     fn reads_are_bounded_and_json_is_checked() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.json");
-        write_private(&path, br#"{"a":1}"#).unwrap();
+        write_private(dir.path(), &path, br#"{"a":1}"#).unwrap();
         assert_eq!(read(&path, 7).unwrap(), br#"{"a":1}"#);
         assert!(matches!(read(&path, 6), Err(ReadError::Corrupt(_))));
         let value: serde_json::Value = read_json(&path, 100).unwrap();
@@ -277,14 +547,14 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let root = tempfile::tempdir().unwrap();
         let fresh = root.path().join("a/b/tokens");
-        ensure_private_dir(&fresh).unwrap();
+        ensure_private_dir(root.path(), &fresh).unwrap();
         assert_eq!(mode(&fresh), 0o700);
         assert_eq!(mode(&root.path().join("a")), 0o700);
 
         let loose = root.path().join("loose");
         fs::create_dir(&loose).unwrap();
         fs::set_permissions(&loose, fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&loose).unwrap();
+        ensure_private_dir(root.path(), &loose).unwrap();
         assert_eq!(mode(&loose), 0o700);
 
         let file = loose.join("entry.json");
@@ -299,15 +569,134 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let root = tempfile::tempdir().unwrap();
         let fresh = root.path().join("new/state/entry");
-        write_private(&fresh, b"x").unwrap();
+        write_private(root.path(), &fresh, b"x").unwrap();
         assert_eq!(mode(fresh.parent().unwrap()), 0o700);
         assert_eq!(mode(&fresh), 0o600);
 
         let loose = root.path().join("loose");
         fs::create_dir(&loose).unwrap();
         fs::set_permissions(&loose, fs::Permissions::from_mode(0o755)).unwrap();
-        write_private(&loose.join("entry"), b"y").unwrap();
+        write_private(root.path(), &loose.join("entry"), b"y").unwrap();
         assert_eq!(mode(&loose), 0o700);
         assert_eq!(fs::read(loose.join("entry")).unwrap(), b"y");
+    }
+
+    #[cfg(unix)]
+    fn mode_of(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_cache_root_itself_is_tightened_and_a_dir_outside_it_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        fs::set_permissions(root.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        write_private(root.path(), &root.path().join("tokens/k.json"), b"x").unwrap();
+        assert_eq!(mode_of(root.path()), 0o700);
+        assert_eq!(mode_of(&root.path().join("tokens")), 0o700);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let err = ensure_private_dir(root.path(), elsewhere.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("not inside the cache directory"),
+            "{err}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_not_followed_and_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.json");
+        fs::write(&target, b"{}").unwrap();
+        let link = dir.path().join("entry.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        match read(&link, 100) {
+            Err(ReadError::Corrupt(reason)) => {
+                assert!(reason.contains("symbolic link"), "{reason}")
+            }
+            other => panic!("expected a refused link, got {other:?}"),
+        }
+        write_private(dir.path(), &link, b"new").unwrap();
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            b"{}",
+            "the link's target is untouched"
+        );
+        assert!(!fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(read(&link, 100).unwrap(), b"new");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_a_miss_at_once_and_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.json");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        // Without O_NONBLOCK this open would wait for a writer forever.
+        assert!(matches!(read(&path, 100), Err(ReadError::Corrupt(_))));
+        write_private(dir.path(), &path, b"entry").unwrap();
+        assert_eq!(read(&path, 100).unwrap(), b"entry");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_loose_file_of_ours_is_tightened_on_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.json");
+        fs::write(&path, b"x").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(read(&path, 100).unwrap(), b"x");
+        assert_eq!(mode_of(&path), 0o600);
+    }
+
+    /// Another user's file or directory: needs root to make one (CI runs as root).
+    #[cfg(unix)]
+    #[test]
+    fn another_users_file_or_directory_is_refused() {
+        if effective_uid() != 0 {
+            crate::log::notice("skipped: making a file of another user needs root");
+            return;
+        }
+        let nobody = 65534;
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("tokens/k.json");
+        write_private(root.path(), &path, b"x").unwrap();
+        std::os::unix::fs::lchown(&path, Some(nobody), Some(nobody)).unwrap();
+        match read(&path, 100) {
+            Err(ReadError::Foreign(reason)) => assert!(reason.contains("uid 65534"), "{reason}"),
+            other => panic!("expected a refused file, got {other:?}"),
+        }
+        std::os::unix::fs::lchown(root.path(), Some(nobody), Some(nobody)).unwrap();
+        let err = write_private(root.path(), &path, b"y").unwrap_err();
+        assert!(err.to_string().contains("belongs to uid 65534"), "{err}");
+        assert!(is_foreign(&err));
+        let unwritable = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert!(!is_foreign(&unwritable));
+    }
+
+    #[test]
+    fn a_write_and_a_removal_take_the_leftovers_of_killed_writers_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.json");
+        let leftover = dir.path().join(".k.json.4242.0.123.tmp");
+        let other_entry = dir.path().join(".other.json.4242.0.123.tmp");
+        fs::write(&leftover, b"refresh token").unwrap();
+        fs::write(&other_entry, b"not ours to delete").unwrap();
+        write_private(dir.path(), &path, b"new").unwrap();
+        assert!(!leftover.exists());
+        assert!(other_entry.exists());
+
+        fs::write(&leftover, b"refresh token").unwrap();
+        assert!(remove_with_leftovers(&path).unwrap());
+        assert!(!leftover.exists() && !path.exists());
+        assert!(other_entry.exists());
     }
 }

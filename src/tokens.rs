@@ -50,6 +50,30 @@ impl Tokens {
     }
 }
 
+/// How much earlier than the token's real expiry the printed `expirationTimestamp` is.
+///
+/// client-go (and the JavaScript client) use a credential until `expirationTimestamp`, kube-rs
+/// until 60 s before it: printing the real expiry lets a request leave with a token that dies on
+/// the way, or is judged by an API server whose clock runs a little ahead, and fail with 401.
+/// 30 s covers a slow request plus the clock skew NTP leaves between two machines, and costs
+/// nothing: a fresh cached token (more than `--min-validity`, 60 s by default, left) is what the
+/// next run prints, without a round trip to the provider.
+pub const EXPIRY_SAFETY_MARGIN: chrono::Duration = chrono::Duration::seconds(30);
+
+/// The `expirationTimestamp` to print for a token that really expires at `real`:
+/// [`EXPIRY_SAFETY_MARGIN`] earlier, but never before `now` (rounded up to the second, since the
+/// printed value is whole seconds) and never later than `real`. A token with less than the
+/// margin left is thus printed as expiring now: the client uses it for the request at hand and
+/// runs kubecred again for the next one.
+pub fn printed_expiry(real: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+    let now_rounded_up = if now.timestamp_subsec_nanos() == 0 {
+        now
+    } else {
+        DateTime::from_timestamp(now.timestamp() + 1, 0).unwrap_or(now)
+    };
+    (real - EXPIRY_SAFETY_MARGIN).max(now_rounded_up).min(real)
+}
+
 /// Who a token names, for messages such as "logged in as …": `preferred_username`, `email` or
 /// `sub` of the ID token (verified when it was obtained), else of a JWT access token.
 pub fn display_subject(tokens: &Tokens) -> Option<String> {
@@ -153,6 +177,19 @@ mod tests {
         assert_eq!(display_subject(&tokens), None);
         tokens.access_token = Some(Secret::new(jwt(r#"{"sub":"client"}"#)));
         assert_eq!(display_subject(&tokens).as_deref(), Some("client"));
+    }
+
+    #[test]
+    fn the_printed_expiry_keeps_a_margin_but_never_lies_in_the_past() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let secs = chrono::Duration::seconds;
+        assert_eq!(printed_expiry(now + secs(600), now), now + secs(570));
+        // Less than the margin left: printed as now, never earlier.
+        assert_eq!(printed_expiry(now + secs(20), now), now);
+        let mid_second = now + chrono::Duration::milliseconds(400);
+        assert_eq!(printed_expiry(now + secs(20), mid_second), now + secs(1));
+        // Never later than the real expiry.
+        assert_eq!(printed_expiry(now, now), now);
     }
 
     #[test]

@@ -111,6 +111,7 @@ impl Cooldown {
             }
             Err(private_file::ReadError::NotFound) => return None,
             Err(private_file::ReadError::Corrupt(reason)) => format!("corrupt ({reason})"),
+            Err(private_file::ReadError::Foreign(reason)) => format!("not ours ({reason})"),
             Err(private_file::ReadError::Io(err)) => format!("unreadable ({err})"),
         };
         debug!(
@@ -126,7 +127,7 @@ impl Cooldown {
     /// tightened if it exists looser, like the token cache's own directories.
     fn write(&self, record: &FailureRecord) -> io::Result<()> {
         let json = serde_json::to_vec(record).map_err(io::Error::other)?;
-        private_file::write_private(&self.path, &json)
+        private_file::write_private(private_file::root_of(&self.path)?, &self.path, &json)
     }
 }
 

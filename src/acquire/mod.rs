@@ -9,6 +9,7 @@
 //! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
 
 mod cooldown;
+mod hand_out;
 #[cfg(test)]
 mod tests;
 
@@ -21,7 +22,7 @@ use crate::error::{fail, Exit};
 use crate::exec_credential;
 use crate::grants::{ProviderClient, RefreshOutcome};
 use crate::login::paste;
-use crate::tokens::Tokens;
+use crate::tokens::{printed_expiry, Tokens};
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,22 +33,51 @@ pub enum Trigger {
 
 /// The ExecCredential document for kubectl: from the cache when it is fresh, otherwise from a
 /// refresh or a new grant.
+///
+/// A run that looks like client-go's re-run after a 401 (`hand_out.rs`) refreshes once instead
+/// of answering from the cache.
 pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> {
     let cache = TokenCache::new(config);
-    if !config.force_refresh {
-        if let Some(document) = cached_credential(config, &cache, clock)? {
-            crate::debug!(1, "cache hit");
-            return Ok(document);
+    let parent = hand_out::parent(config.exec.from_client);
+    let mut forced = config.force_refresh;
+    if !forced {
+        if let Some((document, obtained_at)) = cached_credential(config, &cache, clock)? {
+            let now = clock.now();
+            let verdict = parent
+                .map(|parent| hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at));
+            match verdict {
+                Some(hand_out::OnHit::Refresh) => {
+                    crate::debug!(
+                        1,
+                        "the same client asks again right after getting this token: the API server probably refused it (401); refreshing once"
+                    );
+                    forced = true;
+                }
+                Some(hand_out::OnHit::Serve { stamp: Some(mark) }) => {
+                    cache.set_loaded_stamp(now.timestamp(), mark);
+                    crate::debug!(1, "cache hit");
+                    return Ok(document);
+                }
+                _ => {
+                    crate::debug!(1, "cache hit");
+                    return Ok(document);
+                }
+            }
         }
     }
-    let tokens = obtain_under_lock(config, &cache, Trigger::GetToken, clock)?;
+    let tokens = obtain_under_lock(config, &cache, Trigger::GetToken, forced, clock)?;
+    if let Some(parent) = parent {
+        // A new token (or one another run just obtained): not force-refreshed again for this
+        // parent.
+        cache.set_entry_stamp(clock.now().timestamp(), hand_out::mark(parent, true));
+    }
     render(config, &tokens, clock)
 }
 
 /// A new login (or grant) now, never a refresh, bypassing the cool-down.
 pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     let cache = TokenCache::new(config);
-    obtain_under_lock(config, &cache, Trigger::ExplicitLogin, clock)
+    obtain_under_lock(config, &cache, Trigger::ExplicitLogin, true, clock)
 }
 
 /// Forgets this entry's tokens (and its cool-down).
@@ -59,19 +89,24 @@ pub fn logout(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The cache-hit path. Returns `None` when there is no fresh credential.
+/// The cache-hit path: the document to print and when its token was obtained; `None` when there
+/// is no fresh credential.
 fn cached_credential(
     config: &Config,
     cache: &TokenCache,
     clock: &dyn Clock,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Option<(String, chrono::DateTime<chrono::Utc>)>> {
     let Some(cached) = cache.load()? else {
         return Ok(None);
     };
     Ok(cached
         .tokens
         .fresh_credential(config.token_kind, clock.now(), config.min_validity)
-        .map(|(token, expiry)| exec_credential::render(config.exec.api_version, token, expiry)))
+        .map(|(token, expiry)| {
+            let printed = printed_expiry(expiry, clock.now());
+            let document = exec_credential::render(config.exec.api_version, token, printed);
+            (document, cached.tokens.obtained_at)
+        }))
 }
 
 fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result<String> {
@@ -98,7 +133,7 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
     Ok(exec_credential::render(
         config.exec.api_version,
         token,
-        expiry,
+        printed_expiry(expiry, clock.now()),
     ))
 }
 
@@ -107,15 +142,16 @@ fn cooldown_for(cache: &TokenCache) -> Cooldown {
 }
 
 /// Single flight: everything that talks to the provider happens here, under the entry's lock.
+/// `forced`: not even a fresh cached token will do (`--force-refresh`, `login`, a 401 re-run).
 fn obtain_under_lock(
     config: &Config,
     cache: &TokenCache,
     trigger: Trigger,
+    forced: bool,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
     let started = clock.now();
     let lock = cache.lock(config.cache.lock_timeout)?;
-    let forced = config.force_refresh || trigger == Trigger::ExplicitLogin;
 
     // Another process may have refreshed or logged in while we waited for the lock. A forced run
     // still takes what a parallel run obtained after this one started: N parallel

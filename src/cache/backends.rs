@@ -19,6 +19,10 @@ pub(super) trait Backend: std::fmt::Debug + Sync {
     fn keeps_entries(&self) -> bool {
         true
     }
+    /// Whether entries are files under the cache directory (`auto`, `disk`).
+    fn keeps_files(&self) -> bool {
+        false
+    }
 }
 
 /// The backend of a `--cache-storage` setting.
@@ -66,6 +70,10 @@ struct Files {
 impl Backend for Files {
     fn load(&self, cache: &TokenCache) -> anyhow::Result<Option<StoredEntry>> {
         cache.read_entry_file()
+    }
+
+    fn keeps_files(&self) -> bool {
+        true
     }
 
     fn save(&self, cache: &TokenCache, tokens: &Tokens) -> anyhow::Result<()> {
@@ -164,7 +172,7 @@ impl Backend for WholeEntryInKeyring {
             .map_err(|reason| no_keyring(&reason))?;
         crate::debug!(1, "saved cache entry {} in the {}", cache.key, store.name());
         // "Nothing on disk": drop a file an earlier `auto`/`disk` run left with tokens in it.
-        if let Err(err) = private_file::remove_if_exists(&cache.entry_path()) {
+        if let Err(err) = private_file::remove_with_leftovers(&cache.entry_path()) {
             crate::debug!(
                 1,
                 "cannot delete the old cache file {}: {err}",
@@ -180,8 +188,9 @@ impl Backend for WholeEntryInKeyring {
             .delete_everywhere(cache.key.as_str())
             .map_err(|reason| no_keyring(&reason))?;
         let _ = cache.keyring.delete_everywhere(&cache.refresh_account());
-        // A file left from another storage mode would otherwise still hold tokens.
-        let _ = private_file::remove_if_exists(&cache.entry_path());
+        // A file left from another storage mode (or a killed writer) would otherwise still
+        // hold tokens.
+        let _ = private_file::remove_with_leftovers(&cache.entry_path());
         Ok(())
     }
 }

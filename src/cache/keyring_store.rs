@@ -429,9 +429,7 @@ mod tests {
                     .probe(Store::Keyutils)
                     .is_ok()
             {
-                eprintln!(
-                    "this session has a working kernel keyring: testing with the Secret Service only"
-                );
+                crate::log::notice(format_args!("this session has a working kernel keyring: testing with the Secret Service only"));
                 all.into_iter().filter(|s| *s != Store::Keyutils).collect()
             } else {
                 all
@@ -579,9 +577,7 @@ mod tests {
         } else if std::env::var(ENV_KEYUTILS).is_ok_and(|v| v == "1") {
             Some(Store::Keyutils)
         } else {
-            eprintln!(
-                "skipped {test}: set {ENV_SECRET_SERVICE}=1 inside dbus-run-session with gnome-keyring, or {ENV_KEYUTILS}=1 under `keyctl session -`"
-            );
+            crate::log::notice(format_args!("skipped {test}: set {ENV_SECRET_SERVICE}=1 inside dbus-run-session with gnome-keyring, or {ENV_KEYUTILS}=1 under `keyctl session -`"));
             None
         }
     }

@@ -36,9 +36,14 @@ pub struct EntryLock {
 }
 
 impl EntryLock {
-    /// Locks `path` (creating it, and its directory with mode 0700), waiting at most `timeout`.
-    pub(crate) fn acquire(path: &Path, timeout: Duration) -> anyhow::Result<EntryLock> {
-        let file = open_lock_file(path)?;
+    /// Locks `path` (creating it, and its directory with mode 0700, checked from the cache root
+    /// `root` down, see [`private_file::ensure_private_dir`]), waiting at most `timeout`.
+    pub(crate) fn acquire(
+        root: &Path,
+        path: &Path,
+        timeout: Duration,
+    ) -> anyhow::Result<EntryLock> {
+        let file = open_lock_file(root, path)?;
         let start = Instant::now();
         let deadline = start + timeout;
         let mut backoff = FIRST_BACKOFF;
@@ -115,7 +120,7 @@ impl Drop for EntryLock {
     }
 }
 
-fn open_lock_file(path: &Path) -> anyhow::Result<File> {
+fn open_lock_file(root: &Path, path: &Path) -> anyhow::Result<File> {
     let cannot = |err: std::io::Error| {
         fail(
             Exit::Cache,
@@ -126,7 +131,7 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
         )
     };
     if let Some(dir) = path.parent() {
-        private_file::ensure_private_dir(dir).map_err(cannot)?;
+        private_file::ensure_private_dir(root, dir).map_err(cannot)?;
     }
     let mut options = OpenOptions::new();
     // Write access: Windows' LockFileEx wants it for an exclusive lock. Never truncate: the file
@@ -135,7 +140,10 @@ fn open_lock_file(path: &Path) -> anyhow::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        // A link or a FIFO planted at the lock's path is neither followed nor waited on.
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
     options.open(path).map_err(cannot)
 }
@@ -152,13 +160,14 @@ mod tests {
     fn a_second_lock_times_out_with_a_message_and_is_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("locks").join("k.lock");
-        let held = EntryLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        let held = EntryLock::acquire(dir.path(), &path, Duration::from_secs(1)).unwrap();
 
         // Another thread (another open file description: flock treats it like another process).
         let path2 = path.clone();
+        let root2 = dir.path().to_path_buf();
         let started = Instant::now();
         let err = std::thread::spawn(move || {
-            EntryLock::acquire(&path2, Duration::from_millis(200)).unwrap_err()
+            EntryLock::acquire(&root2, &path2, Duration::from_millis(200)).unwrap_err()
         })
         .join()
         .unwrap();
@@ -175,7 +184,7 @@ mod tests {
         assert!(waited < Duration::from_secs(2), "{waited:?}");
 
         drop(held);
-        let again = EntryLock::acquire(&path, Duration::from_millis(200)).unwrap();
+        let again = EntryLock::acquire(dir.path(), &path, Duration::from_millis(200)).unwrap();
         assert_eq!(again.path(), Some(path.as_path()));
         drop(again);
         assert!(path.exists(), "lock files are never deleted");
@@ -185,13 +194,13 @@ mod tests {
     fn a_waiter_gets_the_lock_when_the_holder_lets_go() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.lock");
-        let held = EntryLock::acquire(&path, Duration::ZERO).unwrap();
+        let held = EntryLock::acquire(dir.path(), &path, Duration::ZERO).unwrap();
         let releaser = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
             drop(held);
         });
         let started = Instant::now();
-        let _lock = EntryLock::acquire(&path, Duration::from_secs(5)).unwrap();
+        let _lock = EntryLock::acquire(dir.path(), &path, Duration::from_secs(5)).unwrap();
         assert!(started.elapsed() < Duration::from_secs(2));
         releaser.join().unwrap();
     }
@@ -199,8 +208,10 @@ mod tests {
     #[test]
     fn different_keys_do_not_block_each_other() {
         let dir = tempfile::tempdir().unwrap();
-        let _a = EntryLock::acquire(&dir.path().join("a.lock"), Duration::ZERO).unwrap();
-        let _b = EntryLock::acquire(&dir.path().join("b.lock"), Duration::ZERO).unwrap();
+        let _a =
+            EntryLock::acquire(dir.path(), &dir.path().join("a.lock"), Duration::ZERO).unwrap();
+        let _b =
+            EntryLock::acquire(dir.path(), &dir.path().join("b.lock"), Duration::ZERO).unwrap();
     }
 
     #[cfg(unix)]
@@ -212,7 +223,7 @@ mod tests {
         std::fs::create_dir(&locks).unwrap();
         std::fs::set_permissions(&locks, std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = locks.join("k.lock");
-        let _lock = EntryLock::acquire(&path, Duration::ZERO).unwrap();
+        let _lock = EntryLock::acquire(dir.path(), &path, Duration::ZERO).unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&locks), 0o700);
         assert_eq!(mode(&path), 0o600);
@@ -255,7 +266,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
 
-        let err = EntryLock::acquire(&path, Duration::from_millis(200)).unwrap_err();
+        let err = EntryLock::acquire(dir.path(), &path, Duration::from_millis(200)).unwrap_err();
         assert!(
             format!("{err:#}").contains("timed out after 200ms"),
             "{err:#}"
@@ -264,7 +275,7 @@ mod tests {
         std::fs::write(&release_marker, b"").unwrap();
         let status = child.wait().unwrap();
         assert!(status.success(), "child failed: {status}");
-        EntryLock::acquire(&path, Duration::from_secs(5)).unwrap();
+        EntryLock::acquire(dir.path(), &path, Duration::from_secs(5)).unwrap();
     }
 
     /// The child half of [`another_process_is_excluded`]; does nothing in a normal test run.
@@ -275,7 +286,7 @@ mod tests {
         };
         let path = PathBuf::from(path);
         let dir = path.parent().unwrap().parent().unwrap().to_path_buf();
-        let _lock = EntryLock::acquire(&path, Duration::from_secs(5)).unwrap();
+        let _lock = EntryLock::acquire(&dir, &path, Duration::from_secs(5)).unwrap();
         std::fs::write(dir.join("child-locked"), b"").unwrap();
         let started = Instant::now();
         while !dir.join("child-release").exists() && started.elapsed() < Duration::from_secs(20) {

@@ -66,6 +66,12 @@ pub struct TokenCache {
     dir: PathBuf,
     key: CacheKey,
     keyring: Keyring,
+    /// Set when the cache directory cannot be used (created, written): the run goes on without
+    /// the cache, warned about once, rather than lose the credential it obtains.
+    dir_unusable: std::cell::Cell<bool>,
+    /// The entry file the last [`load`](TokenCache::load) read, still open: its modification
+    /// time carries the hand-out stamp (see `acquire/hand_out.rs`), set without a new open.
+    last_read: std::cell::RefCell<Option<std::rc::Rc<private_file::OpenedFile>>>,
 }
 
 impl TokenCache {
@@ -77,11 +83,18 @@ impl TokenCache {
             dir: config.cache.dir.clone(),
             key: CacheKey::for_config(config),
             keyring: Keyring::default(),
+            dir_unusable: std::cell::Cell::new(false),
+            last_read: std::cell::RefCell::new(None),
         }
     }
 
     pub fn key(&self) -> &CacheKey {
         &self.key
+    }
+
+    /// The cache root (`--cache-dir`): every file below it is private ([`private_file`]).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn storage(&self) -> CacheStorage {
@@ -159,6 +172,10 @@ impl TokenCache {
     /// token, the caller must carry the old one over (from [`TokenCache::refresh_token`]), or the
     /// entry loses it.
     pub fn save(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
+        if self.dir_unusable.get() && self.backend.keeps_files() {
+            crate::debug!(1, "not caching the token: the cache directory is unusable");
+            return Ok(());
+        }
         self.backend.save(self, tokens)
     }
 
@@ -170,10 +187,29 @@ impl TokenCache {
     /// Takes this entry's cross-process lock, waiting at most `timeout`. With `--cache-storage
     /// none` there is nothing to protect: no file is created and nothing waits.
     pub fn lock(&self, timeout: Duration) -> anyhow::Result<EntryLock> {
-        if self.backend.keeps_entries() {
-            EntryLock::acquire(&self.lock_path(), timeout)
-        } else {
-            Ok(EntryLock::none())
+        if !self.backend.keeps_entries() {
+            return Ok(EntryLock::none());
+        }
+        let locks = self.lock_path();
+        let locks = locks.parent().unwrap_or(&self.dir);
+        match private_file::ensure_private_dir(&self.dir, locks) {
+            Ok(()) => EntryLock::acquire(&self.dir, &self.lock_path(), timeout),
+            // Another user's directory is refused: they could swap entries under us.
+            Err(err) if private_file::is_foreign(&err) => Err(fail(
+                Exit::Cache,
+                format!("refusing the cache directory: {err}; pass a --cache-dir of your own"),
+            )),
+            // A directory that cannot be made (read-only, full, under a file): the credential
+            // still reaches kubectl, uncached, with one warning. Parallel runs then each talk to
+            // the provider, which is what `--cache-storage none` does too.
+            Err(err) => {
+                crate::log::notice(format_args!(
+                    "cannot use the cache directory {} ({err}); the token is not cached — fix its permissions or pass --cache-dir",
+                    self.dir.display()
+                ));
+                self.dir_unusable.set(true);
+                Ok(EntryLock::none())
+            }
         }
     }
 
@@ -182,16 +218,52 @@ impl TokenCache {
         format!("{}:refresh", self.key)
     }
 
+    /// The modification time (seconds, nanoseconds) of the entry file the last load read: the
+    /// hand-out stamp. `None` when the entry is not a file (`keyring`, `none`) or was not read.
+    pub fn loaded_stamp(&self) -> Option<(i64, u32)> {
+        self.last_read.borrow().as_ref().map(|file| file.modified)
+    }
+
+    /// Sets the hand-out stamp of the entry file the last load read, on its open descriptor (no
+    /// path lookup: a file renamed over it meanwhile is not touched). Best effort.
+    pub fn set_loaded_stamp(&self, seconds: i64, nanos: u32) {
+        if let Some(file) = self.last_read.borrow().as_ref() {
+            if !file.set_modified(seconds, nanos) {
+                crate::debug!(2, "could not stamp the cache entry {}", self.key);
+            }
+        }
+    }
+
+    /// Sets the hand-out stamp of the entry file now on disk (after a save). Best effort.
+    pub fn set_entry_stamp(&self, seconds: i64, nanos: u32) {
+        if self.backend.keeps_files() && !self.dir_unusable.get() {
+            private_file::set_modified_at(&self.entry_path(), seconds, nanos);
+        }
+    }
+
     /// Reads the cache file; a missing or corrupt file is a miss.
     fn read_entry_file(&self) -> anyhow::Result<Option<StoredEntry>> {
         let path = self.entry_path();
-        match read_entry_file(&path) {
+        let read =
+            private_file::read_keeping_open(&path, MAX_ENTRY_BYTES).and_then(|(bytes, file)| {
+                let entry = StoredEntry::parse(&bytes).map_err(ReadError::Corrupt)?;
+                *self.last_read.borrow_mut() = Some(std::rc::Rc::new(file));
+                Ok(entry)
+            });
+        match read {
             Ok(entry) => Ok(Some(entry)),
             Err(ReadError::NotFound) => Ok(None),
             Err(ReadError::Corrupt(reason)) => {
                 crate::debug!(1, "ignoring the cache file {}: {reason}", path.display());
                 Ok(None)
             }
+            Err(ReadError::Foreign(reason)) => Err(fail(
+                Exit::Cache,
+                format!(
+                    "refusing the token cache file {}: {reason}; someone else may have planted it — delete it, and use a --cache-dir only you can write to",
+                    path.display()
+                ),
+            )),
             Err(ReadError::Io(err)) => Err(fail(
                 Exit::Cache,
                 format!(
@@ -204,7 +276,7 @@ impl TokenCache {
 
     fn write_entry_file(&self, entry: &StoredEntry) -> anyhow::Result<()> {
         let path = self.entry_path();
-        private_file::write_private(&path, &entry.to_json()).map_err(|err| {
+        private_file::write_private(&self.dir, &path, &entry.to_json()).map_err(|err| {
             fail(
                 Exit::Cache,
                 format!(
@@ -218,7 +290,7 @@ impl TokenCache {
 
     fn remove_entry_file(&self) -> anyhow::Result<()> {
         let path = self.entry_path();
-        private_file::remove_if_exists(&path)
+        private_file::remove_with_leftovers(&path)
             .map(|_| ())
             .map_err(|err| {
                 fail(

@@ -36,7 +36,18 @@ enum Run {
 
 /// The settings of this run, with the log level set from them.
 fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
-    let raw = std::env::var(env_vars::KUBERNETES_EXEC_INFO).ok();
+    let raw = match std::env::var(env_vars::KUBERNETES_EXEC_INFO) {
+        Ok(raw) => Some(raw),
+        Err(std::env::VarError::NotPresent) => None,
+        // Set but not text: bad input from the client, not "no exec info" (which would answer
+        // in v1beta1 as if the client were old).
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(crate::error::fail(
+                crate::error::Exit::Input,
+                "KUBERNETES_EXEC_INFO is not valid UTF-8; it must be the ExecCredential JSON that kubectl sets — check the environment of the command that runs kubecred",
+            ))
+        }
+    };
     let mut exec = ExecInfo::parse(raw.as_deref())?;
     if run == Run::ByPerson && raw.is_none() {
         use std::io::IsTerminal;

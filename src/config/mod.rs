@@ -130,6 +130,13 @@ fn resolve_client(args: &TokenArgs, ext: &Extension) -> anyhow::Result<ClientSet
             input("no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension")
         })?;
     let secret = match (&args.client_secret, &args.client_secret_file) {
+        // An empty secret is a mistake (an unset variable expanded in a script), never a secret:
+        // sent as one, it fails at the provider with a less helpful message, or not at all.
+        (Some(secret), _) if secret.trim().is_empty() => {
+            return Err(input(
+                "the client secret from --client-secret (or KUBECRED_CLIENT_SECRET) is empty; pass the secret, or leave it out for a public client",
+            ));
+        }
         (Some(secret), _) => Some(Secret::new(secret.clone())),
         (None, Some(path)) => {
             let raw = std::fs::read_to_string(path)

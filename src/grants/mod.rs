@@ -167,6 +167,16 @@ impl<'a> ProviderClient<'a> {
     ) -> anyhow::Result<Tokens> {
         let now = self.clock.now();
         let access = response.access_token().secret().to_string();
+        // An empty token would be cached and printed, and kubectl would fail with it for the
+        // token's whole lifetime: it is the provider's error, and nothing is kept.
+        if access.trim().is_empty() {
+            return Err(empty_token(&self.config.issuer, "access_token"));
+        }
+        if let Some(raw) = &response.extra_fields().id_token {
+            if raw.trim().is_empty() {
+                return Err(empty_token(&self.config.issuer, "id_token"));
+            }
+        }
         let access_expiry = access_token_expiry(&access, response.expires_in(), requested_at);
         let (id_token, id_token_expiry) = match &response.extra_fields().id_token {
             Some(raw) => {
@@ -202,6 +212,15 @@ impl<'a> ProviderClient<'a> {
             obtained_at: requested_at,
         })
     }
+}
+
+fn empty_token(issuer: &url::Url, field: &str) -> anyhow::Error {
+    crate::error::fail(
+        crate::error::Exit::Provider,
+        format!(
+            "{issuer} returned a token response with an empty {field}; the provider is misbehaving — try again later, or tell its administrators"
+        ),
+    )
 }
 
 impl ProviderClient<'_> {

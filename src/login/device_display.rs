@@ -19,7 +19,7 @@ pub fn show(
     verification_uri_complete: Option<&str>,
     expires_in: Duration,
 ) {
-    eprint!(
+    crate::log::stderr(format_args!(
         "{}",
         render(
             verification_uri,
@@ -27,7 +27,7 @@ pub fn show(
             verification_uri_complete,
             expires_in
         )
-    );
+    ));
 }
 
 /// The device-flow instructions, ending with a newline.

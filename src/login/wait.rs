@@ -13,7 +13,7 @@ use crate::login::callback::{interpret_pasted, settle, Origin, StateRule, Verdic
 use crate::login::listener::{CallbackListener, Serving};
 use crate::login::paste::{PasteSource, Pasted};
 use crate::secret::Secret;
-use std::io::{self, Write};
+
 use std::time::{Duration, Instant};
 
 /// The prompt of [`read_code`].
@@ -93,8 +93,7 @@ fn wait(mut sources: Sources, expected_state: &str, deadline: Instant) -> anyhow
     let mut prompt_due = keyboard;
     loop {
         if prompt_due {
-            eprint!("{CODE_PROMPT}");
-            let _ = io::stderr().flush();
+            crate::log::stderr(format_args!("{CODE_PROMPT}"));
             prompt_due = false;
         }
         let (verdict, origin) = match next_arrival(&sources, deadline) {
@@ -111,7 +110,7 @@ fn wait(mut sources: Sources, expected_state: &str, deadline: Instant) -> anyhow
                     continue;
                 }
                 Sources::Keyboard(_) => {
-                    eprintln!();
+                    crate::log::stderr(format_args!("\n"));
                     return Err(fail(
                         Exit::Login,
                         "stdin closed before a login code was pasted; run `kubecred login` in a terminal to log in",
@@ -166,7 +165,7 @@ fn timed_out(sources: &Sources, budget: Duration) -> anyhow::Error {
             ),
         ),
         Sources::Keyboard(_) => {
-            eprintln!(); // Ends the prompt's line.
+            crate::log::stderr(format_args!("\n")); // Ends the prompt's line.
             fail(
                 Exit::Login,
                 format!(

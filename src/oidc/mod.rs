@@ -115,6 +115,15 @@ fn read_cache<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
             );
             None
         }
+        // Another user's document could name their own token endpoint, which would then get the
+        // client secret and the refresh token: never use it, and say so whatever the verbosity.
+        Err(private_file::ReadError::Foreign(reason)) => {
+            crate::log::notice(format_args!(
+                "ignoring the cached provider document {}: {reason}; delete it, and use a --cache-dir only you can write to",
+                path.display()
+            ));
+            None
+        }
         Err(private_file::ReadError::Io(err)) => {
             crate::debug!(
                 1,
@@ -132,7 +141,7 @@ fn read_cache<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
 fn write_cache<T: Serialize>(path: &Path, value: &T) {
     let written = serde_json::to_vec(value)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| private_file::write_private(path, &bytes));
+        .and_then(|bytes| private_file::write_private(private_file::root_of(path)?, path, &bytes));
     if let Err(err) = written {
         crate::debug!(
             1,

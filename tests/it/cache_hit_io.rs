@@ -3,6 +3,11 @@
 //! socket and makes no keyring call — also in `auto` storage with a session bus in reach. This
 //! is what keeps the hit as cheap as reading the file (ARCHITECTURE.md's invariants); a change
 //! that adds a lock file, a discovery read, a keyring probe or a network call fails here.
+//!
+//! The one file call besides the loader's and the entry's open is `utimensat(fd, NULL, …)`
+//! (`futimens`) on the entry's already-open descriptor: the 401-recovery hand-out stamp
+//! (`acquire/hand_out.rs`), which names no path. It is what lets a client's re-run after a 401 be
+//! told from an ordinary run without a second file; the test checks it stays on the descriptor.
 
 use crate::support::*;
 use std::path::Path;
@@ -61,6 +66,7 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
         run_args.push(storage.into());
         let trace = traced(&env, &run_args, &bus);
         let mut opened = Vec::new();
+        let mut stamps = 0;
         for line in trace.lines() {
             let call = line
                 .split_whitespace()
@@ -74,6 +80,14 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
                 ),
                 "{storage}: the cache hit made a {call} call:\n{trace}"
             );
+            if call == "utimensat" {
+                assert!(
+                    line.contains("utimensat(3, NULL") || line.contains(", NULL,"),
+                    "{storage}: the hand-out stamp must use the open descriptor, not a path: {line}"
+                );
+                stamps += 1;
+                continue;
+            }
             if let Some(path) = path_of(line) {
                 opened.push(path.to_string());
             }
@@ -97,6 +111,10 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
         assert!(
             opened.iter().any(|path| Path::new(path) == entry.as_path()),
             "{storage}: the entry was not read:\n{trace}"
+        );
+        assert!(
+            stamps <= 1,
+            "{storage}: at most one hand-out stamp:\n{trace}"
         );
     }
 }

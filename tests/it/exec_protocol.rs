@@ -95,7 +95,14 @@ fn api_version_is_echoed_and_absent_means_v1beta1() {
         let printed = chrono::DateTime::parse_from_rfc3339(expiry)
             .unwrap()
             .timestamp();
-        assert!(printed <= exp, "printed {printed} > exp {exp}");
+        // Earlier than the token's real expiry by the documented 30 s margin, and not in the past.
+        // (`expires_in` counts from when the request left, so the real expiry may be a second
+        // before `exp`.)
+        assert!(
+            (exp - 32..=exp - 30).contains(&printed),
+            "printed {printed}, exp {exp}"
+        );
+        assert!(printed >= chrono::Utc::now().timestamp() - 5, "{printed}");
     }
 }
 

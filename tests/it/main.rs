@@ -11,6 +11,7 @@ mod cache_storage;
 mod client_credentials;
 mod concurrency;
 mod exec_protocol;
+mod faults_local;
 mod faults_network;
 mod kubectl;
 mod login;

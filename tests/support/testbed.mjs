@@ -53,6 +53,8 @@ const DEFAULTS = {
   refreshError: null, // e.g. "invalid_grant": every refresh_token grant fails with it
   deviceSlowDown: 0, // the first N polls of each device code answer slow_down
   tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
+  tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
+  apiRejectedTokens: [], // bearer tokens the API stand-in answers 401 (as if revoked or its keys rotated)
   idTokenSigningAlg: 'RS256', // RS256 | ES256
   accessTokenSigningAlg: 'RS256', // RS256 | ES256 (JWT access tokens)
   resources: null, // null: any absolute URI is an accepted resource indicator; else an allow-list
@@ -71,7 +73,7 @@ const RUNTIME_KEYS = new Set([
   'refreshError', 'deviceSlowDown', 'tokenDelayMs', 'deviceInterval',
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
-  'groupsPrefix', 'resources',
+  'groupsPrefix', 'resources', 'tokenResponsePatch', 'apiRejectedTokens',
 ]);
 
 function parseOptions() {
@@ -539,6 +541,10 @@ function testbedMiddleware() {
 
     await next();
 
+    if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.tokenResponsePatch
+      && ctx.body && typeof ctx.body === 'object') {
+      ctx.body = { ...ctx.body, ...cfg.tokenResponsePatch };
+    }
     // RFC 8628 clients default to 5 s between polls when `interval` is absent (oidc-provider
     // omits it); a short interval keeps device-flow tests fast.
     if (p === '/device/auth' && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
@@ -700,7 +706,9 @@ function makeApiHandler({ issuer, caPem }) {
       await readRaw(req, 1024 * 1024); // drain the body
       const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
       let user = null;
-      if (m) {
+      if (m && cfg.apiRejectedTokens.includes(m[1])) {
+        quiet('api: rejected token: on the apiRejectedTokens list');
+      } else if (m) {
         try {
           user = await verify(m[1]);
         } catch (err) {

@@ -88,7 +88,7 @@ fn redirect_uri_keeps_the_users_path_and_takes_the_bound_port() {
 fn an_ip_redirect_pins_the_address_it_names() {
     // The configured addresses are 127.0.0.1; the redirect says [::1]: listen there.
     if !ipv6_available() {
-        eprintln!("skipped: IPv6 loopback unavailable");
+        crate::log::notice(format_args!("skipped: IPv6 loopback unavailable"));
         return;
     }
     let user = Url::parse("http://[::1]/callback").unwrap();
@@ -105,14 +105,16 @@ fn an_ip_redirect_pins_the_address_it_names() {
 #[test]
 fn a_busy_twin_port_makes_the_address_busy_for_localhost() {
     if !ipv6_available() {
-        eprintln!("skipped: IPv6 loopback unavailable");
+        crate::log::notice(format_args!("skipped: IPv6 loopback unavailable"));
         return;
     }
     let other_program = TcpListener::bind("[::1]:0").unwrap();
     let port = other_program.local_addr().unwrap().port();
     let same_port_v4 = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
     if TcpListener::bind(same_port_v4).is_err() {
-        eprintln!("skipped: 127.0.0.1:{port} happens to be taken");
+        crate::log::notice(format_args!(
+            "skipped: 127.0.0.1:{port} happens to be taken"
+        ));
         return;
     }
     let listener =

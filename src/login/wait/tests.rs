@@ -6,7 +6,7 @@ use crate::error::exit_code_of;
 use crate::login::listener::tests::{
     default_redirect, get, ip_redirect, ipv6_available, localhost_v4,
 };
-use std::io::{Cursor, Read, Write};
+use std::io::{self, Cursor, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream};
 use std::thread;
 
@@ -174,7 +174,9 @@ fn a_localhost_redirect_is_served_on_both_families() {
     let addresses = listener.local_addresses();
     let port = addresses[0].port();
     if !ipv6_available() {
-        eprintln!("skipped the [::1] part: IPv6 loopback unavailable");
+        crate::log::notice(format_args!(
+            "skipped the [::1] part: IPv6 loopback unavailable"
+        ));
         assert_eq!(addresses.len(), 1);
         return;
     }
