@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::config::{ClientAuthMethod, Config, Grant};
 use crate::oidc::Provider;
 use crate::secret::Secret;
-use crate::tokens::{access_token_expiry, Tokens};
+use crate::tokens::{access_token_expiry, Identity, Tokens};
 use chrono::{DateTime, Utc};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
@@ -151,18 +151,21 @@ impl<'a> ProviderClient<'a> {
 
     /// Turns a token response into [`Tokens`], verifying the ID token when there is one.
     /// `requested_at` is taken before the request went out, so that `expires_in` counted from it
-    /// can only make the expiry earlier than the real one, never later.
+    /// can only make the expiry earlier than the real one, never later. `previous` is, for a
+    /// refresh, what the entry held: its refresh token (kept when none is returned) and the
+    /// identity the new ID token must repeat.
     fn tokens_from(
         &self,
         response: OidcTokenResponse,
         nonce: Option<&str>,
-        previous_refresh: Option<&Secret>,
+        previous: Option<Previous<'_>>,
         requested_at: DateTime<Utc>,
     ) -> anyhow::Result<Tokens> {
+        let original = previous.and_then(|p| p.identity);
         let now = self.clock.now();
         let access = response.access_token().secret().to_string();
         let access_expiry = access_token_expiry(&access, response.expires_in(), requested_at);
-        let (id_token, id_token_expiry) = match &response.extra_fields().id_token {
+        let (id_token, id_token_expiry, identity) = match &response.extra_fields().id_token {
             Some(raw) => {
                 let id_token = Secret::new(raw.clone());
                 let claims = self.provider.verify_id_token(
@@ -170,6 +173,7 @@ impl<'a> ProviderClient<'a> {
                     &id_token,
                     &self.config.client.id,
                     nonce,
+                    original,
                     now,
                 )?;
                 crate::debug!(
@@ -178,15 +182,17 @@ impl<'a> ProviderClient<'a> {
                     claims.sub,
                     claims.exp
                 );
-                (Some(id_token), Some(claims.exp))
+                (Some(id_token), Some(claims.exp), Some(claims.identity))
             }
-            None => (None, None),
+            // A refresh need not return an ID token (§12.2); the login's identity still binds
+            // the next one that does.
+            None => (None, None, original.cloned()),
         };
         // A provider may keep the refresh token unchanged and omit it from the response.
         let refresh_token = response
             .refresh_token()
             .map(|token| Secret::new(token.secret().to_string()))
-            .or_else(|| previous_refresh.cloned());
+            .or_else(|| previous.map(|p| p.refresh_token.clone()));
         Ok(Tokens {
             id_token,
             id_token_expiry,
@@ -194,8 +200,16 @@ impl<'a> ProviderClient<'a> {
             access_token_expiry: access_expiry,
             refresh_token,
             obtained_at: requested_at,
+            identity,
         })
     }
+}
+
+/// What a refresh starts from: the refresh token sent, and the identity of the entry's login.
+#[derive(Clone, Copy)]
+struct Previous<'a> {
+    refresh_token: &'a Secret,
+    identity: Option<&'a Identity>,
 }
 
 impl ProviderClient<'_> {

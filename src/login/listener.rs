@@ -17,7 +17,7 @@
 
 use crate::debug;
 use crate::error::{fail, Exit};
-use crate::login::callback::{classify, StateRule, Verdict};
+use crate::login::callback::{classify, ExpectedResponse, StateRule, Verdict};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -120,10 +120,10 @@ impl CallbackListener {
             .collect()
     }
 
-    /// Starts answering connections, for the login whose `state` is `expected_state`. Each
+    /// Starts answering connections, for the login whose `state` is `expected.state`. Each
     /// connection is served on its own thread; callbacks to the redirect path are handed over
     /// through `Serving::next_callback`.
-    pub fn serve(self, expected_state: &str) -> io::Result<Serving> {
+    pub fn serve(self, expected: impl Into<ExpectedResponse>) -> io::Result<Serving> {
         for socket in &self.sockets {
             // Non-blocking accept lets the waiting loop watch every socket, the paste and the
             // deadline, and lets the sockets close the moment the wait returns.
@@ -131,7 +131,7 @@ impl CallbackListener {
         }
         let (verdicts_tx, verdicts) = mpsc::channel::<Verdict>();
         let server = ConnectionServer {
-            expected_state: Arc::from(expected_state),
+            expected: Arc::new(expected.into()),
             callback_path: Arc::from(self.redirect.path()),
             in_flight: Arc::new(AtomicUsize::new(0)),
             verdicts: verdicts_tx,
@@ -173,7 +173,7 @@ impl Serving {
 /// Accepts connections and serves each on its own thread, which hands the callback's
 /// [`Verdict`] over to [`Serving::next_callback`] after answering the browser.
 struct ConnectionServer {
-    expected_state: Arc<str>,
+    expected: Arc<ExpectedResponse>,
     callback_path: Arc<str>,
     in_flight: Arc<AtomicUsize>,
     verdicts: mpsc::Sender<Verdict>,
@@ -207,12 +207,12 @@ impl ConnectionServer {
         }
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let slot = InFlight(Arc::clone(&self.in_flight));
-        let state = Arc::clone(&self.expected_state);
+        let expected = Arc::clone(&self.expected);
         let path = Arc::clone(&self.callback_path);
         let verdicts = self.verdicts.clone();
         std::thread::spawn(move || {
             let _slot = slot;
-            if let Some(verdict) = serve_connection(stream, &path, &state) {
+            if let Some(verdict) = serve_connection(stream, &path, &expected) {
                 // A send error only means the wait has already returned.
                 let _ = verdicts.send(verdict);
             }
@@ -329,7 +329,7 @@ impl Drop for InFlight {
 fn serve_connection(
     mut stream: TcpStream,
     callback_path: &str,
-    expected_state: &str,
+    expected: &ExpectedResponse,
 ) -> Option<Verdict> {
     // Accepted sockets inherit O_NONBLOCK from the listener on macOS and the BSDs.
     stream.set_nonblocking(false).ok()?;
@@ -366,7 +366,7 @@ fn serve_connection(
     }
     let verdict = classify(
         url::form_urlencoded::parse(query.as_bytes()),
-        expected_state,
+        expected,
         StateRule::Required,
     );
     match &verdict {
@@ -403,6 +403,12 @@ fn serve_connection(
             "400 Bad Request",
             "Login callback incomplete",
             "This callback carries neither a code nor an error. Return to your terminal.",
+        ),
+        Verdict::WrongIssuer(_) => respond(
+            &mut stream,
+            "400 Bad Request",
+            "Login response refused",
+            "kubecred refused this login response: it does not name the identity provider the login went to. Return to your terminal.",
         ),
     }
     Some(verdict)

@@ -18,6 +18,7 @@ pub use jwks::JWKS_TTL;
 
 use crate::private_file;
 use crate::secret::Secret;
+use crate::tokens::Identity;
 use chrono::{DateTime, Duration, Utc};
 use reqwest::blocking::Client;
 use serde::Serialize;
@@ -55,18 +56,22 @@ impl Provider {
 
     /// Verifies an ID token from this provider and returns its claims. `expected_nonce` is the
     /// nonce sent with the login request; `None` for refreshed tokens, which need not carry one.
+    /// `original` is, for a refreshed token, the identity of the original login's ID token,
+    /// which the new one must repeat.
     pub fn verify_id_token(
         &self,
         http: &Client,
         token: &Secret,
         client_id: &str,
         expected_nonce: Option<&str>,
+        original: Option<&Identity>,
         now: DateTime<Utc>,
     ) -> anyhow::Result<IdTokenClaims> {
         let expected = id_token::Expected {
             issuer: &self.metadata.issuer,
             client_id,
             nonce: expected_nonce,
+            original,
         };
         id_token::verify(
             token,
