@@ -10,6 +10,7 @@ mod cache_hit_io;
 mod cache_storage;
 mod client_credentials;
 mod concurrency;
+mod conformance;
 mod exec_protocol;
 mod kubectl;
 mod login;
