@@ -223,3 +223,36 @@ impl ProviderClient<'_> {
         }
     }
 }
+
+/// A token endpoint answer parsed as the oauth2 client parses it, with the expiry worked out and
+/// the OAuth error worded: the `token_response` fuzz target (`crate::fuzzing`).
+pub(crate) fn fuzz_token_response(data: &[u8], now: DateTime<Utc>) {
+    if let Ok(response) = serde_json::from_slice::<OidcTokenResponse>(data) {
+        let _ = access_token_expiry(
+            response.access_token().secret(),
+            response.expires_in(),
+            now,
+        );
+        let _ = response.refresh_token().map(|token| token.secret().len());
+    }
+    if let Ok(error) = serde_json::from_slice::<BasicErrorResponse>(data) {
+        let _ = errors::describe_server_error(&error);
+    }
+}
+
+/// A device authorization answer parsed as the oauth2 client parses it, and the instructions
+/// rendered from it: the `device_response` fuzz target (`crate::fuzzing`).
+pub(crate) fn fuzz_device_response(data: &[u8]) {
+    if let Ok(details) = serde_json::from_slice::<oauth2::StandardDeviceAuthorizationResponse>(data)
+    {
+        let complete = details
+            .verification_uri_complete()
+            .map(|uri| uri.secret().to_string());
+        let _ = crate::login::device_display::render(
+            details.verification_uri().as_str(),
+            details.user_code().secret(),
+            complete.as_deref(),
+            details.expires_in(),
+        );
+    }
+}

@@ -341,9 +341,8 @@ fn serve_connection(
             return None;
         }
     };
-    let (method, target) = match parse_request_line(&head) {
-        Some(parts) => parts,
-        None => {
+    let verdict = match route(&head, callback_path, expected) {
+        Route::BadRequest => {
             respond(
                 &mut stream,
                 "400 Bad Request",
@@ -352,23 +351,18 @@ fn serve_connection(
             );
             return None;
         }
+        Route::NotTheCallback => {
+            // Favicons and the like: not a callback, no notice.
+            respond(
+                &mut stream,
+                "404 Not Found",
+                "Not found",
+                "This is kubecred's login listener.",
+            );
+            return None;
+        }
+        Route::Callback(verdict) => verdict,
     };
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if method != "GET" || path != callback_path {
-        // Favicons and the like: not a callback, no notice.
-        respond(
-            &mut stream,
-            "404 Not Found",
-            "Not found",
-            "This is kubecred's login listener.",
-        );
-        return None;
-    }
-    let verdict = classify(
-        url::form_urlencoded::parse(query.as_bytes()),
-        expected,
-        StateRule::Required,
-    );
     match &verdict {
         Verdict::Code(_) => respond(
             &mut stream,
@@ -447,6 +441,32 @@ fn read_request_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<St
             ));
         }
     }
+}
+
+/// What a request to the listener is.
+pub(crate) enum Route {
+    /// Not an HTTP/1 request line with an origin-form target.
+    BadRequest,
+    /// Another method or path (a favicon, say).
+    NotTheCallback,
+    /// A GET of the redirect path: what its query amounts to.
+    Callback(Verdict),
+}
+
+/// Judges a request head (no I/O: the fuzz targets call it too).
+pub(crate) fn route(head: &str, callback_path: &str, expected: &ExpectedResponse) -> Route {
+    let Some((method, target)) = parse_request_line(head) else {
+        return Route::BadRequest;
+    };
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if method != "GET" || path != callback_path {
+        return Route::NotTheCallback;
+    }
+    Route::Callback(classify(
+        url::form_urlencoded::parse(query.as_bytes()),
+        expected,
+        StateRule::Required,
+    ))
 }
 
 /// `GET /callback?code=... HTTP/1.1` → ("GET", "/callback?code=..."); origin-form targets only.

@@ -45,12 +45,23 @@ pub(super) struct Expected<'a> {
 }
 
 /// Why a token was refused, and what the user can do about it.
-struct Refusal {
+pub(super) struct Refusal {
     reason: String,
     next: &'static str,
 }
 
 impl Refusal {
+    /// The one-line error for a token from `issuer` refused for this reason.
+    pub(super) fn into_error(self, issuer: &str) -> anyhow::Error {
+        fail(
+            Exit::Provider,
+            format!(
+                "the ID token from {issuer} failed verification: {}; {}",
+                self.reason, self.next
+            ),
+        )
+    }
+
     fn new(reason: impl Into<String>, next: &'static str) -> Refusal {
         Refusal {
             reason: reason.into(),
@@ -69,15 +80,7 @@ pub(super) fn verify(
     now: DateTime<Utc>,
 ) -> anyhow::Result<IdTokenClaims> {
     let issuer = expected.issuer;
-    let refused = |refusal: Refusal| {
-        fail(
-            Exit::Provider,
-            format!(
-                "the ID token from {issuer} failed verification: {}; {}",
-                refusal.reason, refusal.next
-            ),
-        )
-    };
+    let refused = |refusal: Refusal| refusal.into_error(issuer);
     let token = token.expose();
     let header = parse_header(token).ok_or_else(|| {
         refused(Refusal::new(
@@ -107,28 +110,37 @@ pub(super) fn verify(
         }
     };
     let claims = verified_claims(token, &key, alg).map_err(refused)?;
-    check_issuer(&claims, issuer).map_err(refused)?;
-    check_audience(&claims, expected.client_id).map_err(refused)?;
-    check_issued_at(&claims, now).map_err(refused)?;
-    let exp = check_validity_period(&claims, now).map_err(refused)?;
+    checked_claims(&claims, expected, now).map_err(refused)
+}
+
+/// The claim checks, once the signature is proven to be the provider's.
+pub(super) fn checked_claims(
+    claims: &Map<String, Value>,
+    expected: &Expected<'_>,
+    now: DateTime<Utc>,
+) -> Result<IdTokenClaims, Refusal> {
+    check_issuer(claims, expected.issuer)?;
+    check_audience(claims, expected.client_id)?;
+    check_issued_at(claims, now)?;
+    let exp = check_validity_period(claims, now)?;
     if let Some(nonce) = expected.nonce {
-        check_nonce(&claims, nonce).map_err(refused)?;
+        check_nonce(claims, nonce)?;
     }
-    let sub = subject(&claims).map_err(refused)?;
+    let sub = subject(claims)?;
     let identity = Identity {
-        iss: issuer.to_string(),
+        iss: expected.issuer.to_string(),
         sub: sub.to_string(),
-        aud: audiences(&claims).into_iter().map(str::to_string).collect(),
+        aud: audiences(claims).into_iter().map(str::to_string).collect(),
     };
     if let Some(original) = expected.original {
-        check_same_identity(&identity, original).map_err(refused)?;
+        check_same_identity(&identity, original)?;
     }
     Ok(IdTokenClaims {
         identity,
         sub: sub.to_string(),
         exp,
-        email: string(&claims, "email").map(str::to_string),
-        preferred_username: string(&claims, "preferred_username").map(str::to_string),
+        email: string(claims, "email").map(str::to_string),
+        preferred_username: string(claims, "preferred_username").map(str::to_string),
     })
 }
 

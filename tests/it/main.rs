@@ -12,6 +12,7 @@ mod client_credentials;
 mod concurrency;
 mod conformance;
 mod exec_protocol;
+mod fuzz_corpus;
 mod kubectl;
 mod login;
 mod paste;
