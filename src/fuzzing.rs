@@ -14,8 +14,11 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use url::Url;
 
+/// A fuzz target's entry function.
+pub type Target = fn(&[u8]);
+
 /// Every target, by the name of its `fuzz/fuzz_targets/<name>.rs` and `fuzz/corpus/<name>/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("exec_info", exec_info),
     ("id_token", id_token),
     ("id_token_claims", id_token_claims),
@@ -50,7 +53,11 @@ pub fn exec_info(data: &[u8]) {
     let Ok(exec) = ExecInfo::parse(Some(raw)) else {
         return;
     };
-    let argv = ["kubecred", "get-token", "--cache-dir=/nonexistent/kubecred-fuzz"];
+    let argv = [
+        "kubecred",
+        "get-token",
+        "--cache-dir=/nonexistent/kubecred-fuzz",
+    ];
     let Ok(cli) = <crate::cli::Cli as clap::Parser>::try_parse_from(argv) else {
         unreachable!("fixed arguments parse")
     };
@@ -128,7 +135,8 @@ pub fn callback_request(data: &[u8]) {
     let head = String::from_utf8_lossy(data);
     for expected in expectations() {
         if let Route::Callback(verdict) = route(&head, "/callback", &expected) {
-            let _ = crate::login::callback::settle(verdict, crate::login::callback::Origin::Browser);
+            let _ =
+                crate::login::callback::settle(verdict, crate::login::callback::Origin::Browser);
         }
     }
 }

@@ -228,11 +228,7 @@ impl ProviderClient<'_> {
 /// the OAuth error worded: the `token_response` fuzz target (`crate::fuzzing`).
 pub(crate) fn fuzz_token_response(data: &[u8], now: DateTime<Utc>) {
     if let Ok(response) = serde_json::from_slice::<OidcTokenResponse>(data) {
-        let _ = access_token_expiry(
-            response.access_token().secret(),
-            response.expires_in(),
-            now,
-        );
+        let _ = access_token_expiry(response.access_token().secret(), response.expires_in(), now);
         let _ = response.refresh_token().map(|token| token.secret().len());
     }
     if let Ok(error) = serde_json::from_slice::<BasicErrorResponse>(data) {

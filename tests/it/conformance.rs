@@ -377,7 +377,11 @@ fn oidcc_client_test_discovery_issuer_mismatch() {
         .run()
         .failure(PROVIDER)
         .stderr_contains(&format!("names the issuer {}/someone-else", op.issuer));
-    assert_eq!(op.stats()["authorize"], 0, "no login against a mismatched issuer");
+    assert_eq!(
+        op.stats()["authorize"],
+        0,
+        "no login against a mismatched issuer"
+    );
     assert!(cache_token_files(&env.cache_dir()).is_empty());
 }
 
@@ -476,7 +480,11 @@ fn kubecred_rfc9207_iss_of_another_issuer_is_refused() {
         .run()
         .failure(LOGIN)
         .stderr_contains("names the issuer \"http://127.0.0.1:1/mix-up\" (RFC 9207)");
-    assert_eq!(op.stats()["token"]["authorization_code"], Value::Null, "no code exchange");
+    assert_eq!(
+        op.stats()["token"]["authorization_code"],
+        Value::Null,
+        "no code exchange"
+    );
     assert!(cache_token_files(&env.cache_dir()).is_empty());
 }
 
@@ -488,7 +496,11 @@ fn kubecred_rfc9207_iss_missing_though_announced_is_refused() {
         .run()
         .failure(LOGIN)
         .stderr_contains("carries no iss parameter, which this provider announces");
-    assert_eq!(op.stats()["token"]["authorization_code"], Value::Null, "no code exchange");
+    assert_eq!(
+        op.stats()["token"]["authorization_code"],
+        Value::Null,
+        "no code exchange"
+    );
 }
 
 fn jwt_header(token: &str) -> Value {
