@@ -14,6 +14,8 @@ pub mod duration;
 pub mod env_vars;
 pub mod error;
 pub mod exec_credential;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod grants;
 pub mod http;
 pub mod kubelogin;

@@ -24,6 +24,18 @@ pub struct Tokens {
     pub refresh_token: Option<Secret>,
     /// When the provider answered; for diagnostics.
     pub obtained_at: DateTime<Utc>,
+    /// The identity of the login's verified ID token, which every refreshed ID token must
+    /// repeat (OpenID Connect Core §12.2); kept across refreshes that return no ID token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<Identity>,
+}
+
+/// Who an ID token is about (`sub`), who issued it (`iss`) and for whom (`aud`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub iss: String,
+    pub sub: String,
+    pub aud: Vec<String>,
 }
 
 impl Tokens {
@@ -72,6 +84,32 @@ pub fn printed_expiry(real: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> 
         DateTime::from_timestamp(now.timestamp() + 1, 0).unwrap_or(now)
     };
     (real - EXPIRY_SAFETY_MARGIN).max(now_rounded_up).min(real)
+}
+
+impl Tokens {
+    /// The identity a refreshed ID token must repeat: the one recorded with the entry, or, for an
+    /// entry written before kubecred recorded it, read from the stored ID token (verified when it
+    /// was obtained, and kept in the private cache since).
+    pub fn original_identity(&self) -> Option<Identity> {
+        if let Some(identity) = &self.identity {
+            return Some(identity.clone());
+        }
+        let claims = unverified_jwt_claims(self.id_token.as_ref()?.expose())?;
+        let text = |name: &str| claims.get(name)?.as_str().map(str::to_string);
+        let aud = match claims.get("aud")? {
+            serde_json::Value::String(one) => vec![one.clone()],
+            serde_json::Value::Array(many) => many
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_string))
+                .collect(),
+            _ => return None,
+        };
+        Some(Identity {
+            iss: text("iss")?,
+            sub: text("sub")?,
+            aud,
+        })
+    }
 }
 
 /// Who a token names, for messages such as "logged in as …": `preferred_username`, `email` or
@@ -171,6 +209,7 @@ mod tests {
             access_token_expiry: None,
             refresh_token: None,
             obtained_at: Utc::now(),
+            identity: None,
         };
         assert_eq!(display_subject(&tokens).as_deref(), Some("a@x"));
         tokens.id_token = None;
@@ -202,6 +241,7 @@ mod tests {
             access_token_expiry: None,
             refresh_token: None,
             obtained_at: now,
+            identity: None,
         };
         assert!(tokens
             .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(60))

@@ -179,7 +179,8 @@ fn obtain_under_lock(
 
     let provider = ProviderClient::new(config, clock)?;
     if let (Some(refresh_token), Some(cached)) = (refresh_token, &cached) {
-        match provider.refresh(&refresh_token)? {
+        let original = cached.tokens.original_identity();
+        match provider.refresh(&refresh_token, original.as_ref())? {
             RefreshOutcome::Refreshed(tokens) => {
                 // Saved before anything else: the provider may have rotated the refresh token.
                 cache.save(&tokens, &lock)?;

@@ -40,6 +40,7 @@ fn a_cached_token_is_served_until_min_validity_before_its_expiry() {
         access_token_expiry: None,
         refresh_token: None,
         obtained_at: start,
+        identity: None,
     };
     cache
         .save(&tokens, &cache.lock(Duration::from_secs(5)).unwrap())
@@ -78,6 +79,7 @@ fn an_already_expired_answer_is_refused() {
         access_token_expiry: None,
         refresh_token: None,
         obtained_at: now,
+        identity: None,
     };
     let err = render(&config, &tokens, &FixedClock::at(now)).unwrap_err();
     assert_eq!(crate::error::exit_code_of(&err), Exit::Provider);

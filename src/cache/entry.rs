@@ -9,7 +9,7 @@
 
 use super::keyring_store::Store;
 use crate::secret::Secret;
-use crate::tokens::Tokens;
+use crate::tokens::{Identity, Tokens};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,10 @@ pub(super) struct StoredEntry {
     access_token_expiry: Option<DateTime<Utc>>,
     obtained_at: DateTime<Utc>,
     refresh: StoredRefresh,
+    /// Added within version 2 (older kubecreds ignore it, entries without it read as `None`):
+    /// the identity a refreshed ID token must repeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    identity: Option<Identity>,
 }
 
 /// Where a loaded entry's refresh token is (the token itself stays in the entry or the keyring).
@@ -68,6 +72,7 @@ impl StoredEntry {
             access_token_expiry: tokens.access_token_expiry,
             obtained_at: tokens.obtained_at,
             refresh,
+            identity: tokens.identity.clone(),
         }
     }
 
@@ -97,6 +102,7 @@ impl StoredEntry {
             access_token_expiry: self.access_token_expiry,
             refresh_token,
             obtained_at: self.obtained_at,
+            identity: self.identity,
         };
         (tokens, at)
     }
@@ -174,6 +180,11 @@ mod tests {
             access_token_expiry: Some(at + chrono::Duration::minutes(30)),
             refresh_token: refresh.map(Secret::new),
             obtained_at: at,
+            identity: Some(Identity {
+                iss: "https://issuer.example".into(),
+                sub: "user-1".into(),
+                aud: vec!["kubectl".into()],
+            }),
         }
     }
 
@@ -208,10 +219,32 @@ mod tests {
     }
 
     #[test]
+    fn entries_written_before_the_identity_was_recorded_read_without_one() {
+        let mut saved = tokens(Some("r"));
+        let json = String::from_utf8(StoredEntry::with_refresh_inside(&saved).to_json()).unwrap();
+        assert!(
+            json.contains(r#""identity":{"iss":"https://issuer.example","#),
+            "{json}"
+        );
+        let without = json.replace(
+            r#","identity":{"iss":"https://issuer.example","sub":"user-1","aud":["kubectl"]}"#,
+            "",
+        );
+        assert_ne!(without, json);
+        let (loaded, _) = StoredEntry::parse(without.as_bytes())
+            .unwrap()
+            .into_tokens();
+        saved.identity = None;
+        assert_eq!(loaded, saved);
+    }
+
+    #[test]
     fn version_1_entries_are_still_read() {
         let v1 = br#"{"v":1,"tokens":{"id_token":"id","id_token_expiry":"2026-01-01T01:00:00Z","access_token":"access","access_token_expiry":"2026-01-01T00:30:00Z","refresh_token":"r","obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"entry"}}"#;
         let (loaded, at) = StoredEntry::parse(v1).unwrap().into_tokens();
-        assert_eq!(loaded, tokens(Some("r")));
+        let mut expected = tokens(Some("r"));
+        expected.identity = None;
+        assert_eq!(loaded, expected);
         assert_eq!(at, RefreshAt::Entry);
         let keyring = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"keyring","store":"secret-service"}}"#;
         let (_, at) = StoredEntry::parse(keyring).unwrap().into_tokens();

@@ -328,6 +328,12 @@ impl TokenCache {
     }
 }
 
+/// The tokens in the bytes of a cache entry (file or keyring item), as [`TokenCache::load`] reads
+/// them; the error says why they are not an entry. For the fuzz targets (`crate::fuzzing`).
+pub(crate) fn decode_entry(bytes: &[u8]) -> Result<Tokens, String> {
+    StoredEntry::parse(bytes).map(|entry| entry.into_tokens().0)
+}
+
 fn read_entry_file(path: &Path) -> Result<StoredEntry, ReadError> {
     let bytes = private_file::read(path, MAX_ENTRY_BYTES)?;
     StoredEntry::parse(&bytes).map_err(ReadError::Corrupt)

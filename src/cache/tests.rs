@@ -50,6 +50,7 @@ pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
         access_token_expiry: Some(now + chrono::Duration::minutes(30)),
         refresh_token: refresh.then(|| Secret::new(format!("refresh-token-{tag}-{}", unique()))),
         obtained_at: now,
+        identity: None,
     }
 }
 

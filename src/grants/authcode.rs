@@ -7,6 +7,7 @@ use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
 use crate::http::Replay;
+use crate::login::callback::ExpectedResponse;
 use crate::login::listener::CallbackListener;
 use crate::login::{browser, paste, wait};
 use crate::secret::Secret;
@@ -134,8 +135,19 @@ impl ProviderClient<'_> {
                 "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
             );
         }
-        let code = wait::for_code(listener, paste, state.secret(), deadline)?;
+        let code = wait::for_code(listener, paste, self.expected_response(&state), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
+    }
+
+    /// What the authorization response must carry: our state, and the provider's `iss` when it
+    /// sends one (RFC 9207).
+    fn expected_response(&self, state: &CsrfToken) -> ExpectedResponse {
+        let meta = &self.provider.metadata;
+        ExpectedResponse::new(
+            state.secret(),
+            &meta.issuer,
+            meta.authorization_response_iss_parameter_supported,
+        )
     }
 
     /// Authorization code + PKCE with no listener: the user pastes the code.
@@ -149,7 +161,11 @@ impl ProviderClient<'_> {
         );
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
         browser::open(url.as_str(), &self.config.login.browser)?;
-        let code = wait::read_code(paste::PasteSource::spawn_stdin(), state.secret(), deadline)?;
+        let code = wait::read_code(
+            paste::PasteSource::spawn_stdin(),
+            self.expected_response(&state),
+            deadline,
+        )?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }
 }

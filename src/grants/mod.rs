@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::config::{ClientAuthMethod, Config, Grant};
 use crate::oidc::Provider;
 use crate::secret::Secret;
-use crate::tokens::{access_token_expiry, Tokens};
+use crate::tokens::{access_token_expiry, Identity, Tokens};
 use chrono::{DateTime, Utc};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
@@ -157,14 +157,17 @@ impl<'a> ProviderClient<'a> {
 
     /// Turns a token response into [`Tokens`], verifying the ID token when there is one.
     /// `requested_at` is taken before the request went out, so that `expires_in` counted from it
-    /// can only make the expiry earlier than the real one, never later.
+    /// can only make the expiry earlier than the real one, never later. `previous` is, for a
+    /// refresh, what the entry held: its refresh token (kept when none is returned) and the
+    /// identity the new ID token must repeat.
     fn tokens_from(
         &self,
         response: OidcTokenResponse,
         nonce: Option<&str>,
-        previous_refresh: Option<&Secret>,
+        previous: Option<Previous<'_>>,
         requested_at: DateTime<Utc>,
     ) -> anyhow::Result<Tokens> {
+        let original = previous.and_then(|p| p.identity);
         let now = self.clock.now();
         let access = response.access_token().secret().to_string();
         // An empty token would be cached and printed, and kubectl would fail with it for the
@@ -178,7 +181,7 @@ impl<'a> ProviderClient<'a> {
             }
         }
         let access_expiry = access_token_expiry(&access, response.expires_in(), requested_at);
-        let (id_token, id_token_expiry) = match &response.extra_fields().id_token {
+        let (id_token, id_token_expiry, identity) = match &response.extra_fields().id_token {
             Some(raw) => {
                 let id_token = Secret::new(raw.clone());
                 let claims = self.provider.verify_id_token(
@@ -186,6 +189,7 @@ impl<'a> ProviderClient<'a> {
                     &id_token,
                     &self.config.client.id,
                     nonce,
+                    original,
                     now,
                 )?;
                 crate::debug!(
@@ -194,15 +198,17 @@ impl<'a> ProviderClient<'a> {
                     claims.sub,
                     claims.exp
                 );
-                (Some(id_token), Some(claims.exp))
+                (Some(id_token), Some(claims.exp), Some(claims.identity))
             }
-            None => (None, None),
+            // A refresh need not return an ID token (§12.2); the login's identity still binds
+            // the next one that does.
+            None => (None, None, original.cloned()),
         };
         // A provider may keep the refresh token unchanged and omit it from the response.
         let refresh_token = response
             .refresh_token()
             .map(|token| Secret::new(token.secret().to_string()))
-            .or_else(|| previous_refresh.cloned());
+            .or_else(|| previous.map(|p| p.refresh_token.clone()));
         Ok(Tokens {
             id_token,
             id_token_expiry,
@@ -210,6 +216,7 @@ impl<'a> ProviderClient<'a> {
             access_token_expiry: access_expiry,
             refresh_token,
             obtained_at: requested_at,
+            identity,
         })
     }
 }
@@ -223,6 +230,13 @@ fn empty_token(issuer: &url::Url, field: &str) -> anyhow::Error {
     )
 }
 
+/// What a refresh starts from: the refresh token sent, and the identity of the entry's login.
+#[derive(Clone, Copy)]
+struct Previous<'a> {
+    refresh_token: &'a Secret,
+    identity: Option<&'a Identity>,
+}
+
 impl ProviderClient<'_> {
     /// Runs the configured grant (not the refresh).
     pub fn obtain(&self) -> anyhow::Result<Tokens> {
@@ -232,5 +246,34 @@ impl ProviderClient<'_> {
             Grant::AuthcodeKeyboard => self.authcode_keyboard(),
             Grant::DeviceCode => self.device_code(),
         }
+    }
+}
+
+/// A token endpoint answer parsed as the oauth2 client parses it, with the expiry worked out and
+/// the OAuth error worded: the `token_response` fuzz target (`crate::fuzzing`).
+pub(crate) fn fuzz_token_response(data: &[u8], now: DateTime<Utc>) {
+    if let Ok(response) = serde_json::from_slice::<OidcTokenResponse>(data) {
+        let _ = access_token_expiry(response.access_token().secret(), response.expires_in(), now);
+        let _ = response.refresh_token().map(|token| token.secret().len());
+    }
+    if let Ok(error) = serde_json::from_slice::<BasicErrorResponse>(data) {
+        let _ = errors::describe_server_error(&error);
+    }
+}
+
+/// A device authorization answer parsed as the oauth2 client parses it, and the instructions
+/// rendered from it: the `device_response` fuzz target (`crate::fuzzing`).
+pub(crate) fn fuzz_device_response(data: &[u8]) {
+    if let Ok(details) = serde_json::from_slice::<oauth2::StandardDeviceAuthorizationResponse>(data)
+    {
+        let complete = details
+            .verification_uri_complete()
+            .map(|uri| uri.secret().to_string());
+        let _ = crate::login::device_display::render(
+            details.verification_uri().as_str(),
+            details.user_code().secret(),
+            complete.as_deref(),
+            details.expires_in(),
+        );
     }
 }

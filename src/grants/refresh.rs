@@ -3,10 +3,10 @@
 //! rest of the answer is unusable, because the old one is spent.
 
 use super::errors::{describe_server_error, token_error};
-use super::ProviderClient;
+use super::{Previous, ProviderClient};
 use crate::http::Replay;
 use crate::secret::Secret;
-use crate::tokens::Tokens;
+use crate::tokens::{Identity, Tokens};
 use oauth2::{RefreshToken, RequestTokenError, TokenResponse};
 
 /// What a refresh attempt came to.
@@ -25,8 +25,13 @@ pub enum RefreshOutcome {
 
 impl ProviderClient<'_> {
     /// The refresh-token grant. `invalid_grant` is an outcome, not an error: the caller drops
-    /// the entry and logs in again.
-    pub fn refresh(&self, refresh_token: &Secret) -> anyhow::Result<RefreshOutcome> {
+    /// the entry and logs in again. A returned ID token must name the same issuer, subject and
+    /// audience as `original`, the identity of the entry's login (OpenID Connect Core §12.2).
+    pub fn refresh(
+        &self,
+        refresh_token: &Secret,
+        original: Option<&Identity>,
+    ) -> anyhow::Result<RefreshOutcome> {
         let client = self.oauth_client();
         let token = RefreshToken::new(refresh_token.expose().to_string());
         let mut request = client.exchange_refresh_token(&token);
@@ -46,7 +51,11 @@ impl ProviderClient<'_> {
                     .refresh_token()
                     .map(|token| Secret::new(token.secret().to_string()))
                     .unwrap_or_else(|| refresh_token.clone());
-                match self.tokens_from(response, None, Some(refresh_token), requested_at) {
+                let previous = Previous {
+                    refresh_token,
+                    identity: original,
+                };
+                match self.tokens_from(response, None, Some(previous), requested_at) {
                     Ok(tokens) => Ok(RefreshOutcome::Refreshed(tokens)),
                     Err(error) => Ok(RefreshOutcome::Unusable {
                         refresh_token: current,

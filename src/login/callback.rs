@@ -4,7 +4,9 @@
 //!
 //! Both sources of a code (the browser's redirect, served by `listener.rs`, and the text the user
 //! pastes, read by `paste.rs`) are judged here, by the same rules: the `state` is checked first
-//! and in constant time, so nothing that lacks this login's state can end it, and a provider
+//! and in constant time, so nothing that lacks this login's state can end it; then the `iss`
+//! parameter (RFC 9207), which must name the provider the login went to when it is present, and
+//! must be present when the provider's discovery document says it sends it; and a provider
 //! error becomes one line with a next step. There is no I/O here but the notices `settle`
 //! prints on stderr.
 
@@ -13,6 +15,37 @@ use crate::log::notice;
 use crate::secret::Secret;
 use crate::text::printable_brief;
 use url::Url;
+
+/// What the authorization response of this login must carry.
+#[derive(Clone)]
+pub struct ExpectedResponse {
+    /// The `state` sent with the authorization request.
+    state: String,
+    /// The issuer the request went to, and whether it announced the `iss` parameter
+    /// (`authorization_response_iss_parameter_supported`); `None`: no issuer to compare with.
+    issuer: Option<(String, bool)>,
+}
+
+impl ExpectedResponse {
+    /// For a login at `issuer` (as its discovery document spells it), which sends the `iss`
+    /// parameter on every authorization response when `iss_parameter_supported`.
+    pub fn new(state: &str, issuer: &str, iss_parameter_supported: bool) -> ExpectedResponse {
+        ExpectedResponse {
+            state: state.to_string(),
+            issuer: Some((issuer.to_string(), iss_parameter_supported)),
+        }
+    }
+}
+
+/// Only a state to check: for callers (and tests) that know no issuer.
+impl From<&str> for ExpectedResponse {
+    fn from(state: &str) -> ExpectedResponse {
+        ExpectedResponse {
+            state: state.to_string(),
+            issuer: None,
+        }
+    }
+}
 
 /// What a callback (from the browser or pasted) amounts to.
 #[derive(Debug)]
@@ -28,6 +61,9 @@ pub(crate) enum Verdict {
     },
     /// Our state, but neither a code nor an error.
     Incomplete,
+    /// Our state, but the `iss` parameter names another issuer (`Some`), or is missing although
+    /// the provider announced it (`None`): a mix-up attack or a misconfiguration (RFC 9207).
+    WrongIssuer(Option<String>),
 }
 
 /// Whether a pasted URL must carry the login's state.
@@ -45,7 +81,7 @@ pub(crate) enum StateRule {
 /// is taken as the bare code, which is what providers' "copy this code" pages show.
 pub(crate) fn interpret_pasted(
     line: &str,
-    expected_state: &str,
+    expected: &ExpectedResponse,
     rule: StateRule,
 ) -> Option<Verdict> {
     let line = line.trim();
@@ -55,7 +91,7 @@ pub(crate) fn interpret_pasted(
     if let Ok(url) = Url::parse(line) {
         // `Url::parse` also accepts `abc:def`, which could be a code: only a real redirect counts.
         if url.query().is_some() || matches!(url.scheme(), "http" | "https") {
-            return Some(classify(url.query_pairs(), expected_state, rule));
+            return Some(classify(url.query_pairs(), expected, rule));
         }
     }
     if line.contains(char::is_whitespace) {
@@ -96,6 +132,18 @@ pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<
             ));
             Ok(None)
         }
+        Verdict::WrongIssuer(found) => {
+            let found = match found {
+                Some(iss) => format!("names the issuer {:?}", printable_brief(&iss, 200)),
+                None => "carries no iss parameter, which this provider announces".to_string(),
+            };
+            Err(fail(
+                Exit::Login,
+                format!(
+                    "refused the login response: it {found} (RFC 9207), so it may come from another provider (a mix-up attack); check --issuer-url, then run `kubecred login` again"
+                ),
+            ))
+        }
     }
 }
 
@@ -103,10 +151,10 @@ pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<
 /// callback with a wrong state is refused like any forged callback and cannot end the login.
 pub(crate) fn classify<'a>(
     params: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
-    expected_state: &str,
+    expected: &ExpectedResponse,
     rule: StateRule,
 ) -> Verdict {
-    let (mut code, mut state, mut error, mut description) = (None, None, None, None);
+    let (mut code, mut state, mut error, mut description, mut iss) = (None, None, None, None, None);
     for (name, value) in params {
         // The first occurrence wins; a repeated parameter cannot override a checked one.
         let slot = match name.as_ref() {
@@ -114,6 +162,7 @@ pub(crate) fn classify<'a>(
             "state" => &mut state,
             "error" => &mut error,
             "error_description" => &mut description,
+            "iss" => &mut iss,
             _ => continue,
         };
         if slot.is_none() {
@@ -123,10 +172,19 @@ pub(crate) fn classify<'a>(
     match (&state, rule) {
         (None, StateRule::Required) => return Verdict::Refused("it carries no state"),
         (None, StateRule::IfPresent) => {}
-        (Some(state), _) if !same_state(state, expected_state) => {
+        (Some(state), _) if !same_state(state, &expected.state) => {
             return Verdict::Refused("its state is not the one this login sent")
         }
         (Some(_), _) => {}
+    }
+    // RFC 9207 §2.4: a present iss must match, whatever the provider announced; a missing one
+    // is refused only from a provider that announced it. Error responses included.
+    if let Some((issuer, announced)) = &expected.issuer {
+        match iss {
+            Some(iss) if iss != *issuer => return Verdict::WrongIssuer(Some(iss)),
+            None if *announced => return Verdict::WrongIssuer(None),
+            _ => {}
+        }
     }
     if let Some(error) = error {
         return Verdict::Denied { error, description };
@@ -190,20 +248,28 @@ mod tests {
     }
     #[test]
     fn pasted_lines_are_interpreted() {
-        assert!(interpret_pasted("   ", STATE, StateRule::Required).is_none());
+        assert!(interpret_pasted("   ", &STATE.into(), StateRule::Required).is_none());
         assert_eq!(
-            code_of(interpret_pasted("abc:def", STATE, StateRule::Required)),
+            code_of(interpret_pasted(
+                "abc:def",
+                &STATE.into(),
+                StateRule::Required
+            )),
             "abc:def"
         );
         let custom_scheme = format!("com.example.app:/cb?code=x&state={STATE}");
         assert_eq!(
-            code_of(interpret_pasted(&custom_scheme, STATE, StateRule::Required)),
+            code_of(interpret_pasted(
+                &custom_scheme,
+                &STATE.into(),
+                StateRule::Required
+            )),
             "x"
         );
         assert!(matches!(
             interpret_pasted(
                 "http://localhost/callback?code=x",
-                STATE,
+                &STATE.into(),
                 StateRule::Required
             ),
             Some(Verdict::Refused(_))
@@ -211,11 +277,59 @@ mod tests {
         assert!(matches!(
             interpret_pasted(
                 &format!("http://localhost/cb?state={STATE}"),
-                STATE,
+                &STATE.into(),
                 StateRule::Required
             ),
             Some(Verdict::Incomplete)
         ));
+    }
+
+    fn verdict(query: &str, expected: &ExpectedResponse) -> Verdict {
+        classify(
+            url::form_urlencoded::parse(query.as_bytes()),
+            expected,
+            StateRule::Required,
+        )
+    }
+
+    #[test]
+    fn the_iss_parameter_must_name_the_issuer_when_present_or_announced() {
+        const ISSUER: &str = "https://op.example/realm";
+        let announced = ExpectedResponse::new(STATE, ISSUER, true);
+        let silent = ExpectedResponse::new(STATE, ISSUER, false);
+        let ours = format!("code=c&state={STATE}&iss=https%3A%2F%2Fop.example%2Frealm");
+        let theirs = format!("code=c&state={STATE}&iss=https%3A%2F%2Fevil.example");
+        let without = format!("code=c&state={STATE}");
+        for expected in [&announced, &silent] {
+            assert!(matches!(verdict(&ours, expected), Verdict::Code(_)));
+            assert!(matches!(
+                verdict(&theirs, expected),
+                Verdict::WrongIssuer(Some(iss)) if iss == "https://evil.example"
+            ));
+        }
+        assert!(matches!(
+            verdict(&without, &announced),
+            Verdict::WrongIssuer(None)
+        ));
+        assert!(matches!(verdict(&without, &silent), Verdict::Code(_)));
+        // An error response from another issuer is refused too, not shown as the provider's.
+        let error = format!("error=access_denied&state={STATE}&iss=https%3A%2F%2Fevil.example");
+        assert!(matches!(
+            verdict(&error, &announced),
+            Verdict::WrongIssuer(Some(_))
+        ));
+        // The state still comes first: a forged callback is ignored, whatever its iss.
+        assert!(matches!(
+            verdict("code=c&iss=https%3A%2F%2Fevil.example", &announced),
+            Verdict::Refused(_)
+        ));
+        let err = settle(verdict(&theirs, &announced), Origin::Browser).unwrap_err();
+        let text = crate::error::one_line(&err);
+        assert!(
+            text.contains("names the issuer \"https://evil.example\" (RFC 9207)"),
+            "{text}"
+        );
+        assert_eq!(crate::error::exit_code_of(&err), Exit::Login);
     }
 
     #[test]

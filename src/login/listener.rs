@@ -17,7 +17,7 @@
 
 use crate::debug;
 use crate::error::{fail, Exit};
-use crate::login::callback::{classify, StateRule, Verdict};
+use crate::login::callback::{classify, ExpectedResponse, StateRule, Verdict};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -122,10 +122,10 @@ impl CallbackListener {
             .collect()
     }
 
-    /// Starts answering connections, for the login whose `state` is `expected_state`. Each
+    /// Starts answering connections, for the login whose `state` is `expected.state`. Each
     /// connection is served on its own thread; callbacks to the redirect path are handed over
     /// through `Serving::next_callback`.
-    pub fn serve(self, expected_state: &str) -> io::Result<Serving> {
+    pub fn serve(self, expected: impl Into<ExpectedResponse>) -> io::Result<Serving> {
         for socket in &self.sockets {
             // Non-blocking accept lets the waiting loop watch every socket, the paste and the
             // deadline, and lets the sockets close the moment the wait returns.
@@ -133,7 +133,7 @@ impl CallbackListener {
         }
         let (verdicts_tx, verdicts) = mpsc::channel::<Verdict>();
         let server = ConnectionServer {
-            expected_state: Arc::from(expected_state),
+            expected: Arc::new(expected.into()),
             callback_path: Arc::from(self.redirect.path()),
             in_flight: Arc::new(AtomicUsize::new(0)),
             idle: Arc::new(Mutex::new(Vec::new())),
@@ -177,7 +177,7 @@ impl Serving {
 /// Accepts connections and serves each on its own thread, which hands the callback's
 /// [`Verdict`] over to [`Serving::next_callback`] after answering the browser.
 struct ConnectionServer {
-    expected_state: Arc<str>,
+    expected: Arc<ExpectedResponse>,
     callback_path: Arc<str>,
     in_flight: Arc<AtomicUsize>,
     /// Connections that have not sent their request head yet, oldest first: the ones that may
@@ -225,14 +225,14 @@ impl ConnectionServer {
         }
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let slot = InFlight(Arc::clone(&self.in_flight));
-        let state = Arc::clone(&self.expected_state);
+        let expected = Arc::clone(&self.expected);
         let path = Arc::clone(&self.callback_path);
         let verdicts = self.verdicts.clone();
         let idle = Arc::clone(&self.idle);
         std::thread::spawn(move || {
             let _slot = slot;
             let head_read = || lock(&idle).retain(|connection| connection.id != id);
-            if let Some(verdict) = serve_connection(stream, &path, &state, head_read) {
+            if let Some(verdict) = serve_connection(stream, &path, &expected, head_read) {
                 // A send error only means the wait has already returned.
                 let _ = verdicts.send(verdict);
             }
@@ -373,7 +373,7 @@ impl Drop for InFlight {
 fn serve_connection(
     mut stream: TcpStream,
     callback_path: &str,
-    expected_state: &str,
+    expected: &ExpectedResponse,
     head_read: impl FnOnce(),
 ) -> Option<Verdict> {
     // Accepted sockets inherit O_NONBLOCK from the listener on macOS and the BSDs.
@@ -388,9 +388,8 @@ fn serve_connection(
             return None;
         }
     };
-    let (method, target) = match parse_request_line(&head) {
-        Some(parts) => parts,
-        None => {
+    let verdict = match route(&head, callback_path, expected) {
+        Route::BadRequest => {
             respond(
                 &mut stream,
                 "400 Bad Request",
@@ -399,23 +398,18 @@ fn serve_connection(
             );
             return None;
         }
+        Route::NotTheCallback => {
+            // Favicons and the like: not a callback, no notice.
+            respond(
+                &mut stream,
+                "404 Not Found",
+                "Not found",
+                "This is kubecred's login listener.",
+            );
+            return None;
+        }
+        Route::Callback(verdict) => verdict,
     };
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if method != "GET" || path != callback_path {
-        // Favicons and the like: not a callback, no notice.
-        respond(
-            &mut stream,
-            "404 Not Found",
-            "Not found",
-            "This is kubecred's login listener.",
-        );
-        return None;
-    }
-    let verdict = classify(
-        url::form_urlencoded::parse(query.as_bytes()),
-        expected_state,
-        StateRule::Required,
-    );
     match &verdict {
         Verdict::Code(_) => respond(
             &mut stream,
@@ -450,6 +444,12 @@ fn serve_connection(
             "400 Bad Request",
             "Login callback incomplete",
             "This callback carries neither a code nor an error. Return to your terminal.",
+        ),
+        Verdict::WrongIssuer(_) => respond(
+            &mut stream,
+            "400 Bad Request",
+            "Login response refused",
+            "kubecred refused this login response: it does not name the identity provider the login went to. Return to your terminal.",
         ),
     }
     Some(verdict)
@@ -488,6 +488,32 @@ fn read_request_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<St
             ));
         }
     }
+}
+
+/// What a request to the listener is.
+pub(crate) enum Route {
+    /// Not an HTTP/1 request line with an origin-form target.
+    BadRequest,
+    /// Another method or path (a favicon, say).
+    NotTheCallback,
+    /// A GET of the redirect path: what its query amounts to.
+    Callback(Verdict),
+}
+
+/// Judges a request head (no I/O: the fuzz targets call it too).
+pub(crate) fn route(head: &str, callback_path: &str, expected: &ExpectedResponse) -> Route {
+    let Some((method, target)) = parse_request_line(head) else {
+        return Route::BadRequest;
+    };
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if method != "GET" || path != callback_path {
+        return Route::NotTheCallback;
+    }
+    Route::Callback(classify(
+        url::form_urlencoded::parse(query.as_bytes()),
+        expected,
+        StateRule::Required,
+    ))
 }
 
 /// `GET /callback?code=... HTTP/1.1` → ("GET", "/callback?code=..."); origin-form targets only.

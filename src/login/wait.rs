@@ -9,7 +9,9 @@
 
 use crate::debug;
 use crate::error::{fail, Exit};
-use crate::login::callback::{interpret_pasted, settle, Origin, StateRule, Verdict};
+use crate::login::callback::{
+    interpret_pasted, settle, ExpectedResponse, Origin, StateRule, Verdict,
+};
 use crate::login::listener::{CallbackListener, Serving};
 use crate::login::paste::{PasteSource, Pasted};
 use crate::secret::Secret;
@@ -30,15 +32,12 @@ pub const CODE_PROMPT: &str = "Paste the code (or the whole URL the browser was 
 pub fn for_code(
     listener: CallbackListener,
     paste: Option<PasteSource>,
-    expected_state: &str,
+    expected: impl Into<ExpectedResponse>,
     deadline: Instant,
 ) -> anyhow::Result<Secret> {
-    let listener = listener.serve(expected_state)?;
-    wait(
-        Sources::Browser { listener, paste },
-        expected_state,
-        deadline,
-    )
+    let expected = expected.into();
+    let listener = listener.serve(expected.clone())?;
+    wait(Sources::Browser { listener, paste }, &expected, deadline)
 }
 
 /// Asks for the code on stderr and reads it from `source` until `deadline`, for
@@ -46,7 +45,7 @@ pub fn for_code(
 /// one; a line that is not usable is explained and asked for again.
 pub fn read_code(
     source: impl Into<Option<PasteSource>>,
-    expected_state: &str,
+    expected: impl Into<ExpectedResponse>,
     deadline: Instant,
 ) -> anyhow::Result<Secret> {
     let Some(source) = source.into() else {
@@ -56,7 +55,7 @@ pub fn read_code(
              (kubectl passes it only with interactiveMode IfAvailable or Always on a TTY); use --grant-type device-code or authcode",
         ));
     };
-    wait(Sources::Keyboard(source), expected_state, deadline)
+    wait(Sources::Keyboard(source), &expected.into(), deadline)
 }
 
 /// Where the code of one login can come from.
@@ -82,7 +81,11 @@ enum Arrival {
 /// the deadline passes. Without a listener (`authcode-keyboard`) the user is prompted for each
 /// line, a pasted URL needs this login's state only if it carries one, and the end of stdin ends
 /// the login; with a listener it only ends the paste. The sockets close when this returns.
-fn wait(mut sources: Sources, expected_state: &str, deadline: Instant) -> anyhow::Result<Secret> {
+fn wait(
+    mut sources: Sources,
+    expected: &ExpectedResponse,
+    deadline: Instant,
+) -> anyhow::Result<Secret> {
     let budget = deadline.saturating_duration_since(Instant::now());
     let keyboard = matches!(sources, Sources::Keyboard(_));
     let rule = if keyboard {
@@ -100,7 +103,7 @@ fn wait(mut sources: Sources, expected_state: &str, deadline: Instant) -> anyhow
             Arrival::Callback(verdict) => (Some(verdict), Origin::Browser),
             Arrival::Line(line) => {
                 prompt_due = keyboard;
-                let verdict = interpret_pasted(&line, expected_state, rule);
+                let verdict = interpret_pasted(&line, expected, rule);
                 (verdict, Origin::Paste)
             }
             Arrival::StdinClosed => match &mut sources {

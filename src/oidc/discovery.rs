@@ -67,6 +67,9 @@ pub struct ProviderMetadata {
     pub jwks_uri: Url,
     pub code_challenge_methods_supported: Option<Vec<String>>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// RFC 9207: the provider puts `iss` on every authorization response, so one without it is
+    /// refused. Anything but `true` counts as no.
+    pub authorization_response_iss_parameter_supported: bool,
 }
 
 impl ProviderMetadata {
@@ -94,6 +97,8 @@ struct RawMetadata {
     code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default, deserialize_with = "lenient_list")]
     token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    #[serde(default)]
+    authorization_response_iss_parameter_supported: Value,
 }
 
 fn lenient_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
@@ -102,7 +107,7 @@ fn lenient_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, 
 
 impl ProviderMetadata {
     /// Checks a discovery document against the configured issuer.
-    fn validate(document: &Value, configured: &Url) -> anyhow::Result<ProviderMetadata> {
+    pub(crate) fn validate(document: &Value, configured: &Url) -> anyhow::Result<ProviderMetadata> {
         let problem = |reason: String| {
             fail(
                 Exit::Provider,
@@ -152,6 +157,9 @@ impl ProviderMetadata {
             jwks_uri: required("jwks_uri", raw.jwks_uri)?,
             code_challenge_methods_supported: raw.code_challenge_methods_supported,
             token_endpoint_auth_methods_supported: raw.token_endpoint_auth_methods_supported,
+            authorization_response_iss_parameter_supported: raw
+                .authorization_response_iss_parameter_supported
+                == Value::Bool(true),
             issuer,
         })
     }

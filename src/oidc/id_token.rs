@@ -1,7 +1,8 @@
 //! ID-token verification (OpenID Connect Core §3.1.3.7): a token is accepted only when it is
 //! signed with an asymmetric algorithm by a key of the provider's JWKS, names the provider's
-//! issuer, is meant for our client ID (aud, and azp when present), is within its validity period
-//! and carries our nonce. Each check is a function that says, on failure, what was wrong and what
+//! issuer, is meant for our client ID (aud, and azp when present), says when it was issued (iat),
+//! is within its validity period and carries our nonce; a refreshed token must also name the same
+//! issuer, subject and audience as the one of the original login (§12.2). Each check is a function that says, on failure, what was wrong and what
 //! to do; messages never include the token.
 //!
 //! jsonwebtoken checks only the signature (its RustCrypto backend is picked by its crate
@@ -12,6 +13,7 @@ use super::jwks::KeyError;
 use super::{rfc3339, CLOCK_LEEWAY};
 use crate::error::{fail, Exit};
 use crate::secret::Secret;
+use crate::tokens::Identity;
 use chrono::{DateTime, Utc};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
@@ -19,6 +21,8 @@ use serde_json::{Map, Value};
 /// The claims of a verified ID token that kubecred uses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdTokenClaims {
+    /// Whom the token is about, for whom, and from where: what a refreshed token must repeat.
+    pub identity: Identity,
     pub sub: String,
     /// The token's real expiry (no leeway applied).
     pub exp: DateTime<Utc>,
@@ -35,15 +39,29 @@ pub(super) struct Expected<'a> {
     pub client_id: &'a str,
     /// The nonce sent with the login request; `None` for refreshed tokens.
     pub nonce: Option<&'a str>,
+    /// For a refreshed token: the identity of the ID token of the original login, which the new
+    /// one must repeat (OpenID Connect Core §12.2).
+    pub original: Option<&'a Identity>,
 }
 
 /// Why a token was refused, and what the user can do about it.
-struct Refusal {
+pub(super) struct Refusal {
     reason: String,
     next: &'static str,
 }
 
 impl Refusal {
+    /// The one-line error for a token from `issuer` refused for this reason.
+    pub(super) fn into_error(self, issuer: &str) -> anyhow::Error {
+        fail(
+            Exit::Provider,
+            format!(
+                "the ID token from {issuer} failed verification: {}; {}",
+                self.reason, self.next
+            ),
+        )
+    }
+
     fn new(reason: impl Into<String>, next: &'static str) -> Refusal {
         Refusal {
             reason: reason.into(),
@@ -62,15 +80,7 @@ pub(super) fn verify(
     now: DateTime<Utc>,
 ) -> anyhow::Result<IdTokenClaims> {
     let issuer = expected.issuer;
-    let refused = |refusal: Refusal| {
-        fail(
-            Exit::Provider,
-            format!(
-                "the ID token from {issuer} failed verification: {}; {}",
-                refusal.reason, refusal.next
-            ),
-        )
-    };
+    let refused = |refusal: Refusal| refusal.into_error(issuer);
     let token = token.expose();
     let header = parse_header(token).ok_or_else(|| {
         refused(Refusal::new(
@@ -100,18 +110,37 @@ pub(super) fn verify(
         }
     };
     let claims = verified_claims(token, &key, alg).map_err(refused)?;
-    check_issuer(&claims, issuer).map_err(refused)?;
-    check_audience(&claims, expected.client_id).map_err(refused)?;
-    let exp = check_validity_period(&claims, now).map_err(refused)?;
+    checked_claims(&claims, expected, now).map_err(refused)
+}
+
+/// The claim checks, once the signature is proven to be the provider's.
+pub(super) fn checked_claims(
+    claims: &Map<String, Value>,
+    expected: &Expected<'_>,
+    now: DateTime<Utc>,
+) -> Result<IdTokenClaims, Refusal> {
+    check_issuer(claims, expected.issuer)?;
+    check_audience(claims, expected.client_id)?;
+    check_issued_at(claims, now)?;
+    let exp = check_validity_period(claims, now)?;
     if let Some(nonce) = expected.nonce {
-        check_nonce(&claims, nonce).map_err(refused)?;
+        check_nonce(claims, nonce)?;
     }
-    let sub = subject(&claims).map_err(refused)?;
+    let sub = subject(claims)?;
+    let identity = Identity {
+        iss: expected.issuer.to_string(),
+        sub: sub.to_string(),
+        aud: audiences(claims).into_iter().map(str::to_string).collect(),
+    };
+    if let Some(original) = expected.original {
+        check_same_identity(&identity, original)?;
+    }
     Ok(IdTokenClaims {
+        identity,
         sub: sub.to_string(),
         exp,
-        email: string(&claims, "email").map(str::to_string),
-        preferred_username: string(&claims, "preferred_username").map(str::to_string),
+        email: string(claims, "email").map(str::to_string),
+        preferred_username: string(claims, "preferred_username").map(str::to_string),
     })
 }
 
@@ -197,11 +226,7 @@ fn check_issuer(claims: &Map<String, Value>, issuer: &str) -> Check<()> {
 /// `aud` must include our client ID; `azp`, when present, must be our client ID, whatever the
 /// number of audiences (OpenID Connect Core 3.1.3.7).
 fn check_audience(claims: &Map<String, Value>, client_id: &str) -> Check<()> {
-    let audiences: Vec<&str> = match claims.get("aud") {
-        Some(Value::String(one)) => vec![one.as_str()],
-        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
+    let audiences = audiences(claims);
     if !audiences.contains(&client_id) {
         return Err(Refusal::new(
             format!("its audience {audiences:?} does not include the client ID {client_id:?}"),
@@ -220,6 +245,78 @@ fn check_audience(claims: &Map<String, Value>, client_id: &str) -> Check<()> {
             "the provider's ID tokens must carry azp as a string",
         )),
     }
+}
+
+/// `aud` as a list: a single string or an array of strings (anything else counts as none).
+fn audiences(claims: &Map<String, Value>) -> Vec<&str> {
+    match claims.get("aud") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `iat` is required (OpenID Connect Core §2) and must not lie in the future beyond the leeway:
+/// a token "issued" later than now was minted by a clock that is wrong, or was forged.
+fn check_issued_at(claims: &Map<String, Value>, now: DateTime<Utc>) -> Check<()> {
+    let iat = time(claims, "iat").ok_or_else(|| {
+        Refusal::new(
+            "it has no valid issue time (iat), which OpenID Connect requires",
+            "the provider's ID tokens must carry iat; report this to the provider's administrator",
+        )
+    })?;
+    if iat > now + CLOCK_LEEWAY {
+        return Err(Refusal::new(
+            format!(
+                "it claims to be issued at {} (iat), in the future (this machine's time is {})",
+                rfc3339(iat),
+                rfc3339(now)
+            ),
+            "check this machine's clock",
+        ));
+    }
+    Ok(())
+}
+
+/// A refreshed ID token must be about the same user, from the same issuer, for the same
+/// audience as the original one (OpenID Connect Core §12.2): otherwise the refresh handed us
+/// someone else's session, and printing it would switch the user's identity silently.
+fn check_same_identity(new: &Identity, original: &Identity) -> Check<()> {
+    let next = "the provider answered the refresh with another identity; run `kubecred logout`, then log in again";
+    if new.iss != original.iss {
+        return Err(Refusal::new(
+            format!(
+                "its issuer (iss) {:?} differs from the original login's {:?}",
+                new.iss, original.iss
+            ),
+            next,
+        ));
+    }
+    if new.sub != original.sub {
+        return Err(Refusal::new(
+            format!(
+                "its subject (sub) {:?} differs from the original login's {:?}",
+                new.sub, original.sub
+            ),
+            next,
+        ));
+    }
+    let mut new_aud = new.aud.clone();
+    let mut original_aud = original.aud.clone();
+    new_aud.sort();
+    new_aud.dedup();
+    original_aud.sort();
+    original_aud.dedup();
+    if new_aud != original_aud {
+        return Err(Refusal::new(
+            format!(
+                "its audience (aud) {:?} differs from the original login's {:?}",
+                new.aud, original.aud
+            ),
+            next,
+        ));
+    }
+    Ok(())
 }
 
 /// `exp` (required) has not passed and `nbf` (optional) has, each give or take the leeway.

@@ -76,11 +76,7 @@ impl KeySource {
         loop {
             let set = keys.as_ref().expect("loaded above");
             match select_key(&set.keys, alg, kid) {
-                Ok(jwk) => {
-                    return DecodingKey::from_jwk(jwk).map_err(|err| {
-                        KeyError::Missing(format!("the provider's key for it is unusable ({err})"))
-                    })
-                }
+                Ok(jwk) => return decoding_key(jwk).map_err(KeyError::Missing),
                 Err(_) if !fetched => {
                     crate::debug!(1, "no matching key in the cached JWKS; fetching it again");
                     *keys = Some(self.fetch(http, now).map_err(KeyError::Fetch)?);
@@ -180,6 +176,12 @@ pub(super) fn select_key<'a>(
             suitable.len()
         )
     })
+}
+
+/// The verification key of a selected JWK; the error is the reason for the caller's message.
+pub(super) fn decoding_key(jwk: &Jwk) -> Result<DecodingKey, String> {
+    DecodingKey::from_jwk(jwk)
+        .map_err(|err| format!("the provider's key for it is unusable ({err})"))
 }
 
 /// Whether a JWK can verify `alg`: right key type and curve, not marked for encryption, and no

@@ -171,7 +171,7 @@ impl Setup {
 
     fn verify(&self, token: &Secret) -> anyhow::Result<IdTokenClaims> {
         self.provider()
-            .verify_id_token(&self.http, token, CLIENT_ID, Some(NONCE), now())
+            .verify_id_token(&self.http, token, CLIENT_ID, Some(NONCE), None, now())
     }
 
     /// Verifies a token that must fail; returns the message after checking the exit code
@@ -418,7 +418,7 @@ fn bad_claims_are_rejected_with_a_reason_and_a_next_step() {
     assert!(text.contains("carries no nonce"), "{text}");
     // A refreshed token need not carry one.
     s.provider()
-        .verify_id_token(&s.http, &ec.sign(&no_nonce), CLIENT_ID, None, now())
+        .verify_id_token(&s.http, &ec.sign(&no_nonce), CLIENT_ID, None, None, now())
         .unwrap();
 
     let text = s.rejection(&with("sub", json!("")));
@@ -522,7 +522,7 @@ fn the_jwks_is_refetched_after_its_ttl() {
     c["exp"] = json!((later + Duration::minutes(10)).timestamp());
     discover_at(&s, later)
         .unwrap()
-        .verify_id_token(&s.http, &ec.sign(&c), CLIENT_ID, Some(NONCE), later)
+        .verify_id_token(&s.http, &ec.sign(&c), CLIENT_ID, Some(NONCE), None, later)
         .unwrap();
     assert_eq!(s.server.hits("/jwks"), 2);
 }
@@ -560,4 +560,119 @@ fn key_selection() {
         .unwrap_err()
         .contains("not a signing key"));
     assert!(select_key(&keys, Algorithm::ES256, Some("ec-1")).is_ok());
+}
+
+#[test]
+fn an_id_token_without_a_valid_iat_is_rejected() {
+    let ec = TestKey::ec();
+    let s = setup(&[&ec]);
+    let mut no_iat = claims(&s.server);
+    no_iat.as_object_mut().unwrap().remove("iat");
+    let text = s.rejection(&ec.sign(&no_iat));
+    assert!(text.contains("it has no valid issue time (iat)"), "{text}");
+
+    let mut c = claims(&s.server);
+    c["iat"] = json!("yesterday");
+    let text = s.rejection(&ec.sign(&c));
+    assert!(text.contains("no valid issue time (iat)"), "{text}");
+
+    c["iat"] = json!((now() + Duration::minutes(5)).timestamp());
+    let text = s.rejection(&ec.sign(&c));
+    assert!(
+        text.contains("issued at 2026-11-21T12:05:00Z (iat), in the future"),
+        "{text}"
+    );
+    // Slightly ahead (within the leeway) is a skewed clock, not a forgery.
+    c["iat"] = json!((now() + Duration::seconds(30)).timestamp());
+    s.verify(&ec.sign(&c)).unwrap();
+}
+
+#[test]
+fn a_refreshed_id_token_must_repeat_the_original_identity() {
+    let ec = TestKey::ec();
+    let s = setup(&[&ec]);
+    let base = claims(&s.server);
+    let first = s.verify(&ec.sign(&base)).unwrap();
+    assert_eq!(
+        first.identity,
+        crate::tokens::Identity {
+            iss: s.server.base.clone(),
+            sub: "user-42".into(),
+            aud: vec![CLIENT_ID.into()],
+        }
+    );
+    let refreshed = |claims: &Value| {
+        s.provider().verify_id_token(
+            &s.http,
+            &ec.sign(claims),
+            CLIENT_ID,
+            None,
+            Some(&first.identity),
+            now(),
+        )
+    };
+    let mut same = base.clone();
+    same.as_object_mut().unwrap().remove("nonce");
+    refreshed(&same).unwrap();
+    // The same audience in another form is the same audience.
+    same["aud"] = json!([CLIENT_ID]);
+    refreshed(&same).unwrap();
+
+    let mut other_sub = base.clone();
+    other_sub["sub"] = json!("mallory");
+    let text = one_line(&refreshed(&other_sub).unwrap_err());
+    assert!(
+        text.contains(
+            "its subject (sub) \"mallory\" differs from the original login's \"user-42\""
+        ),
+        "{text}"
+    );
+    assert!(text.contains("kubecred logout"), "{text}");
+
+    let mut other_aud = base.clone();
+    other_aud["aud"] = json!([CLIENT_ID, "another-client"]);
+    other_aud["azp"] = json!(CLIENT_ID);
+    let text = one_line(&refreshed(&other_aud).unwrap_err());
+    assert!(text.contains("its audience (aud)"), "{text}");
+
+    let mut other_iss = base.clone();
+    other_iss["iss"] = json!("https://elsewhere.example");
+    let text = one_line(&refreshed(&other_iss).unwrap_err());
+    assert!(text.contains("its issuer (iss)"), "{text}");
+
+    // A login recorded under another issuer spelling (e.g. before an issuer change) is refused.
+    let moved = crate::tokens::Identity {
+        iss: "https://old.example".into(),
+        ..first.identity.clone()
+    };
+    let err = s
+        .provider()
+        .verify_id_token(
+            &s.http,
+            &ec.sign(&base),
+            CLIENT_ID,
+            None,
+            Some(&moved),
+            now(),
+        )
+        .unwrap_err();
+    assert!(one_line(&err).contains("differs from the original login's \"https://old.example\""));
+}
+
+#[test]
+fn discovery_reads_the_rfc_9207_flag() {
+    let s = setup(&[&TestKey::ec()]);
+    assert!(
+        !s.provider()
+            .metadata
+            .authorization_response_iss_parameter_supported
+    );
+    let mut doc: Value = serde_json::from_str(&discovery_doc(&s.server.base)).unwrap();
+    doc["authorization_response_iss_parameter_supported"] = json!(true);
+    let configured = s.config.issuer.clone();
+    let meta = ProviderMetadata::validate(&doc, &configured).unwrap();
+    assert!(meta.authorization_response_iss_parameter_supported);
+    doc["authorization_response_iss_parameter_supported"] = json!("yes");
+    let meta = ProviderMetadata::validate(&doc, &configured).unwrap();
+    assert!(!meta.authorization_response_iss_parameter_supported);
 }

@@ -119,7 +119,7 @@ fn run_setup(script: &str, function: &str) -> Result<(), String> {
 /// Installs the Node test bed (`npm ci` in tests/support) once, whatever the number of tests
 /// asking at the same time; panics with npm's error when that fails (Node and npm are on every
 /// machine kubecred is developed on: README's prerequisites).
-fn ensure_node_test_bed() {
+pub fn ensure_node_test_bed() {
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
     if let Err(err) = INSTALLED.get_or_init(|| run_setup("node-deps.sh", "ensure_node_deps")) {
         panic!("installing the Node test bed: {err}");
