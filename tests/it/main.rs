@@ -11,6 +11,7 @@ mod cache_storage;
 mod client_credentials;
 mod concurrency;
 mod exec_protocol;
+mod federation;
 mod kubectl;
 mod login;
 mod paste;
