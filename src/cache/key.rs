@@ -47,6 +47,8 @@ struct KeyMaterial<'a> {
     subject: Option<(String, &'a str, Option<&'a str>)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token_endpoint: Option<&'a str>,
 }
 
 impl CacheKey {
@@ -122,6 +124,7 @@ fn canonical_key_material(config: &Config) -> String {
             )
         }),
         username: config.password.as_ref().map(|p| p.username.as_str()),
+        token_endpoint: config.token_endpoint.as_ref().map(|url| url.as_str()),
     };
     serde_json::to_string(&material).expect("the key material is plain strings")
 }
@@ -201,6 +204,45 @@ mod tests {
             vec![ca_arg.as_str()],
             vec![ca2_arg.as_str()],
             vec!["--insecure-skip-tls-verify"],
+            // Who the CI principal is: the subject token's source, its type, what is asked for.
+            vec!["--grant-type=token-exchange", "--subject-token-file=/a"],
+            vec!["--grant-type=token-exchange", "--subject-token-file=/b"],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-source=github-actions",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-source=github-actions",
+                "--subject-token-audience=x",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-source=gitlab",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-env=T",
+                "--subject-token-type=urn:x",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-env=T",
+                "--requested-token-type=urn:y",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-env=T",
+                "--token-endpoint=https://sts.example/token",
+            ],
+            vec!["--grant-type=federated-token", "--subject-token-env=T"],
+            // How the client proves itself.
+            vec!["--client-private-key-file=/k1"],
+            vec!["--client-private-key-file=/k1", "--client-key-id=k"],
+            vec!["--client-assertion-file=/a"],
+            vec!["--client-assertion-env=A"],
+            vec!["--grant-type=password", "--username=alice"],
+            vec!["--grant-type=password", "--username=bob"],
         ];
         let keys: HashSet<CacheKey> = variants.iter().map(|extra| key_of(extra)).collect();
         assert_eq!(

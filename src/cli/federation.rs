@@ -47,6 +47,12 @@ pub struct FederationArgs {
     #[arg(long, env = "KUBECRED_REQUESTED_TOKEN_TYPE", value_name = "URI")]
     pub requested_token_type: Option<String>,
 
+    /// Send token requests here instead of discovering the issuer's token endpoint: for a
+    /// security token service that is not an OpenID Provider (Google's
+    /// https://sts.googleapis.com/v1/token). token-exchange and client-credentials only.
+    #[arg(long, env = "KUBECRED_TOKEN_ENDPOINT", value_name = "URL")]
+    pub token_endpoint: Option<String>,
+
     /// PEM private key (RSA or EC P-256) for `private_key_jwt` client authentication; the key
     /// itself may instead be in KUBECRED_CLIENT_PRIVATE_KEY.
     #[arg(long, env = "KUBECRED_CLIENT_PRIVATE_KEY_FILE", value_name = "PATH")]

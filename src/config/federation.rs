@@ -171,6 +171,32 @@ pub(super) fn resolve_client_auth(
     })
 }
 
+/// `--token-endpoint`: https (or http on loopback), and only for grants without a user, whose
+/// answers need no ID-token verification (there are no keys without discovery).
+pub(super) fn resolve_token_endpoint(
+    args: &FederationArgs,
+    grant: Grant,
+) -> anyhow::Result<Option<url::Url>> {
+    let Some(raw) = &args.token_endpoint else {
+        return Ok(None);
+    };
+    if !matches!(grant, Grant::TokenExchange | Grant::ClientCredentials) {
+        return Err(input(
+            "--token-endpoint applies only to --grant-type token-exchange or client-credentials (the others need discovery)",
+        ));
+    }
+    let url = url::Url::parse(raw)
+        .map_err(|err| input(format!("--token-endpoint {raw:?} is not a URL: {err}")))?;
+    let secure =
+        url.scheme() == "https" || (url.scheme() == "http" && super::is_loopback_host(&url));
+    if !secure {
+        return Err(input(format!(
+            "--token-endpoint {raw} must use https (plain http only on loopback addresses)"
+        )));
+    }
+    Ok(Some(url))
+}
+
 /// The subject token: required by `token-exchange` and `federated-token`, refused elsewhere.
 pub(super) fn resolve_subject(
     args: &FederationArgs,

@@ -87,6 +87,7 @@ impl Config {
             scopes: request.scopes,
             grant,
             grant_is_automatic,
+            token_endpoint: federation::resolve_token_endpoint(&args.federation, grant)?,
             subject: federation::resolve_subject(&args.federation, grant)?,
             password: federation::resolve_password(
                 &args.federation,

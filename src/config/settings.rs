@@ -23,6 +23,9 @@ pub struct Config {
     /// True when `--grant-type auto` (or nothing) chose `grant`: without a terminal it fails
     /// fast instead of opening a browser (`acquire::preflight_login`).
     pub grant_is_automatic: bool,
+    /// `--token-endpoint`: skip discovery and send token requests here (a security token
+    /// service that is not an OpenID Provider, e.g. Google's STS). Grants without a user only.
+    pub token_endpoint: Option<Url>,
     /// The subject token of `token-exchange` and `federated-token`.
     pub subject: Option<SubjectTokenSettings>,
     /// The user of the `password` grant.

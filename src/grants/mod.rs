@@ -84,7 +84,10 @@ pub struct ProviderClient<'a> {
 impl<'a> ProviderClient<'a> {
     pub fn new(config: &'a Config, clock: &'a dyn Clock) -> anyhow::Result<ProviderClient<'a>> {
         let http = crate::http::client(&config.http)?;
-        let provider = Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?;
+        let provider = match &config.token_endpoint {
+            Some(endpoint) => Provider::token_endpoint_only(&config.issuer, endpoint.clone()),
+            None => Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?,
+        };
         Ok(ProviderClient {
             config,
             clock,

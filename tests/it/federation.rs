@@ -365,3 +365,26 @@ fn a_client_secret_on_the_command_line_gets_a_ps_notice_when_used() {
         .success()
         .stderr_contains("--client-secret on the command line is visible to other users in `ps`");
 }
+
+#[test]
+fn a_bare_token_endpoint_skips_discovery() {
+    // Google's STS is no OpenID Provider: --token-endpoint names where to exchange.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let subject_file = env.dir.path().join("subject-token");
+    std::fs::write(&subject_file, ci_token(&bed, json!({"sub": "gcp-wif"}))).unwrap();
+    let args = vec![
+        "get-token".to_string(),
+        "--grant-type=token-exchange".into(),
+        "--client-id=ci-exchange".into(),
+        "--requested-token-type=urn:ietf:params:oauth:token-type:access_token".into(),
+        format!("--issuer-url={}", bed.issuer),
+        format!("--token-endpoint={}/token", bed.issuer),
+        format!("--subject-token-file={}", subject_file.display()),
+    ];
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, args));
+    assert_eq!(whoami(&env, &kubeconfig), "ci:gcp-wif");
+    let stats = bed.stats();
+    assert_eq!(stats["discovery"], 0, "{stats}");
+    assert_eq!(stats["ci"]["exchanges"], 1, "{stats}");
+}
