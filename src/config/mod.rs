@@ -157,7 +157,9 @@ fn resolve_client(
         .filter(|id| !id.is_empty());
     let id = match (id, grant) {
         (Some(id), _) => id,
-        (None, Grant::FederatedToken) => String::new(),
+        // federated-token talks to no provider; a token exchange may be anonymous (Google's STS
+        // takes no client at all).
+        (None, Grant::FederatedToken | Grant::TokenExchange) => String::new(),
         (None, _) => return Err(input("no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension")),
     };
     let secret = match (&args.client_secret, &args.client_secret_file) {
@@ -185,6 +187,11 @@ fn resolve_client(
     if grant == Grant::ClientCredentials && matches!(auth, ClientAuth::None) {
         return Err(input(
             "client-credentials needs client authentication: pass --client-secret-file (or set KUBECRED_CLIENT_SECRET), --client-private-key-file, or a client assertion (--client-assertion-file/-env/-source)",
+        ));
+    }
+    if id.is_empty() && !matches!(auth, ClientAuth::None) {
+        return Err(input(
+            "client authentication needs a client ID: pass --client-id or set KUBECRED_CLIENT_ID",
         ));
     }
     if grant == Grant::DeviceCode

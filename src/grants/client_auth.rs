@@ -196,7 +196,10 @@ impl ProviderClient<'_> {
             params.push(("client_secret", secret.expose().to_string()));
             return Ok(request);
         }
-        params.push(("client_id", id.clone()));
+        // An anonymous token exchange sends no client_id (Google's STS wants none).
+        if !id.is_empty() {
+            params.push(("client_id", id.clone()));
+        }
         params.extend(self.client_assertion_params()?);
         Ok(request)
     }
