@@ -134,22 +134,11 @@ fn github_actions_id_token(
         response,
         &format!("the GitHub Actions ID-token endpoint {shown}"),
     )?;
-    let mut body = Vec::new();
-    response
-        .take(MAX_TOKEN_BYTES + 1)
-        .read_to_end(&mut body)
-        .map_err(|err| {
-            fail(
-                Exit::Provider,
-                format!("reading the GitHub Actions ID token from {shown}: {err}"),
-            )
-        })?;
-    if body.len() as u64 > MAX_TOKEN_BYTES {
-        return Err(fail(
-            Exit::Provider,
-            format!("the GitHub Actions ID-token answer from {shown} is larger than {MAX_TOKEN_BYTES} bytes"),
-        ));
-    }
+    let body = read_bounded(
+        response,
+        MAX_TOKEN_BYTES,
+        &format!("the GitHub Actions ID-token answer from {shown}"),
+    )?;
     let parsed: ActionsIdToken = serde_json::from_slice(&body).map_err(|_| {
         fail(
             Exit::Provider,
@@ -159,6 +148,24 @@ fn github_actions_id_token(
         )
     })?;
     Ok(parsed.value.expose().to_string())
+}
+
+/// Reads an answer body of at most `limit` bytes; a larger or unreadable one is an
+/// `Exit::Provider` error naming `what`. (Provider answers that feed a token must never be
+/// buffered without a bound.)
+pub(crate) fn read_bounded(reader: impl Read, limit: u64, what: &str) -> anyhow::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    reader
+        .take(limit + 1)
+        .read_to_end(&mut body)
+        .map_err(|err| fail(Exit::Provider, format!("reading {what}: {err}")))?;
+    if body.len() as u64 > limit {
+        return Err(fail(
+            Exit::Provider,
+            format!("{what} is larger than {limit} bytes"),
+        ));
+    }
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@ use crate::error::{fail, Exit};
 use crate::tokens::Tokens;
 use oauth2::basic::BasicErrorResponse;
 use oauth2::RequestTokenError;
-use std::io::Read;
 
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
@@ -77,24 +76,11 @@ impl ProviderClient<'_> {
             )
         })?;
         let status = response.status();
-        let mut body = Vec::new();
-        response
-            .take(MAX_TOKEN_RESPONSE + 1)
-            .read_to_end(&mut body)
-            .map_err(|err| {
-                fail(
-                    Exit::Provider,
-                    format!("reading the {grant} response from {issuer}: {err}"),
-                )
-            })?;
-        if body.len() as u64 > MAX_TOKEN_RESPONSE {
-            return Err(fail(
-                Exit::Provider,
-                format!(
-                    "the {grant} response from {issuer} is larger than {MAX_TOKEN_RESPONSE} bytes"
-                ),
-            ));
-        }
+        let body = crate::ci_token::read_bounded(
+            response,
+            MAX_TOKEN_RESPONSE,
+            &format!("the {grant} response from {issuer}"),
+        )?;
         if !status.is_success() {
             return Err(match serde_json::from_slice::<BasicErrorResponse>(&body) {
                 Ok(error) => token_error::<oauth2::basic::BasicErrorResponseType>(

@@ -4,9 +4,10 @@
 //! are, the password grant, and what happens without a terminal. Every grant goes through kubectl
 //! against the HTTPS API stand-in; secrets never reach stderr, even at -vv.
 
+use crate::kubectl::whoami;
 use crate::support::*;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const V1: &str = "client.authentication.k8s.io/v1";
 const ACTIONS_REQUEST_TOKEN: &str = "testbed-actions-request-token";
@@ -44,18 +45,6 @@ fn client_key_file(bed: &Testbed, env: &TestEnv) -> PathBuf {
     let path = env.dir.path().join("client-key.pem");
     std::fs::write(&path, pem["pem"].as_str().unwrap()).unwrap();
     path
-}
-
-fn whoami(env: &TestEnv, kubeconfig: &Path) -> String {
-    let run = env
-        .kubectl(kubeconfig, &["auth", "whoami", "-o", "json"])
-        .run()
-        .success();
-    let review: Value = serde_json::from_str(&run.stdout()).unwrap();
-    review["status"]["userInfo"]["username"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 /// The environment the GitHub Actions runner gives a job with `id-token: write`.
