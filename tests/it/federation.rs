@@ -115,13 +115,26 @@ fn github_actions_subject_token_with_a_private_key_jwt_client() {
     ]);
     args.push(format!("--issuer-url={}", bed.issuer));
     args.push(format!("--client-private-key-file={}", key.display()));
-    let mut spec = KubeconfigSpec::new(V1, args);
+    let mut spec = KubeconfigSpec::new(V1, args.clone());
     spec.env = actions_env(&bed);
     let kubeconfig = env.kubeconfig(&bed, spec);
     assert_eq!(whoami(&env, &kubeconfig), format!("ci:{CI_SUBJECT}"));
     let stats = bed.stats();
     assert_eq!(stats["ci"]["actions"], 1, "{stats}");
     assert_eq!(stats["ci"]["exchanges"], 1, "{stats}");
+
+    // At -vv: neither the runtime's request token nor the issued token shows.
+    args.push("--force-refresh".into());
+    args.push("-vv".into());
+    let mut command = env.kubecred_owned(&args);
+    command.envs(actions_env(&bed));
+    let run = command
+        .run()
+        .success()
+        .stderr_contains("requesting the GitHub Actions ID token");
+    let issued = run.token();
+    run.never_shows(&[ACTIONS_REQUEST_TOKEN, &issued]);
+    assert_eq!(bed.stats()["ci"]["actions"], 2);
 }
 
 #[test]
