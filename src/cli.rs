@@ -6,6 +6,10 @@
 //! `config/` sees these types: `Config::resolve` turns them, the exec info and the cluster
 //! extension into one plain struct with the domain's own types.
 
+mod federation;
+
+pub use federation::{CiTokenSourceArg, FederationArgs};
+
 use crate::kubelogin::{self, KubeloginFlags};
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -31,7 +35,7 @@ pub enum Command {
     /// Print an ExecCredential for kubectl (the command a kubeconfig `exec` stanza runs).
     GetToken(TokenArgs),
     /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
-    Login(TokenArgs),
+    Login(LoginArgs),
     /// Forget the cached tokens for these settings (the next get-token logs in again).
     Logout(TokenArgs),
 }
@@ -49,6 +53,27 @@ pub enum GrantTypeArg {
     DeviceCode,
     /// OAuth 2.0 client credentials (a confidential client, no user).
     ClientCredentials,
+    /// RFC 8693 token exchange of a subject token (a CI job's or pod's JWT) at the token endpoint.
+    TokenExchange,
+    /// The subject token itself is the credential (the cluster trusts its issuer directly).
+    FederatedToken,
+    /// Resource owner password credentials (deprecated by OAuth 2.0 Security BCP; last resort).
+    Password,
+}
+
+/// `kubecred login`: the token settings, and what to say about the result.
+#[derive(Debug, Clone, Args)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    pub token: TokenArgs,
+
+    /// Print the token's subject, issuer, audience and expiry on stderr (never the token).
+    #[arg(
+        long,
+        env = "KUBECRED_PRINT_TOKEN_INFO",
+        value_parser = BoolishValueParser::new()
+    )]
+    pub print_token_info: bool,
 }
 
 /// Where cached tokens live.
@@ -296,6 +321,10 @@ pub struct TokenArgs {
     /// More detail on stderr (-v, -vv); secrets are always redacted. Also KUBECRED_VERBOSE=N.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
+
+    /// Token exchange, federated token, client assertions and the password grant.
+    #[command(flatten)]
+    pub federation: FederationArgs,
 
     /// int128/kubelogin's own flags, hidden: accepted so that a kubelogin stanza runs unchanged
     /// (see kubelogin.rs).

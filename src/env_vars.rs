@@ -18,3 +18,14 @@ pub const WAYLAND_DISPLAY: &str = "WAYLAND_DISPLAY";
 
 /// Set inside WSL, where `wslview` opens the Windows browser.
 pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";
+
+/// The password of `--grant-type password` (instead of --password-file or a prompt).
+pub const KUBECRED_PASSWORD: &str = "KUBECRED_PASSWORD";
+
+/// A PEM private key for `private_key_jwt` (instead of --client-private-key-file).
+pub const KUBECRED_CLIENT_PRIVATE_KEY: &str = "KUBECRED_CLIENT_PRIVATE_KEY";
+
+/// GitHub Actions: where and with what to request the job's ID token
+/// (`permissions: id-token: write`).
+pub const ACTIONS_ID_TOKEN_REQUEST_URL: &str = "ACTIONS_ID_TOKEN_REQUEST_URL";
+pub const ACTIONS_ID_TOKEN_REQUEST_TOKEN: &str = "ACTIONS_ID_TOKEN_REQUEST_TOKEN";

@@ -40,11 +40,8 @@ pub struct KubeloginFlags {
     #[arg(long, hide = true, value_name = "MODE")]
     pub tls_renegotiation: Option<String>,
 
-    /// kubelogin's resource owner password grant. Refused; its value is never printed.
-    #[arg(long, hide = true, value_name = "USERNAME")]
-    pub username: Option<String>,
-
-    /// kubelogin's resource owner password grant. Refused; its value is never printed.
+    /// kubelogin's password for `--grant-type password` (kubecred's `--username` is the same
+    /// flag). Taken, with a notice that it shows in `ps`; its value is never printed.
     #[arg(long, hide = true, value_name = "PASSWORD")]
     pub password: Option<String>,
 
@@ -78,6 +75,8 @@ pub struct KubeloginSettings {
     pub pkce: Option<bool>,
     /// From `--oidc-redirect-url-hostname`, trimmed.
     pub redirect_host: Option<String>,
+    /// From `--password` (the password grant).
+    pub password: Option<crate::secret::Secret>,
 }
 
 /// Refuses the flags that would change what kind of login happens, names the ignored ones in a
@@ -97,19 +96,13 @@ pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
             .oidc_redirect_url_hostname
             .as_deref()
             .map(|host| host.trim().to_string()),
+        password: flags.password.clone().map(crate::secret::Secret::new),
     })
 }
 
 /// kubelogin flags that would change what kind of login happens: refused with the reason, never
 /// ignored. Their values are not printed (`--password` holds one).
 fn refuse_unsupported(flags: &KubeloginFlags) -> anyhow::Result<()> {
-    if flags.username.is_some() || flags.password.is_some() {
-        return Err(fail(
-            Exit::Input,
-            "--username/--password (the resource owner password grant) are not supported; \
-             drop them and use --grant-type=authcode, authcode-keyboard or device-code",
-        ));
-    }
     if flags.local_server_cert.is_some() || flags.local_server_key.is_some() {
         return Err(fail(
             Exit::Input,
@@ -205,18 +198,17 @@ mod tests {
     }
 
     #[test]
-    fn refused_flags_never_show_their_values() {
+    fn kubelogins_password_is_taken_and_never_shown() {
         let flags = KubeloginFlags {
-            username: Some("alice".into()),
             password: Some("hunter2".into()),
             ..Default::default()
         };
-        let message = format!("{:#}", resolve(&flags).unwrap_err());
-        assert!(message.contains("not supported"), "{message}");
-        assert!(
-            !message.contains("hunter2") && !message.contains("alice"),
-            "{message}"
+        let settings = resolve(&flags).unwrap();
+        assert_eq!(
+            settings.password.as_ref().map(|p| p.expose()),
+            Some("hunter2")
         );
+        assert!(!format!("{settings:?}").contains("hunter2"));
     }
 
     #[test]

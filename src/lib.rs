@@ -5,6 +5,7 @@
 
 pub mod acquire;
 pub mod cache;
+pub mod ci_token;
 pub mod cli;
 pub mod clock;
 pub mod commands;

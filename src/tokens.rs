@@ -164,6 +164,34 @@ pub fn access_token_expiry(
     }
 }
 
+/// What `kubecred login --print-token-info` says about the credential: subject, issuer,
+/// audience (claims read without verifying: for display) and expiry; never the token.
+pub fn token_info(token: &Secret, expiry: DateTime<Utc>) -> Vec<String> {
+    let claims = unverified_jwt_claims(token.expose());
+    let claim = |name: &str| -> String {
+        let value = claims.as_ref().and_then(|claims| claims.get(name));
+        let text = match value {
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .filter_map(|item| item.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => "(not in the token)".into(),
+        };
+        crate::text::printable_brief(&text, 200).into_owned()
+    };
+    let mut lines = Vec::new();
+    if claims.is_none() {
+        lines.push("token info: the token is opaque (not a JWT): no claims to show".to_string());
+    }
+    lines.push(format!("token subject: {}", claim("sub")));
+    lines.push(format!("token issuer: {}", claim("iss")));
+    lines.push(format!("token audience: {}", claim("aud")));
+    lines.push(format!("token expires: {}", expiry.to_rfc3339()));
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

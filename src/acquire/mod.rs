@@ -17,7 +17,7 @@ pub use cooldown::Cooldown;
 
 use crate::cache::{EntryLock, TokenCache};
 use crate::clock::Clock;
-use crate::config::{Config, Grant, TokenKind};
+use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
 use crate::error::{fail, Exit};
 use crate::exec_credential;
 use crate::grants::{ProviderClient, RefreshOutcome};
@@ -177,6 +177,13 @@ fn obtain_under_lock(
         preflight_login(config, cache, trigger, clock)?;
     }
 
+    notice_secrets_on_command_line(config);
+    // The subject token itself is the credential: no provider, no discovery.
+    if config.grant == Grant::FederatedToken {
+        let tokens = crate::grants::federated_token(config, clock)?;
+        cache.save(&tokens, &lock)?;
+        return Ok(tokens);
+    }
     let provider = ProviderClient::new(config, clock)?;
     if let (Some(refresh_token), Some(cached)) = (refresh_token, &cached) {
         let original = cached.tokens.original_identity();
@@ -230,6 +237,24 @@ fn preflight_login(
     trigger: Trigger,
     clock: &dyn Clock,
 ) -> anyhow::Result<()> {
+    if config.grant_is_automatic
+        && config.login.browser == BrowserChoice::System
+        && !terminal_attached()
+    {
+        return Err(fail(Exit::Login, NO_TERMINAL_FOR_AUTO));
+    }
+    if let Some(PasswordSettings {
+        source: PasswordSource::Prompt,
+        ..
+    }) = &config.password
+    {
+        if !paste::stdin_is_interactive(config.exec.interactive) {
+            return Err(fail(
+                Exit::Login,
+                "--grant-type password has no password and this session is not interactive (no terminal, or kubectl's interactiveMode Never): set KUBECRED_PASSWORD or pass --password-file",
+            ));
+        }
+    }
     if !config.grant.is_user_login() {
         return Ok(());
     }
@@ -245,6 +270,27 @@ fn preflight_login(
         cooldown_for(cache).check(config.login.cooldown, clock.now())?;
     }
     Ok(())
+}
+
+/// The refusal of `--grant-type auto` where nobody can log in, naming the grants that work.
+const NO_TERMINAL_FOR_AUTO: &str = "no terminal to log in on, so --grant-type auto will not open a browser or prompt (a CI job or a script?); choose a non-interactive grant: --grant-type client-credentials, token-exchange, federated-token or password (with KUBECRED_PASSWORD), or pass --grant-type authcode to open the system browser anyway (an IDE without a terminal)";
+
+/// Whether a person may be at a terminal: stdin or stderr is one (kubectl hands the plugin
+/// its stderr always, its stdin only in interactive mode).
+fn terminal_attached() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() || std::io::stderr().is_terminal()
+}
+
+/// A secret given as a command-line flag shows in `ps` to every user of the machine: say so
+/// when it is about to be used (not on the cache-hit path, where it is not).
+fn notice_secrets_on_command_line(config: &Config) {
+    for flag in &config.secrets_on_command_line {
+        crate::log::notice(format!(
+            "{flag} on the command line is visible to other users in `ps`; use {flag}-file or the KUBECRED_{} environment variable",
+            flag.trim_start_matches("--").replace('-', "_").to_uppercase()
+        ));
+    }
 }
 
 /// A new grant. An interactive login leaves a cool-down record behind unless it succeeds, so

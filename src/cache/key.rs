@@ -4,7 +4,7 @@
 //! trusted). Settings that only change how a token is used (which kind is printed, how fresh it
 //! must be, where it is stored) are left out, so they share an entry.
 
-use crate::config::Config;
+use crate::config::{ClientAuth, Config, PrivateKeyPem};
 use crate::digest::sha256_hex;
 use serde::Serialize;
 
@@ -36,6 +36,19 @@ struct KeyMaterial<'a> {
     /// Which provider we trust: tokens fetched while trusting another CA (or none) are not the same.
     ca_sha256: Vec<String>,
     insecure_skip_tls_verify: bool,
+    /// Below: only present for the settings that use them, so that keys of other settings
+    /// stay as they were (no version bump). How the client proves itself (a key file, an
+    /// assertion source; a secret is covered by its hash above): another key is another client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_auth: Option<String>,
+    /// Where the subject token comes from, with its type and the type asked for: a pod's
+    /// token and a CI job's are different principals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subject: Option<(String, &'a str, Option<&'a str>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token_endpoint: Option<&'a str>,
 }
 
 impl CacheKey {
@@ -80,8 +93,7 @@ fn canonical_key_material(config: &Config) -> String {
         client_id: &config.client.id,
         client_secret_sha256: config
             .client
-            .secret
-            .as_ref()
+            .secret()
             .map(|secret| sha256_hex(secret.expose().as_bytes())),
         scopes,
         grant: config.grant.name(),
@@ -91,6 +103,28 @@ fn canonical_key_material(config: &Config) -> String {
         login_hint: config.login.login_hint.as_deref(),
         ca_sha256,
         insecure_skip_tls_verify: config.http.tls.insecure_skip_verify,
+        client_auth: match &config.client.auth {
+            ClientAuth::None | ClientAuth::Secret { .. } => None,
+            ClientAuth::PrivateKeyJwt(key) => Some(format!(
+                "private-key-jwt {} {}",
+                match &key.pem {
+                    PrivateKeyPem::File(path) => path.display().to_string(),
+                    PrivateKeyPem::Env(pem) =>
+                        format!("env {}", sha256_hex(pem.expose().as_bytes())),
+                },
+                key.key_id.as_deref().unwrap_or("")
+            )),
+            ClientAuth::Assertion(source) => Some(format!("assertion {}", source.describe())),
+        },
+        subject: config.subject.as_ref().map(|subject| {
+            (
+                subject.source.describe(),
+                subject.token_type.as_str(),
+                subject.requested_token_type.as_deref(),
+            )
+        }),
+        username: config.password.as_ref().map(|p| p.username.as_str()),
+        token_endpoint: config.token_endpoint.as_ref().map(|url| url.as_str()),
     };
     serde_json::to_string(&material).expect("the key material is plain strings")
 }
@@ -170,6 +204,45 @@ mod tests {
             vec![ca_arg.as_str()],
             vec![ca2_arg.as_str()],
             vec!["--insecure-skip-tls-verify"],
+            // Who the CI principal is: the subject token's source, its type, what is asked for.
+            vec!["--grant-type=token-exchange", "--subject-token-file=/a"],
+            vec!["--grant-type=token-exchange", "--subject-token-file=/b"],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-source=github-actions",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-source=github-actions",
+                "--subject-token-audience=x",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-source=gitlab",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-env=T",
+                "--subject-token-type=urn:x",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-env=T",
+                "--requested-token-type=urn:y",
+            ],
+            vec![
+                "--grant-type=token-exchange",
+                "--subject-token-env=T",
+                "--token-endpoint=https://sts.example/token",
+            ],
+            vec!["--grant-type=federated-token", "--subject-token-env=T"],
+            // How the client proves itself.
+            vec!["--client-private-key-file=/k1"],
+            vec!["--client-private-key-file=/k1", "--client-key-id=k"],
+            vec!["--client-assertion-file=/a"],
+            vec!["--client-assertion-env=A"],
+            vec!["--grant-type=password", "--username=alice"],
+            vec!["--grant-type=password", "--username=bob"],
         ];
         let keys: HashSet<CacheKey> = variants.iter().map(|extra| key_of(extra)).collect();
         assert_eq!(

@@ -1,11 +1,17 @@
 //! `kubecred login`: log in now — also during a login cool-down — and cache the result; say
-//! who is logged in on stderr, print nothing on stdout.
+//! who is logged in on stderr, print nothing on stdout. `--print-token-info` adds the token's
+//! subject, issuer, audience and expiry (for CI logs), never the token; the exit status says
+//! whether it worked.
 
 use crate::acquire;
 use crate::clock::Clock;
 use crate::config::Config;
 
-pub(super) fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+pub(super) fn run(
+    config: &Config,
+    print_token_info: bool,
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<String>> {
     let tokens = acquire::login(config, clock)?;
     let who = crate::tokens::display_subject(&tokens).unwrap_or_else(|| "unknown".into());
     let until = tokens
@@ -16,5 +22,12 @@ pub(super) fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Option<S
         "logged in to {} as {who} (token valid until {until})",
         config.issuer
     ));
+    if print_token_info {
+        if let Some((token, expiry)) = tokens.credential(config.token_kind) {
+            for line in crate::tokens::token_info(token, expiry) {
+                crate::log::notice(line);
+            }
+        }
+    }
     Ok(None)
 }

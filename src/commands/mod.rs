@@ -18,7 +18,11 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
         Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, &clock),
-        Command::Login(args) => login::run(&resolve(&args, Run::ByPerson)?, &clock),
+        Command::Login(args) => login::run(
+            &resolve(&args.token, Run::ByPerson)?,
+            args.print_token_info,
+            &clock,
+        ),
         Command::Logout(args) => logout::run(&resolve(&args, Run::ByPerson)?),
     }
 }

@@ -10,11 +10,16 @@
 //! the few small files named by flags (client secret, CA bundles), and touches no network.
 
 mod extension;
+mod federation;
 mod settings;
 #[cfg(test)]
 mod tests;
 
 pub use extension::CLUSTER_EXTENSION;
+pub use federation::{
+    secret_flags_on_command_line, CredentialSource, PasswordSettings, PasswordSource,
+    PrivateKeyPem, PrivateKeySettings, SubjectTokenSettings, TOKEN_TYPE_JWT,
+};
 pub use settings::*;
 
 use crate::cli::{CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
@@ -37,13 +42,30 @@ use url::Url;
 pub struct Environment {
     pub verbose: Option<String>,
     pub browser: Option<String>,
+    /// KUBECRED_PASSWORD, for `--grant-type password`.
+    pub password: Option<Secret>,
+    /// KUBECRED_CLIENT_PRIVATE_KEY: a PEM key for `private_key_jwt`.
+    pub client_private_key: Option<Secret>,
+    /// Secret-carrying flags seen in the process's arguments (see
+    /// [`secret_flags_on_command_line`]).
+    pub secrets_on_command_line: Vec<&'static str>,
 }
 
 impl Environment {
     pub fn from_process() -> Self {
+        let secret = |name| {
+            std::env::var(name)
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+                .map(Secret::new)
+        };
+        let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
         Environment {
             verbose: std::env::var(env_vars::KUBECRED_VERBOSE).ok(),
             browser: std::env::var(env_vars::BROWSER).ok(),
+            password: secret(env_vars::KUBECRED_PASSWORD),
+            client_private_key: secret(env_vars::KUBECRED_CLIENT_PRIVATE_KEY),
+            secrets_on_command_line: secret_flags_on_command_line(&argv),
         }
     }
 }
@@ -53,8 +75,9 @@ impl Config {
         let ext = Extension(exec.cluster_config());
         let kubelogin = kubelogin::resolve(&args.kubelogin)?;
         let issuer = resolve_issuer(args, &ext)?;
-        let client = resolve_client(args, &ext)?;
-        let request = resolve_token_request(args, &ext, &client)?;
+        let (grant, grant_is_automatic) = resolve_grant(args, &ext)?;
+        let client = resolve_client(args, env, &ext, grant)?;
+        let request = resolve_token_request(args, &ext, grant)?;
         let http = resolve_http(args, &ext)?;
         let login = resolve_login(args, env, &kubelogin)?;
         let cache = resolve_cache(args, &login, &http)?;
@@ -62,7 +85,17 @@ impl Config {
             issuer,
             client,
             scopes: request.scopes,
-            grant: request.grant,
+            grant,
+            grant_is_automatic,
+            token_endpoint: federation::resolve_token_endpoint(&args.federation, grant)?,
+            subject: federation::resolve_subject(&args.federation, grant)?,
+            password: federation::resolve_password(
+                &args.federation,
+                env,
+                kubelogin.password.as_ref(),
+                grant,
+            )?,
+            secrets_on_command_line: env.secrets_on_command_line.clone(),
             token_kind: request.token_kind,
             audience: request.audience,
             resource: request.resource,
@@ -119,16 +152,26 @@ fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
     Ok(url)
 }
 
-/// The client ID, its secret (flag, environment or file), and how the secret is sent.
-fn resolve_client(args: &TokenArgs, ext: &Extension) -> anyhow::Result<ClientSettings> {
+/// The client ID and how the client authenticates (a secret from the flag, the environment or
+/// a file; a private key; an assertion). `federated-token` talks to no provider: no client.
+fn resolve_client(
+    args: &TokenArgs,
+    env: &Environment,
+    ext: &Extension,
+    grant: Grant,
+) -> anyhow::Result<ClientSettings> {
     let id = args
         .client_id
         .clone()
         .or(ext.string("clientID")?)
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| {
-            input("no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension")
-        })?;
+        .filter(|id| !id.is_empty());
+    let id = match (id, grant) {
+        (Some(id), _) => id,
+        // federated-token talks to no provider; a token exchange may be anonymous (Google's STS
+        // takes no client at all).
+        (None, Grant::FederatedToken | Grant::TokenExchange) => String::new(),
+        (None, _) => return Err(input("no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension")),
+    };
     let secret = match (&args.client_secret, &args.client_secret_file) {
         // An empty secret is a mistake (an unset variable expanded in a script), never a secret:
         // sent as one, it fails at the provider with a less helpful message, or not at all.
@@ -152,22 +195,71 @@ fn resolve_client(args: &TokenArgs, ext: &Extension) -> anyhow::Result<ClientSet
         }
         (None, None) => None,
     };
-    let auth_method = match args.client_auth_method {
-        None | Some(ClientAuthMethodArg::Auto) => ClientAuthMethod::Auto,
-        Some(ClientAuthMethodArg::Basic) => ClientAuthMethod::Basic,
-        Some(ClientAuthMethodArg::Post) => ClientAuthMethod::Post,
+    let method = args.client_auth_method.map(|method| match method {
+        ClientAuthMethodArg::Auto => ClientAuthMethod::Auto,
+        ClientAuthMethodArg::Basic => ClientAuthMethod::Basic,
+        ClientAuthMethodArg::Post => ClientAuthMethod::Post,
+    });
+    let auth = federation::resolve_client_auth(&args.federation, env, secret, method)?;
+    if grant == Grant::ClientCredentials && matches!(auth, ClientAuth::None) {
+        return Err(input(
+            "client-credentials needs client authentication: pass --client-secret-file (or set KUBECRED_CLIENT_SECRET), --client-private-key-file, or a client assertion (--client-assertion-file/-env/-source)",
+        ));
+    }
+    if id.is_empty() && !matches!(auth, ClientAuth::None) {
+        return Err(input(
+            "client authentication needs a client ID: pass --client-id or set KUBECRED_CLIENT_ID",
+        ));
+    }
+    if grant == Grant::DeviceCode
+        && matches!(
+            auth,
+            ClientAuth::PrivateKeyJwt(_) | ClientAuth::Assertion(_)
+        )
+    {
+        // Every poll of the device flow would reuse one assertion (and its jti).
+        return Err(input(
+            "--grant-type device-code authenticates with a client secret or none; a private key or client assertion is not supported with it",
+        ));
+    }
+    if grant == Grant::FederatedToken && !matches!(auth, ClientAuth::None) {
+        return Err(input(
+            "--grant-type federated-token sends no request to a provider: drop the client secret, key or assertion",
+        ));
+    }
+    Ok(ClientSettings { id, auth })
+}
+
+/// The grant: `--grant-type`, else the extension's `grantType`, else `auto` (a browser login);
+/// the flag says whether `auto` chose it.
+fn resolve_grant(args: &TokenArgs, ext: &Extension) -> anyhow::Result<(Grant, bool)> {
+    let requested = match args.grant_type {
+        Some(grant) => grant,
+        None => match ext.string("grantType")? {
+            Some(name) => <GrantTypeArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
+                input(format!(
+                    "cluster extension grantType {name:?} is not one of auto, authcode, authcode-keyboard, device-code, client-credentials, token-exchange, federated-token, password"
+                ))
+            })?,
+            None => GrantTypeArg::Auto,
+        },
     };
-    Ok(ClientSettings {
-        id,
-        secret,
-        auth_method,
+    Ok(match requested {
+        // A browser login suits people; CI picks its non-interactive grant explicitly.
+        GrantTypeArg::Auto => (Grant::Authcode, true),
+        GrantTypeArg::Authcode => (Grant::Authcode, false),
+        GrantTypeArg::AuthcodeKeyboard => (Grant::AuthcodeKeyboard, false),
+        GrantTypeArg::DeviceCode => (Grant::DeviceCode, false),
+        GrantTypeArg::ClientCredentials => (Grant::ClientCredentials, false),
+        GrantTypeArg::TokenExchange => (Grant::TokenExchange, false),
+        GrantTypeArg::FederatedToken => (Grant::FederatedToken, false),
+        GrantTypeArg::Password => (Grant::Password, false),
     })
 }
 
 /// What is asked of the provider: the grant, the scopes, which token to print, and the
 /// `audience` / `resource` parameters.
 struct TokenRequest {
-    grant: Grant,
     scopes: Vec<String>,
     token_kind: TokenKind,
     audience: Option<String>,
@@ -177,32 +269,8 @@ struct TokenRequest {
 fn resolve_token_request(
     args: &TokenArgs,
     ext: &Extension,
-    client: &ClientSettings,
+    grant: Grant,
 ) -> anyhow::Result<TokenRequest> {
-    let requested = match args.grant_type {
-        Some(grant) => grant,
-        None => match ext.string("grantType")? {
-            Some(name) => <GrantTypeArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
-                input(format!(
-                    "cluster extension grantType {name:?} is not one of auto, authcode, authcode-keyboard, device-code, client-credentials"
-                ))
-            })?,
-            None => GrantTypeArg::Auto,
-        },
-    };
-    let grant = match requested {
-        // A browser login suits people; CI picks its non-interactive grant explicitly.
-        GrantTypeArg::Auto | GrantTypeArg::Authcode => Grant::Authcode,
-        GrantTypeArg::AuthcodeKeyboard => Grant::AuthcodeKeyboard,
-        GrantTypeArg::DeviceCode => Grant::DeviceCode,
-        GrantTypeArg::ClientCredentials => Grant::ClientCredentials,
-    };
-    if grant == Grant::ClientCredentials && client.secret.is_none() {
-        return Err(input(
-            "client-credentials needs a client secret: pass --client-secret-file or set KUBECRED_CLIENT_SECRET",
-        ));
-    }
-
     let mut scopes = Vec::new();
     if grant.is_user_login() {
         scopes.push("openid".to_string());
@@ -219,14 +287,14 @@ fn resolve_token_request(
     }
 
     let use_access_token = args.use_access_token || ext.bool("useAccessToken")?.unwrap_or(false);
-    // Client credentials has no user, so no ID token: the access token is the credential.
-    let token_kind = if use_access_token || grant == Grant::ClientCredentials {
+    // Grants without a user have no ID token: the access token is the credential (token
+    // exchange returns the issued token as `access_token`, whatever its type).
+    let token_kind = if use_access_token || !grant.is_user_login() {
         TokenKind::AccessToken
     } else {
         TokenKind::IdToken
     };
     Ok(TokenRequest {
-        grant,
         scopes,
         token_kind,
         audience: args.audience.clone().or(ext.string("audience")?),

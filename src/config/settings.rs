@@ -2,6 +2,9 @@
 //! produces and the rest of the program reads. Every field has its default applied; nothing here
 //! knows about clap, the environment or the cluster extension.
 
+use super::federation::{
+    CredentialSource, PasswordSettings, PrivateKeySettings, SubjectTokenSettings,
+};
 use crate::exec_credential::ExecInfo;
 use crate::secret::Secret;
 use std::net::SocketAddr;
@@ -17,6 +20,19 @@ pub struct Config {
     /// Final scope list, in the order given, without duplicates; `openid` first for OIDC logins.
     pub scopes: Vec<String>,
     pub grant: Grant,
+    /// True when `--grant-type auto` (or nothing) chose `grant`: without a terminal it fails
+    /// fast instead of opening a browser (`acquire::preflight_login`).
+    pub grant_is_automatic: bool,
+    /// `--token-endpoint`: skip discovery and send token requests here (a security token
+    /// service that is not an OpenID Provider, e.g. Google's STS). Grants without a user only.
+    pub token_endpoint: Option<Url>,
+    /// The subject token of `token-exchange` and `federated-token`.
+    pub subject: Option<SubjectTokenSettings>,
+    /// The user of the `password` grant.
+    pub password: Option<PasswordSettings>,
+    /// Flags that carried a secret on the command line (visible in `ps`); a notice names them
+    /// when a grant runs.
+    pub secrets_on_command_line: Vec<&'static str>,
     /// Which token the ExecCredential carries.
     pub token_kind: TokenKind,
     pub audience: Option<String>,
@@ -33,13 +49,39 @@ pub struct Config {
 /// Who kubecred is at the provider.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
+    /// Empty only for `federated-token`, which talks to no provider.
     pub id: String,
-    pub secret: Option<Secret>,
-    /// How the secret is sent, when there is one.
-    pub auth_method: ClientAuthMethod,
+    pub auth: ClientAuth,
 }
 
-/// How the client authenticates to the token endpoint when it has a secret.
+impl ClientSettings {
+    /// The client secret, when the client authenticates with one.
+    pub fn secret(&self) -> Option<&Secret> {
+        match &self.auth {
+            ClientAuth::Secret { secret, .. } => Some(secret),
+            _ => None,
+        }
+    }
+}
+
+/// How the client authenticates to the token endpoint: one way at a time, so that a secret
+/// together with a private key (which would it be?) cannot even be written down.
+#[derive(Debug, Clone)]
+pub enum ClientAuth {
+    /// A public client: `client_id` in the body only.
+    None,
+    /// `client_secret_basic` / `client_secret_post`.
+    Secret {
+        secret: Secret,
+        method: ClientAuthMethod,
+    },
+    /// `private_key_jwt` (RFC 7523): an assertion signed with our key, one per request.
+    PrivateKeyJwt(PrivateKeySettings),
+    /// A JWT issued by someone else (a CI system, Kubernetes) sent as the client assertion.
+    Assertion(CredentialSource),
+}
+
+/// How the secret is sent when the client authenticates with one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientAuthMethod {
     /// `client_secret_basic` unless discovery says the provider only takes `client_secret_post`.
@@ -55,6 +97,9 @@ pub enum Grant {
     AuthcodeKeyboard,
     DeviceCode,
     ClientCredentials,
+    TokenExchange,
+    FederatedToken,
+    Password,
 }
 
 impl Grant {
@@ -65,12 +110,27 @@ impl Grant {
             Grant::AuthcodeKeyboard => "authcode-keyboard",
             Grant::DeviceCode => "device-code",
             Grant::ClientCredentials => "client-credentials",
+            Grant::TokenExchange => "token-exchange",
+            Grant::FederatedToken => "federated-token",
+            Grant::Password => "password",
         }
     }
 
     /// Whether this grant logs a user in (and so asks for `openid` and yields an ID token).
     pub fn is_user_login(self) -> bool {
-        self != Grant::ClientCredentials
+        !matches!(
+            self,
+            Grant::ClientCredentials | Grant::TokenExchange | Grant::FederatedToken
+        )
+    }
+
+    /// Whether this grant needs a person at a browser or a terminal. `password` does only when
+    /// no password is configured (see `acquire::preflight_login`).
+    pub fn needs_a_person(self) -> bool {
+        matches!(
+            self,
+            Grant::Authcode | Grant::AuthcodeKeyboard | Grant::DeviceCode
+        )
     }
 }
 

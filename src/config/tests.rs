@@ -168,9 +168,13 @@ fn kubelogin_redirect_hostname_and_refused_flags() {
     assert_eq!(redirect.as_str(), "http://localhost/cb");
     assert!(resolve(&["--oidc-redirect-url-hostname=idp.example"]).is_err());
 
+    // kubelogin's password-grant flags belong to --grant-type password.
     let err = resolve(&["--username=alice", "--password=hunter2"]).unwrap_err();
     let message = format!("{err:#}");
-    assert!(message.contains("not supported"), "{message}");
+    assert!(
+        message.contains("apply only to --grant-type password"),
+        "{message}"
+    );
     assert!(
         !message.contains("hunter2") && !message.contains("alice"),
         "{message}"
@@ -271,7 +275,7 @@ fn client_credentials_without_a_secret_is_refused() {
         ExecInfo::absent(),
     )
     .unwrap_err();
-    assert!(format!("{err:#}").contains("needs a client secret"));
+    assert!(format!("{err:#}").contains("needs client authentication"));
 }
 
 #[test]
@@ -336,4 +340,218 @@ fn an_issuer_with_a_password_is_refused_without_repeating_it() {
         "{text}"
     );
     assert!(super::parse_issuer("https://alice@idp.example/").is_err());
+}
+
+fn resolve_ci(extra: &[&str], env: &Environment) -> anyhow::Result<Config> {
+    let mut all = vec!["--issuer-url=https://idp", "--client-id=ci"];
+    all.extend_from_slice(extra);
+    Config::resolve(&args(&all), env, ExecInfo::absent())
+}
+
+#[test]
+fn client_authentication_is_one_way_and_conflicts_are_named() {
+    let env = Environment::default();
+    let two = resolve_ci(
+        &["--client-secret=s", "--client-private-key-file=/k.pem"],
+        &env,
+    )
+    .unwrap_err();
+    assert!(format!("{two:#}").contains("one way only"), "{two:#}");
+    let two = resolve_ci(
+        &[
+            "--client-assertion-file=/a",
+            "--client-assertion-source=gitlab",
+        ],
+        &env,
+    )
+    .unwrap_err();
+    assert!(format!("{two:#}").contains("not several"), "{two:#}");
+    let method = resolve_ci(
+        &["--client-private-key-file=/k", "--client-auth-method=post"],
+        &env,
+    )
+    .unwrap_err();
+    assert!(format!("{method:#}").contains("applies only to a client secret"));
+    let kid = resolve_ci(&["--client-key-id=k1"], &env).unwrap_err();
+    assert!(format!("{kid:#}").contains("needs a private key"));
+    let device = resolve_ci(
+        &["--grant-type=device-code", "--client-assertion-env=X"],
+        &env,
+    )
+    .unwrap_err();
+    assert!(format!("{device:#}").contains("device-code"));
+
+    let config = resolve_ci(
+        &[
+            "--grant-type=client-credentials",
+            "--client-private-key-file=/k.pem",
+            "--client-key-id=k1",
+        ],
+        &env,
+    )
+    .unwrap();
+    let ClientAuth::PrivateKeyJwt(key) = &config.client.auth else {
+        panic!("private_key_jwt expected, got {:?}", config.client.auth)
+    };
+    assert_eq!(key.key_id.as_deref(), Some("k1"));
+    let from_env = Environment {
+        client_private_key: Some(Secret::new("-----BEGIN PRIVATE KEY-----")),
+        ..Default::default()
+    };
+    let config = resolve_ci(&["--grant-type=client-credentials"], &from_env).unwrap();
+    assert!(matches!(
+        config.client.auth,
+        ClientAuth::PrivateKeyJwt(PrivateKeySettings {
+            pem: PrivateKeyPem::Env(_),
+            ..
+        })
+    ));
+    let config = resolve_ci(
+        &[
+            "--grant-type=client-credentials",
+            "--client-assertion-source=github-actions",
+            "--client-assertion-audience=api://AzureADTokenExchange",
+        ],
+        &env,
+    )
+    .unwrap();
+    assert!(matches!(
+        &config.client.auth,
+        ClientAuth::Assertion(CredentialSource::GithubActions { audience: Some(aud) }) if aud == "api://AzureADTokenExchange"
+    ));
+}
+
+#[test]
+fn token_exchange_and_federated_token_need_a_subject_and_print_the_access_token() {
+    let env = Environment::default();
+    let err = resolve_ci(&["--grant-type=token-exchange"], &env).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("needs a subject token"),
+        "{err:#}"
+    );
+    let err = resolve_ci(&["--subject-token-file=/t"], &env).unwrap_err();
+    assert!(format!("{err:#}").contains("applies only to"), "{err:#}");
+    let err = resolve_ci(
+        &[
+            "--grant-type=token-exchange",
+            "--subject-token-env=T",
+            "--subject-token-audience=a",
+        ],
+        &env,
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("only to --subject-token-source github-actions"));
+
+    let config = resolve_ci(
+        &[
+            "--grant-type=token-exchange",
+            "--subject-token-source=gitlab",
+        ],
+        &env,
+    )
+    .unwrap();
+    let subject = config.subject.as_ref().unwrap();
+    assert_eq!(
+        subject.source,
+        CredentialSource::Gitlab {
+            variable: "GITLAB_OIDC_TOKEN".into()
+        }
+    );
+    assert_eq!(subject.token_type, TOKEN_TYPE_JWT);
+    assert_eq!(config.token_kind, TokenKind::AccessToken);
+    assert!(!config.scopes.contains(&"openid".to_string()));
+    assert!(matches!(config.client.auth, ClientAuth::None));
+
+    // federated-token talks to no provider: no client ID needed, no client authentication.
+    let config = Config::resolve(
+        &args(&[
+            "--issuer-url=https://ci.example",
+            "--grant-type=federated-token",
+            "--subject-token-file=/t",
+        ]),
+        &env,
+        ExecInfo::absent(),
+    )
+    .unwrap();
+    assert_eq!(config.grant, Grant::FederatedToken);
+    assert_eq!(config.token_kind, TokenKind::AccessToken);
+    let err = resolve_ci(
+        &[
+            "--grant-type=federated-token",
+            "--subject-token-file=/t",
+            "--client-secret=s",
+        ],
+        &env,
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("sends no request to a provider"));
+}
+
+#[test]
+fn the_password_grant_takes_its_password_from_a_file_the_environment_or_a_prompt() {
+    let err = resolve_ci(&["--grant-type=password"], &Environment::default()).unwrap_err();
+    assert!(format!("{err:#}").contains("needs a user name"), "{err:#}");
+    let prompt = resolve_ci(
+        &["--grant-type=password", "--username=alice"],
+        &Environment::default(),
+    )
+    .unwrap();
+    assert!(matches!(
+        prompt.password.unwrap().source,
+        PasswordSource::Prompt
+    ));
+    let env = Environment {
+        password: Some(Secret::new("pw")),
+        ..Default::default()
+    };
+    let from_env = resolve_ci(&["--grant-type=password", "--username=alice"], &env).unwrap();
+    assert!(matches!(
+        from_env.password.as_ref().unwrap().source,
+        PasswordSource::Env(_)
+    ));
+    assert!(from_env.grant.is_user_login());
+    let file = resolve_ci(
+        &[
+            "--grant-type=password",
+            "--username=alice",
+            "--password-file=/p",
+        ],
+        &env,
+    )
+    .unwrap();
+    assert!(matches!(
+        file.password.unwrap().source,
+        PasswordSource::File(_)
+    ));
+}
+
+#[test]
+fn secret_flags_on_the_command_line_are_found() {
+    let argv: Vec<std::ffi::OsString> = [
+        "kubecred",
+        "get-token",
+        "--client-secret=x",
+        "--oidc-client-secret",
+        "y",
+        "--client-secret-file=/f",
+        "--password=p",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    assert_eq!(
+        secret_flags_on_command_line(&argv),
+        ["--client-secret", "--password"]
+    );
+}
+
+#[test]
+fn auto_is_marked_so_that_it_can_refuse_without_a_terminal() {
+    let env = Environment::default();
+    assert!(resolve_ci(&[], &env).unwrap().grant_is_automatic);
+    assert!(
+        !resolve_ci(&["--grant-type=authcode"], &env)
+            .unwrap()
+            .grant_is_automatic
+    );
 }

@@ -85,7 +85,7 @@ impl ProviderClient<'_> {
         if let Some(verifier) = verifier {
             request = request.set_pkce_verifier(verifier);
         }
-        for (name, value) in self.token_params() {
+        for (name, value) in self.token_params()? {
             request = request.add_extra_param(name, value);
         }
         let requested_at = self.clock.now();

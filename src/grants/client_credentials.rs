@@ -13,7 +13,7 @@ impl ProviderClient<'_> {
         let mut request = client
             .exchange_client_credentials()
             .add_scopes(self.scopes());
-        for (name, value) in self.token_params() {
+        for (name, value) in self.token_params()? {
             request = request.add_extra_param(name, value);
         }
         crate::debug!(

@@ -28,7 +28,7 @@ impl ProviderClient<'_> {
                 )
             })?
             .add_scopes(self.scopes());
-        for (name, value) in self.token_params() {
+        for (name, value) in self.audience_params() {
             request = request.add_extra_param(name, value);
         }
         // RFC 8628 has no PKCE, but some providers accept it on the device grant to bind the
@@ -77,7 +77,7 @@ impl ProviderClient<'_> {
             }
         }
         let mut poll = client.exchange_device_access_token(&details);
-        for (name, value) in self.token_params() {
+        for (name, value) in self.audience_params() {
             poll = poll.add_extra_param(name, value);
         }
         if let Some(verifier) = &verifier {

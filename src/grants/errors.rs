@@ -71,7 +71,7 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
                 );
             }
             let hint = match response.error().to_string().as_str() {
-                "invalid_client" => "check --client-id and the client secret",
+                "invalid_client" => "check --client-id and the client secret (or private key, or assertion)",
                 "unauthorized_client" => "the client is not allowed this grant type at the provider; check --grant-type",
                 "invalid_scope" => "check --scope",
                 "invalid_target" => "check --resource / --audience",

@@ -8,15 +8,20 @@
 //! missed and the entry's lock is held (see `acquire/`).
 
 mod authcode;
+mod client_auth;
 mod client_credentials;
 mod device;
 mod errors;
+mod federated;
+mod password;
 mod refresh;
+mod token_exchange;
 
+pub use federated::federated_token;
 pub use refresh::RefreshOutcome;
 
 use crate::clock::Clock;
-use crate::config::{ClientAuthMethod, Config, Grant};
+use crate::config::{ClientAuth, Config, Grant};
 use crate::oidc::Provider;
 use crate::secret::Secret;
 use crate::tokens::{access_token_expiry, Identity, Tokens};
@@ -26,7 +31,7 @@ use oauth2::basic::{
     BasicTokenType,
 };
 use oauth2::{
-    AuthType, AuthUrl, Client, ClientId, ClientSecret, DeviceAuthorizationUrl, EndpointMaybeSet,
+    AuthUrl, Client, ClientId, ClientSecret, DeviceAuthorizationUrl, EndpointMaybeSet,
     EndpointNotSet, EndpointSet, ExtraTokenFields, Scope, StandardRevocableToken,
     StandardTokenResponse, TokenResponse, TokenUrl,
 };
@@ -85,7 +90,10 @@ impl<'a> ProviderClient<'a> {
             .lock_timeout
             .saturating_sub(crate::config::LOCK_TIMEOUT_SLACK);
         let http = crate::http::client(&config.http, retry_window)?;
-        let provider = Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?;
+        let provider = match &config.token_endpoint {
+            Some(endpoint) => Provider::token_endpoint_only(&config.issuer, endpoint.clone()),
+            None => Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?,
+        };
         Ok(ProviderClient {
             config,
             clock,
@@ -107,40 +115,27 @@ impl<'a> ProviderClient<'a> {
             .set_auth_uri_option(auth_url)
             .set_device_authorization_url_option(device_url)
             .set_token_uri(token_url);
-        if let Some(secret) = &self.config.client.secret {
+        // Without a secret, `oauth2` sends `client_id` in the body: what assertions need too
+        // (`client_assertion_params`, added per request).
+        if let ClientAuth::Secret { secret, method } = &self.config.client.auth {
             client = client
                 .set_client_secret(ClientSecret::new(secret.expose().to_string()))
-                .set_auth_type(self.auth_type());
+                .set_auth_type(self.secret_auth_type(*method));
         }
         client
     }
 
-    /// `client_secret_basic` unless asked otherwise or the provider only lists `client_secret_post`.
-    fn auth_type(&self) -> AuthType {
-        match self.config.client.auth_method {
-            ClientAuthMethod::Basic => AuthType::BasicAuth,
-            ClientAuthMethod::Post => AuthType::RequestBody,
-            ClientAuthMethod::Auto => {
-                let methods = self
-                    .provider
-                    .metadata
-                    .token_endpoint_auth_methods_supported
-                    .as_deref();
-                match methods {
-                    Some(methods)
-                        if !methods.iter().any(|m| m == "client_secret_basic")
-                            && methods.iter().any(|m| m == "client_secret_post") =>
-                    {
-                        AuthType::RequestBody
-                    }
-                    _ => AuthType::BasicAuth,
-                }
-            }
-        }
+    /// Scopes, and `audience` / `resource` as extra parameters, for token requests; with the
+    /// client assertion, when the client authenticates by one (a new one per request).
+    fn token_params(&self) -> anyhow::Result<Vec<(&'static str, String)>> {
+        let mut params = self.client_assertion_params()?;
+        params.extend(self.audience_params());
+        Ok(params)
     }
 
-    /// Scopes, and `audience` / `resource` as extra parameters, for token requests.
-    fn token_params(&self) -> Vec<(&'static str, String)> {
+    /// `audience` / `resource`, for requests that carry no client assertion (the device flow,
+    /// whose polls would all reuse one; `config` refuses assertions with it).
+    fn audience_params(&self) -> Vec<(&'static str, String)> {
         let mut params = Vec::new();
         if let Some(audience) = &self.config.audience {
             params.push(("audience", audience.clone()));
@@ -245,6 +240,10 @@ impl ProviderClient<'_> {
             Grant::Authcode => self.authcode(),
             Grant::AuthcodeKeyboard => self.authcode_keyboard(),
             Grant::DeviceCode => self.device_code(),
+            Grant::TokenExchange => self.token_exchange(),
+            Grant::Password => self.password(),
+            // Never sent to a provider: `acquire` calls `federated_token` before building one.
+            Grant::FederatedToken => federated_token(self.config, self.clock),
         }
     }
 }

@@ -35,7 +35,7 @@ impl ProviderClient<'_> {
         let client = self.oauth_client();
         let token = RefreshToken::new(refresh_token.expose().to_string());
         let mut request = client.exchange_refresh_token(&token);
-        for (name, value) in self.token_params() {
+        for (name, value) in self.token_params()? {
             request = request.add_extra_param(name, value);
         }
         crate::debug!(1, "refreshing the token at {}", client.token_uri().as_str());

@@ -36,7 +36,9 @@ const MAX_CACHE_FILE: u64 = 8 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Provider {
     pub metadata: ProviderMetadata,
-    keys: jwks::KeySource,
+    /// `None` for a bare token endpoint (`--token-endpoint`): no JWKS, so no ID token can be
+    /// verified, and none is accepted.
+    keys: Option<jwks::KeySource>,
 }
 
 impl Provider {
@@ -51,7 +53,27 @@ impl Provider {
         let files = CacheFiles::of(cache_dir, issuer);
         let metadata = discovery::discover(http, issuer, &files.discovery, now)?;
         let keys = jwks::KeySource::new(metadata.jwks_uri.clone(), files.jwks);
-        Ok(Provider { metadata, keys })
+        Ok(Provider {
+            metadata,
+            keys: Some(keys),
+        })
+    }
+
+    /// A token endpoint that is not an OpenID Provider (Google's STS): no discovery, no keys.
+    /// Only grants without a user (token exchange, client credentials) use it.
+    pub fn token_endpoint_only(issuer: &Url, token_endpoint: Url) -> Provider {
+        Provider {
+            metadata: ProviderMetadata {
+                issuer: issuer.to_string(),
+                authorization_endpoint: None,
+                jwks_uri: token_endpoint.clone(),
+                token_endpoint,
+                device_authorization_endpoint: None,
+                code_challenge_methods_supported: None,
+                token_endpoint_auth_methods_supported: None,
+            },
+            keys: None,
+        }
     }
 
     /// Verifies an ID token from this provider and returns its claims. `expected_nonce` is the
@@ -73,10 +95,16 @@ impl Provider {
             nonce: expected_nonce,
             original,
         };
+        let Some(keys) = &self.keys else {
+            return Err(crate::error::fail(
+                crate::error::Exit::Provider,
+                format!("{} returned an ID token, which kubecred cannot verify without discovery; drop --token-endpoint and let discovery find the keys", self.metadata.issuer),
+            ));
+        };
         id_token::verify(
             token,
             &expected,
-            |alg, kid| self.keys.key_for(http, alg, kid, now),
+            |alg, kid| keys.key_for(http, alg, kid, now),
             now,
         )
     }

@@ -4,7 +4,7 @@
 use crate::support::*;
 use serde_json::json;
 
-fn whoami(env: &TestEnv, kubeconfig: &std::path::Path) -> String {
+pub(crate) fn whoami(env: &TestEnv, kubeconfig: &std::path::Path) -> String {
     let run = env
         .kubectl(kubeconfig, &["auth", "whoami", "-o", "json"])
         .run()

@@ -14,6 +14,7 @@ mod conformance;
 mod exec_protocol;
 mod faults_local;
 mod faults_network;
+mod federation;
 mod fuzz_corpus;
 mod kubectl;
 mod login;

@@ -17,7 +17,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { format } from 'node:util';
 
-import { createLocalJWKSet, exportJWK, generateKeyPair, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify } from 'jose';
+
+import { makeCiIssuer } from './ci_issuer.mjs';
+
+let ci = null; // the test CI issuer (ci_issuer.mjs), made once the issuer URL is known
 
 // ---------------------------------------------------------------------------------------------
 // stdout belongs to the startup line alone. oidc-provider prints its NOTICEs with console.info
@@ -515,6 +519,13 @@ function testbedMiddleware() {
       const raw = await readRaw(ctx.req);
       ctx.req.body = raw;
       const params = new URLSearchParams(raw);
+      const federated = await ci.federatedAssertion(params);
+      if (federated?.error) {
+        stats.token.total += 1;
+        oauthError(ctx, 'invalid_client', federated.error);
+        return;
+      }
+      if (federated?.body) ctx.req.body = federated.body;
       const grantType = params.get('grant_type') ?? '(none)';
       stats.token[grantType] = (stats.token[grantType] ?? 0) + 1;
       stats.token.total += 1;
@@ -567,10 +578,11 @@ function sendJson(res, status, body, headers = {}) {
 }
 
 async function handleAdmin(req, res, url) {
+  if (url.pathname.startsWith('/__testbed/ci/') && await ci.handleAdmin(req, res, url, { sendJson, readRaw })) return;
   const route = `${req.method} ${url.pathname.replace(/\/+$/, '')}`;
   switch (route) {
     case 'GET /__testbed/stats':
-      return sendJson(res, 200, stats);
+      return sendJson(res, 200, { ...stats, ci: ci.counts });
     case 'POST /__testbed/reset':
       await readRaw(req);
       stats = freshStats();
@@ -637,7 +649,13 @@ function makeApiHandler({ issuer, caPem }) {
     if (!keyset) await refreshKeys();
     const options = { issuer, algorithms: ['RS256', 'ES256'], requiredClaims: ['exp'] };
     let result;
-    try {
+    // A second JWT issuer, as a structured AuthenticationConfiguration allows: the test CI
+    // issuer, whose tokens kubecred's federated-token grant presents as they are.
+    let ciToken = false;
+    try { ciToken = decodeJwt(token).iss === ci.issuer; } catch { /* not a JWT: jwtVerify says so */ }
+    if (ciToken) {
+      result = await jwtVerify(token, ci.keyset, { ...options, issuer: ci.issuer });
+    } else try {
       result = await jwtVerify(token, keyset, options);
     } catch (err) {
       if (err.code !== 'ERR_JWKS_NO_MATCHING_KEY' || Date.now() - lastFetch < 1000) throw err;
@@ -824,7 +842,10 @@ async function main() {
   const idpPort = await listen(idpServer);
   const issuer = `${cfg.idpTls ? 'https' : 'http'}://127.0.0.1:${idpPort}`;
 
+  ci = await makeCiIssuer(issuer);
+  CLIENTS.push(...ci.clients);
   const provider = new Provider(issuer, providerConfiguration(jwks));
+  ci.registerTokenExchange(provider, errors, jwks.keys[0], cfg);
   provider.use(testbedMiddleware());
   provider.on('server_error', (ctx, err) => console.error(`provider server_error: ${err.stack ?? err}`));
   providerCallback = provider.callback();

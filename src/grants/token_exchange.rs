@@ -1,0 +1,108 @@
+//! OAuth 2.0 token exchange (RFC 8693) at the token endpoint: a JWT someone else issued (a CI
+//! job's ID token, a pod's projected service-account token) is exchanged for a token the cluster
+//! trusts. `oauth2` has no such grant, so this is a form POST of our own, authenticated like the
+//! others (`client_auth.rs`), with a bounded answer parsed as a standard token response.
+//!
+//! Refresh: an exchanged token is never refreshed. Its refresh token, if the provider sends one,
+//! is dropped; a new exchange with a freshly read subject token runs instead, so the issued
+//! token never outlives what the CI system or the kubelet still vouches for.
+
+use super::errors::token_error;
+use super::{OidcTokenResponse, ProviderClient};
+use crate::error::{fail, Exit};
+use crate::tokens::Tokens;
+use oauth2::basic::BasicErrorResponse;
+use oauth2::RequestTokenError;
+
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// Token responses are a few KB; a larger body is not one.
+const MAX_TOKEN_RESPONSE: u64 = 1024 * 1024;
+
+impl ProviderClient<'_> {
+    /// RFC 8693 token exchange of the configured subject token.
+    pub fn token_exchange(&self) -> anyhow::Result<Tokens> {
+        let subject = self
+            .config
+            .subject
+            .as_ref()
+            .expect("config requires a subject token for token-exchange");
+        let subject_token =
+            crate::ci_token::read(&subject.source, "subject token", &|| Ok(self.http.clone()))?;
+        let mut params: Vec<(&'static str, String)> = vec![
+            ("grant_type", TOKEN_EXCHANGE_GRANT.into()),
+            ("subject_token", subject_token.expose().to_string()),
+            ("subject_token_type", subject.token_type.clone()),
+        ];
+        if let Some(requested) = &subject.requested_token_type {
+            params.push(("requested_token_type", requested.clone()));
+        }
+        if !self.config.scopes.is_empty() {
+            params.push(("scope", self.config.scopes.join(" ")));
+        }
+        params.extend(self.audience_params());
+        let endpoint = &self.provider.metadata.token_endpoint;
+        crate::debug!(
+            1,
+            "exchanging the subject token from the {} at {}",
+            subject.source.describe(),
+            endpoint
+        );
+        let request = self
+            .http
+            .post(endpoint.clone())
+            .header(reqwest::header::ACCEPT, "application/json");
+        let request = self.authenticate_form(request, &mut params)?;
+        let requested_at = self.clock.now();
+        let response = self.send_token_form(request, &params, "token exchange")?;
+        let mut tokens = self.tokens_from(response, None, None, requested_at)?;
+        tokens.refresh_token = None; // see the module comment: re-exchange, never refresh
+        Ok(tokens)
+    }
+
+    /// Sends a token request form; a 2xx body is a token response, an OAuth error body is
+    /// worded like the other grants' (`errors.rs`); bodies are never echoed.
+    fn send_token_form(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+        params: &[(&'static str, String)],
+        grant: &str,
+    ) -> anyhow::Result<OidcTokenResponse> {
+        let issuer = &self.provider.metadata.issuer;
+        let response = request.form(params).send().map_err(|err| {
+            crate::http::request_failed(
+                &format!("the {grant} token request to {issuer} failed"),
+                &err,
+            )
+        })?;
+        let status = response.status();
+        let body = crate::ci_token::read_bounded(
+            response,
+            MAX_TOKEN_RESPONSE,
+            &format!("the {grant} response from {issuer}"),
+        )?;
+        if !status.is_success() {
+            return Err(match serde_json::from_slice::<BasicErrorResponse>(&body) {
+                Ok(error) => token_error::<oauth2::basic::BasicErrorResponseType>(
+                    RequestTokenError::ServerResponse(error),
+                    grant,
+                    issuer,
+                ),
+                Err(_) => fail(
+                    Exit::Provider,
+                    format!("the {grant} token request to {issuer} answered HTTP {status} without an OAuth error; check the provider's logs"),
+                ),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|err| {
+            fail(
+                Exit::Provider,
+                format!(
+                    "the {grant} response from {issuer} is not a valid OAuth 2.0 token response (line {}, column {}); is the issuer URL right?",
+                    err.line(),
+                    err.column()
+                ),
+            )
+        })
+    }
+}
