@@ -18,3 +18,6 @@ pub const WAYLAND_DISPLAY: &str = "WAYLAND_DISPLAY";
 
 /// Set inside WSL, where `wslview` opens the Windows browser.
 pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";
+
+/// Any non-empty value turns colour off (<https://no-color.org>); see `login/progress.rs`.
+pub const NO_COLOR: &str = "NO_COLOR";

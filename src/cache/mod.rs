@@ -23,11 +23,15 @@ mod entry;
 mod key;
 mod keyring_store;
 mod lock;
+mod sessions;
 #[cfg(test)]
 mod tests;
 
+pub use entry::EntryAbout;
 pub use key::CacheKey;
 pub use lock::EntryLock;
+pub use keyring_store::Store;
+pub use sessions::{list_sessions, RefreshPlace, Session, SessionPlace};
 
 use crate::config::{CacheStorage, Config};
 use crate::error::{fail, Exit};
@@ -36,7 +40,7 @@ use crate::secret::Secret;
 use crate::tokens::Tokens;
 use backends::Backend;
 use entry::{RefreshAt, StoredEntry};
-use keyring_store::{Keyring, Store};
+use keyring_store::Keyring;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -66,6 +70,9 @@ pub struct TokenCache {
     dir: PathBuf,
     key: CacheKey,
     keyring: Keyring,
+    /// What a save records about the entry (the subject is filled from the tokens); `None` for
+    /// a cache opened from a listed entry, which only removes.
+    about: Option<EntryAbout>,
 }
 
 impl TokenCache {
@@ -77,7 +84,38 @@ impl TokenCache {
             dir: config.cache.dir.clone(),
             key: CacheKey::for_config(config),
             keyring: Keyring::default(),
+            about: Some(EntryAbout {
+                issuer: config.issuer.to_string(),
+                client_id: config.client.id.clone(),
+                account: config.account.clone(),
+                subject: None,
+                grant: config.grant.name().to_string(),
+            }),
         }
+    }
+
+    /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
+    /// wrote it, whatever the current settings would choose. `auto` removes a `disk` entry too.
+    pub fn for_session(dir: &Path, session: &Session) -> TokenCache {
+        let storage = match session.place {
+            SessionPlace::File => CacheStorage::Auto,
+            SessionPlace::Keyring { .. } => CacheStorage::Keyring,
+        };
+        TokenCache {
+            storage,
+            backend: backends::for_storage(storage),
+            dir: dir.to_path_buf(),
+            key: session.key.clone(),
+            keyring: Keyring::default(),
+            about: None,
+        }
+    }
+
+    /// What to record about an entry holding `tokens`.
+    fn about(&self, tokens: &Tokens) -> Option<EntryAbout> {
+        let mut about = self.about.clone()?;
+        about.subject = crate::tokens::display_subject(tokens);
+        Some(about)
     }
 
     pub fn key(&self) -> &CacheKey {

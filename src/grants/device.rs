@@ -80,6 +80,10 @@ impl ProviderClient<'_> {
         let limited_by_us = auth_timeout < details.expires_in();
         let started = Instant::now();
         let requested_at = self.clock.now();
+        let spinner = crate::login::progress::Spinner::start(
+            "Waiting for the login to be approved",
+            started + auth_timeout.min(details.expires_in()),
+        );
         let response = poll
             .request(
                 &self.http,
@@ -109,7 +113,9 @@ impl ProviderClient<'_> {
                     )
                 }
                 other => token_error(other, "device code", &self.provider.metadata.issuer),
-            })?;
+            });
+        drop(spinner); // Cleared before any message about the outcome.
+        let response = response?;
         self.tokens_from(response, None, None, requested_at)
     }
 }
