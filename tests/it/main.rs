@@ -8,6 +8,7 @@ mod support;
 
 mod cache_hit_io;
 mod cache_storage;
+mod cli_behaviour;
 mod client_credentials;
 mod concurrency;
 mod exec_protocol;
@@ -18,4 +19,5 @@ mod python_client;
 mod refresh;
 mod samples;
 mod secrets;
+mod sessions;
 mod tidy;
