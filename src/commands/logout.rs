@@ -135,5 +135,5 @@ fn report(what: &str, done: &Forgotten) {
             "the refresh token may still be valid at the provider".to_string()
         }
     };
-    crate::log::notice(format!("logged out of {what}: cached tokens deleted; {revocation}"));
+    crate::log::notice(format!("logged out of {what}: forgot the cached tokens; {revocation}"));
 }

@@ -140,7 +140,7 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
     let access_token = entry["access_token"].as_str().unwrap().to_string();
     assert!(introspect(&bed, &refresh_token), "active before logout");
     let status = status_json(&env);
-    assert_eq!(status["entries"][0]["subject"], "alice");
+    assert_eq!(status["entries"][0]["subject"], "alice@testbed.example");
     assert_eq!(status["entries"][0]["refresh_token"], true);
 
     env.kubecred_owned(&settings("logout"))
@@ -189,4 +189,38 @@ fn a_failed_revocation_is_a_warning_and_the_entry_still_goes() {
         assert!(!text.contains("token-of-bob"), "{} keeps a token", path.display());
     }
     assert!(cache_token_files(&env.cache_dir()).is_empty());
+}
+
+#[test]
+fn keyring_entries_are_listed_from_their_index_and_logout_all_removes_them() {
+    let Some(env) = TestEnv::with_keyring() else {
+        return;
+    };
+    let bed = Testbed::start();
+    let mut args = env.cc_args(&bed);
+    args.push("--cache-storage=keyring".into());
+    let token = env.kubecred_owned(&args).run().success().token();
+    // Nothing with a token on disk; the secret-free index names the entry.
+    for (path, text) in every_file_text(&env.cache_dir()) {
+        assert!(!text.contains(&token), "{} holds the token", path.display());
+    }
+    let mut plain = kubecred_plain(&env, &["status", "-o", "json"]);
+    for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
+        if let Ok(value) = std::env::var(passthrough) {
+            plain.env(passthrough, value);
+        }
+    }
+    let status: Value = serde_json::from_str(&plain.run().success().stdout()).unwrap();
+    let entry = &status["entries"][0];
+    assert_eq!(entry["storage"], "keyring", "{status}");
+    assert_eq!(entry["keyring_store"], "secret-service", "{status}");
+    assert_eq!(entry["client_id"], CC_CLIENT);
+
+    env.kubecred(&["logout", "--all"])
+        .run()
+        .success()
+        .stderr_contains("logged out of");
+    // The keyring item is gone: the same settings ask the provider again.
+    env.kubecred_owned(&args).run().success();
+    assert_eq!(bed.token_requests("client_credentials"), 2);
 }
