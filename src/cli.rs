@@ -36,8 +36,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print an ExecCredential for kubectl (the command a kubeconfig `exec` stanza runs).
-    #[command(after_help = "Example (what kubectl runs; see README for the kubeconfig stanza):\n  \
-        kubecred get-token --issuer-url https://idp.example --client-id kubernetes")]
+    #[command(
+        after_help = "Example (what kubectl runs; see README for the kubeconfig stanza):\n  \
+        kubecred get-token --issuer-url https://idp.example --client-id kubernetes"
+    )]
     GetToken(TokenArgs),
     /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
     #[command(after_help = "Examples:\n  \
@@ -53,9 +55,11 @@ pub enum Command {
     #[command(after_help = "Examples:\n  kubecred status\n  kubecred status --output json")]
     Status(StatusArgs),
     /// Print a shell completion script on stdout.
-    #[command(after_help = "Examples:\n  source <(kubecred completion bash)     # in ~/.bashrc\n  \
+    #[command(
+        after_help = "Examples:\n  source <(kubecred completion bash)     # in ~/.bashrc\n  \
         kubecred completion zsh > \"${fpath[1]}/_kubecred\"\n  \
-        kubecred completion fish > ~/.config/fish/completions/kubecred.fish")]
+        kubecred completion fish > ~/.config/fish/completions/kubecred.fish"
+    )]
     Completion {
         #[arg(value_enum)]
         shell: ShellArg,
@@ -89,7 +93,13 @@ pub struct StatusArgs {
     pub cache_dir: Option<PathBuf>,
 
     /// `table` for people, `json` for scripts.
-    #[arg(short, long, env = "KUBECRED_OUTPUT", value_enum, default_value = "table")]
+    #[arg(
+        short,
+        long,
+        env = "KUBECRED_OUTPUT",
+        value_enum,
+        default_value = "table"
+    )]
     pub output: OutputArg,
 }
 
@@ -740,7 +750,14 @@ mod tests {
                 "--use-access-token",
                 "--use-access-token",
             ],
-            &["kubecred", "get-token", "--account=a", "--account=b", "-v", "-v"],
+            &[
+                "kubecred",
+                "get-token",
+                "--account=a",
+                "--account=b",
+                "-v",
+                "-v",
+            ],
         ];
         for argv in cases {
             let argv = kubelogin::rewrite_argv(argv.iter().map(OsString::from).collect());

@@ -73,7 +73,10 @@ impl Backend for Files {
         let refresh_token = match &tokens.refresh_token {
             Some(token) if self.refresh_in_keyring => token,
             _ => {
-                cache.write_entry_file(&StoredEntry::with_refresh_inside(tokens, cache.about(tokens)))?;
+                cache.write_entry_file(&StoredEntry::with_refresh_inside(
+                    tokens,
+                    cache.about(tokens),
+                ))?;
                 cache.forget_stale_keyring_refresh(previous, None);
                 return Ok(());
             }
@@ -88,7 +91,10 @@ impl Backend for Files {
                 cache.forget_stale_keyring_refresh(previous, Some(store));
             }
             Err(reason) => {
-                cache.write_entry_file(&StoredEntry::with_refresh_inside(tokens, cache.about(tokens)))?;
+                cache.write_entry_file(&StoredEntry::with_refresh_inside(
+                    tokens,
+                    cache.about(tokens),
+                ))?;
                 // Say it once: when the entry did not already keep its refresh token in the file.
                 if previous != Some(RefreshAt::Entry) {
                     crate::log::notice(format!(
@@ -186,7 +192,8 @@ impl Backend for WholeEntryInKeyring {
         let _ = cache.keyring.delete_everywhere(&cache.refresh_account());
         // A file left from another storage mode would otherwise still hold tokens.
         let _ = private_file::remove_if_exists(&cache.entry_path());
-        let _ = private_file::remove_if_exists(&sessions::keyring_index_path(&cache.dir, &cache.key));
+        let _ =
+            private_file::remove_if_exists(&sessions::keyring_index_path(&cache.dir, &cache.key));
         Ok(())
     }
 }

@@ -29,8 +29,8 @@ mod tests;
 
 pub use entry::EntryAbout;
 pub use key::CacheKey;
-pub use lock::EntryLock;
 pub use keyring_store::Store;
+pub use lock::EntryLock;
 pub use sessions::{list_sessions, RefreshPlace, Session, SessionPlace};
 
 use crate::config::{CacheStorage, Config};

@@ -269,7 +269,9 @@ fn the_file_never_shows_up_in_debug_output() {
 #[test]
 fn entries_are_listed_with_what_they_are_for_and_no_secret() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(list_sessions(&dir.path().join("absent")).unwrap().is_empty());
+    assert!(list_sessions(&dir.path().join("absent"))
+        .unwrap()
+        .is_empty());
     let work = TokenCache::new(&config_from(&strings(&[
         "--issuer-url=https://idp.example",
         "--client-id=kubernetes",
@@ -297,7 +299,10 @@ fn entries_are_listed_with_what_they_are_for_and_no_secret() {
     assert!(listed.id_token_expiry.is_some());
     let listed_other = sessions.iter().find(|s| &s.key == other.key()).unwrap();
     assert_eq!(listed_other.refresh_token, RefreshPlace::None);
-    assert!(!format!("{sessions:?}").contains("token-work"), "{sessions:?}");
+    assert!(
+        !format!("{sessions:?}").contains("token-work"),
+        "{sessions:?}"
+    );
 
     // A corrupt entry is still listed (and so can be removed), with the reason.
     std::fs::write(other.entry_path(), "not json").unwrap();

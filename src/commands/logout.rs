@@ -17,7 +17,7 @@ pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option
     }
     let config = resolve(&args.token, Run::ByPerson)?;
     let cache = TokenCache::new(&config);
-    let what = describe(&config.issuer.to_string(), &config.client.id, &config.account);
+    let what = describe(config.issuer.as_str(), &config.client.id, &config.account);
     let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
     report(&what, &done);
     let mut found = done.found;
@@ -27,8 +27,8 @@ pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option
         .iter()
         .filter(|session| &session.key == cache.key())
     {
-        let revoke_with = matches!(done.revocation, RevocationOutcome::NoRefreshToken)
-            .then_some(&config);
+        let revoke_with =
+            matches!(done.revocation, RevocationOutcome::NoRefreshToken).then_some(&config);
         let other = TokenCache::for_session(&config.cache.dir, session);
         done = acquire::forget(&other, config.cache.lock_timeout, revoke_with, clock)?;
         report(&what, &done);
@@ -49,19 +49,21 @@ fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
         crate::log::notice(format!("no cached tokens in {}", dir.display()));
     }
     for session in &sessions {
-        let revoke_with = session.about.as_ref().and_then(|about| {
-            match settings_for(args, &dir, session) {
-                Ok(config) => Some(config),
-                Err(err) => {
-                    crate::log::notice(format!(
-                        "warning: cannot revoke the refresh token at {}: {}",
-                        about.issuer,
-                        crate::error::one_line(&err)
-                    ));
-                    None
-                }
-            }
-        });
+        let revoke_with =
+            session
+                .about
+                .as_ref()
+                .and_then(|about| match settings_for(args, &dir, session) {
+                    Ok(config) => Some(config),
+                    Err(err) => {
+                        crate::log::notice(format!(
+                            "warning: cannot revoke the refresh token at {}: {}",
+                            about.issuer,
+                            crate::error::one_line(&err)
+                        ));
+                        None
+                    }
+                });
         let lock_timeout = revoke_with.as_ref().map_or_else(
             || {
                 config::default_lock_timeout(
@@ -89,7 +91,10 @@ fn settings_for(
     dir: &std::path::Path,
     session: &Session,
 ) -> anyhow::Result<Config> {
-    let about = session.about.as_ref().expect("only entries that say whose they are");
+    let about = session
+        .about
+        .as_ref()
+        .expect("only entries that say whose they are");
     let mut args = args.clone();
     if args.client_id.as_deref() != Some(about.client_id.as_str()) {
         args.client_secret = None;
@@ -135,5 +140,7 @@ fn report(what: &str, done: &Forgotten) {
             "the refresh token may still be valid at the provider".to_string()
         }
     };
-    crate::log::notice(format!("logged out of {what}: forgot the cached tokens; {revocation}"));
+    crate::log::notice(format!(
+        "logged out of {what}: forgot the cached tokens; {revocation}"
+    ));
 }

@@ -125,9 +125,9 @@ impl ProviderClient<'_> {
             );
         }
         // No spinner while stdin takes a pasted code: its redraws would garble the typed line.
-        let _spinner = paste.is_none().then(|| {
-            progress::Spinner::start("Waiting for the login in the browser", deadline)
-        });
+        let _spinner = paste
+            .is_none()
+            .then(|| progress::Spinner::start("Waiting for the login in the browser", deadline));
         let code = wait::for_code(listener, paste, state.secret(), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }

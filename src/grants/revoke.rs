@@ -37,8 +37,7 @@ impl ProviderClient<'_> {
             // RFC 6749 §2.3.1: id and secret are form-encoded before they go into Basic auth.
             Some(secret) if matches!(self.auth_type(), AuthType::BasicAuth) => {
                 let encode = |value: &str| byte_serialize(value.as_bytes()).collect::<String>();
-                request =
-                    request.basic_auth(encode(&client.id), Some(encode(secret.expose())));
+                request = request.basic_auth(encode(&client.id), Some(encode(secret.expose())));
             }
             Some(secret) => {
                 form.push(("client_id", client.id.clone()));

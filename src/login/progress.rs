@@ -108,8 +108,16 @@ mod tests {
 
     #[test]
     fn a_frame_says_what_is_awaited_and_the_time_left() {
-        let plain = frame_line(0, "Waiting for the browser login", Duration::from_secs(95), false);
-        assert!(plain.starts_with("\r\x1b[2K⠋ Waiting for the browser login ("), "{plain:?}");
+        let plain = frame_line(
+            0,
+            "Waiting for the browser login",
+            Duration::from_secs(95),
+            false,
+        );
+        assert!(
+            plain.starts_with("\r\x1b[2K⠋ Waiting for the browser login ("),
+            "{plain:?}"
+        );
         assert!(plain.ends_with(" left)"), "{plain:?}");
         assert!(!plain[1..].contains("\x1b[3"), "no colour: {plain:?}");
         let coloured = frame_line(1, "x", Duration::from_secs(5), true);

@@ -79,7 +79,9 @@ fn completions_load_in_bash_zsh_and_fish() {
             .success();
     }
     // PowerShell is not installed on Linux CI: the script is generated, and names the command.
-    let ps = kubecred_plain(&env, &["completion", "powershell"]).run().success();
+    let ps = kubecred_plain(&env, &["completion", "powershell"])
+        .run()
+        .success();
     assert!(ps.stdout().contains("Register-ArgumentCompleter"));
 }
 
@@ -87,20 +89,40 @@ fn completions_load_in_bash_zsh_and_fish() {
 fn man_page_help_examples_and_version() {
     let env = TestEnv::new();
     let man = kubecred_plain(&env, &["man"]).run().success().stdout();
-    assert!(man.contains(".TH kubecred 1"), "{}", &man[..200.min(man.len())]);
+    assert!(
+        man.contains(".TH kubecred 1"),
+        "{}",
+        &man[..200.min(man.len())]
+    );
     for section in ["KUBECRED GET-TOKEN", "KUBECRED STATUS", "KUBECRED LOGOUT"] {
         assert!(man.contains(section), "{section}");
     }
     assert!(man.contains("\\-\\-issuer\\-url"), "flags are documented");
-    for command in ["get-token", "login", "logout", "status", "completion", "man"] {
+    for command in [
+        "get-token",
+        "login",
+        "logout",
+        "status",
+        "completion",
+        "man",
+    ] {
         kubecred_plain(&env, &[command, "--help"])
             .run()
             .success()
             .stdout_contains("Example");
     }
-    let version = kubecred_plain(&env, &["--version"]).run().success().stdout();
-    assert!(version.starts_with("kubecred 0.") && version.contains("(commit "), "{version}");
-    assert!(!version.contains("commit unknown"), "a git checkout knows its commit: {version}");
+    let version = kubecred_plain(&env, &["--version"])
+        .run()
+        .success()
+        .stdout();
+    assert!(
+        version.starts_with("kubecred 0.") && version.contains("(commit "),
+        "{version}"
+    );
+    assert!(
+        !version.contains("commit unknown"),
+        "a git checkout knows its commit: {version}"
+    );
 }
 
 #[test]
@@ -110,7 +132,11 @@ fn runs_as_a_kubectl_plugin_through_a_symlink_on_path() {
     std::fs::create_dir_all(&bin).unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(kubecred_bin(), bin.join("kubectl-kubecred")).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let kubectl = |args: &[&str]| {
         let mut cmd = Command::new(kubectl_bin());
         cmd.env_clear()

@@ -43,7 +43,9 @@ pub(crate) fn kubecred_plain(env: &TestEnv, args: &[&str]) -> std::process::Comm
 }
 
 fn status_json(env: &TestEnv) -> Value {
-    let run = kubecred_plain(env, &["status", "--output=json"]).run().success();
+    let run = kubecred_plain(env, &["status", "--output=json"])
+        .run()
+        .success();
     serde_json::from_str(&run.stdout()).unwrap_or_else(|err| panic!("{err}\n{}", run.stdout()))
 }
 
@@ -68,7 +70,15 @@ fn two_accounts_keep_two_entries_and_status_lists_both_then_logout_all_forgets_t
 
     let table = kubecred_plain(&env, &["status"]).run().success();
     let text = table.stdout();
-    for needle in ["ISSUER", "ACCOUNT", "EXPIRES", &bed.issuer, CC_CLIENT, "ci-a", "ci-b"] {
+    for needle in [
+        "ISSUER",
+        "ACCOUNT",
+        "EXPIRES",
+        &bed.issuer,
+        CC_CLIENT,
+        "ci-a",
+        "ci-b",
+    ] {
         assert!(text.contains(needle), "{needle:?} missing\n{text}");
     }
     let status = status_json(&env);
@@ -81,7 +91,10 @@ fn two_accounts_keep_two_entries_and_status_lists_both_then_logout_all_forgets_t
     accounts.sort();
     assert_eq!(accounts, ["ci-a", "ci-b"]);
     for entry in entries {
-        assert_eq!(entry["issuer"].as_str(), Some(format!("{}/", bed.issuer).as_str()));
+        assert_eq!(
+            entry["issuer"].as_str(),
+            Some(format!("{}/", bed.issuer).as_str())
+        );
         assert_eq!(entry["client_id"], CC_CLIENT);
         assert_eq!(entry["grant"], "client-credentials");
         assert_eq!(entry["storage"], "file");
@@ -94,7 +107,12 @@ fn two_accounts_keep_two_entries_and_status_lists_both_then_logout_all_forgets_t
     }
 
     let logout = env.kubecred(&["logout", "--all"]).run().success();
-    assert_eq!(logout.stderr().matches("logged out of").count(), 2, "{}", logout.stderr());
+    assert_eq!(
+        logout.stderr().matches("logged out of").count(),
+        2,
+        "{}",
+        logout.stderr()
+    );
     assert!(logout.stdout().is_empty());
     assert_eq!(status_json(&env)["entries"], Value::Array(vec![]));
     assert!(cache_token_files(&env.cache_dir()).is_empty());
@@ -132,11 +150,18 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
         args.push(format!("--client-secret={CONFIDENTIAL_SECRET}"));
         args
     };
-    let id_token = env.kubecred_owned(&settings("get-token")).run().success().token();
+    let id_token = env
+        .kubecred_owned(&settings("get-token"))
+        .run()
+        .success()
+        .token();
     let files = cache_token_files(&env.cache_dir());
     assert_eq!(files.len(), 1);
     let entry: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
-    let refresh_token = entry["refresh"]["refresh_token"].as_str().unwrap().to_string();
+    let refresh_token = entry["refresh"]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let access_token = entry["access_token"].as_str().unwrap().to_string();
     assert!(introspect(&bed, &refresh_token), "active before logout");
     let status = status_json(&env);
@@ -152,7 +177,11 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
     assert!(!introspect(&bed, &refresh_token), "revoked at the provider");
     for (path, text) in every_file_text(&env.cache_dir()) {
         for token in [&refresh_token, &id_token, &access_token] {
-            assert!(!text.contains(token.as_str()), "{} keeps a token", path.display());
+            assert!(
+                !text.contains(token.as_str()),
+                "{} keeps a token",
+                path.display()
+            );
         }
     }
     // A second logout finds nothing, and says so.
@@ -176,7 +205,10 @@ fn a_failed_revocation_is_a_warning_and_the_entry_still_goes() {
            "obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry","refresh_token":"refresh-token-of-bob"}}"#,
     )
     .unwrap();
-    kubecred_plain(&env, &["status"]).run().success().stdout_contains("bob");
+    kubecred_plain(&env, &["status"])
+        .run()
+        .success()
+        .stdout_contains("bob");
     let run = env
         .kubecred(&["logout", "--all", "--http-timeout=5s"])
         .run()
@@ -186,7 +218,11 @@ fn a_failed_revocation_is_a_warning_and_the_entry_still_goes() {
         .never_shows(&["refresh-token-of-bob", "id-token-of-bob"]);
     assert!(run.stdout().is_empty());
     for (path, text) in every_file_text(&env.cache_dir()) {
-        assert!(!text.contains("token-of-bob"), "{} keeps a token", path.display());
+        assert!(
+            !text.contains("token-of-bob"),
+            "{} keeps a token",
+            path.display()
+        );
     }
     assert!(cache_token_files(&env.cache_dir()).is_empty());
 }
