@@ -142,7 +142,7 @@ fn row(session: &Session, now: DateTime<Utc>) -> [String; 7] {
         (None, Some(at)) => format!(
             "{} (in {})",
             at.format("%Y-%m-%d %H:%M"),
-            crate::duration::display((at - now).to_std().unwrap_or_default())
+            crate::duration::display_elapsed((at - now).to_std().unwrap_or_default())
         ),
     };
     let refresh = match session.refresh_token {
