@@ -25,6 +25,12 @@ fn main() {
         .ok()
         .filter(|value| !value.is_empty())
         .or_else(|| {
+            // A tarball unpacked inside another repository must not take that one's commit.
+            let toplevel = PathBuf::from(git(&["rev-parse", "--show-toplevel"])?);
+            let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR")?);
+            if toplevel.canonicalize().ok()? != manifest_dir.canonicalize().ok()? {
+                return None;
+            }
             let commit = git(&["rev-parse", "--short", "HEAD"])?;
             // Rerun when HEAD moves to another branch or commit, or the branch moves. In a
             // worktree HEAD is in its own git dir and the refs are in the common one.
