@@ -7,6 +7,7 @@
 #   keyutils         `keyctl session` for the kernel-keyring tests
 #   python3-venv     the venv of the Python-client test
 #   hyperfine, time, strace  benchmarks and the cache-hit syscall check
+#   zsh              loads the generated zsh completion (fish's is checked where installed)
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -18,6 +19,7 @@ KUBECRED_SYSTEM_DEPS=(
     "time:/usr/bin/time --version"
     "strace:strace -V"
     "ca-certificates:test -s /etc/ssl/certs/ca-certificates.crt"
+    "zsh:zsh"
 )
 
 # Prints the packages whose command is missing, one per line.

@@ -19,11 +19,18 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "kubecred",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("KUBECRED_GIT_COMMIT"), ")"),
     about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers",
     long_about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers.\n\n\
         kubectl runs `kubecred get-token` from a kubeconfig `exec` stanza; kubecred prints one \
-        ExecCredential on stdout, answering from its cache when it can."
+        ExecCredential on stdout, answering from its cache when it can. Also runs as a kubectl \
+        plugin: installed as `kubectl-kubecred` on PATH, `kubectl kubecred status` works.",
+    // pflag semantics, as kubectl and kubelogin: a single-valued flag given twice takes the later
+    // value, so a wrapper or a kubeconfig `args` list can append an override. Repeatable flags
+    // (--scope, --certificate-authority, ...) still accumulate. Propagated to every subcommand.
+    args_override_self = true,
+    after_help = "Examples:\n  kubecred login --issuer-url https://idp.example --client-id kubernetes\n  \
+        kubecred status\n  kubecred logout --all\n  source <(kubecred completion bash)"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,11 +40,85 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print an ExecCredential for kubectl (the command a kubeconfig `exec` stanza runs).
+    #[command(
+        after_help = "Example (what kubectl runs; see README for the kubeconfig stanza):\n  \
+        kubecred get-token --issuer-url https://idp.example --client-id kubernetes"
+    )]
     GetToken(TokenArgs),
     /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
+    #[command(after_help = "Examples:\n  \
+        kubecred login --issuer-url https://idp.example --client-id kubernetes\n  \
+        kubecred login --issuer-url https://idp.example --client-id kubernetes --account admin --prompt select_account")]
     Login(LoginArgs),
-    /// Forget the cached tokens for these settings (the next get-token logs in again).
-    Logout(TokenArgs),
+    /// Revoke and forget the cached tokens for these settings, or all of them (--all).
+    #[command(after_help = "Examples:\n  \
+        kubecred logout --issuer-url https://idp.example --client-id kubernetes\n  \
+        kubecred logout --all")]
+    Logout(LogoutArgs),
+    /// List the cached logins (never a token): issuer, client, account, subject, expiry.
+    #[command(after_help = "Examples:\n  kubecred status\n  kubecred status --output json")]
+    Status(StatusArgs),
+    /// Print a shell completion script on stdout.
+    #[command(
+        after_help = "Examples:\n  source <(kubecred completion bash)     # in ~/.bashrc\n  \
+        kubecred completion zsh > \"${fpath[1]}/_kubecred\"\n  \
+        kubecred completion fish > ~/.config/fish/completions/kubecred.fish"
+    )]
+    Completion {
+        #[arg(value_enum)]
+        shell: ShellArg,
+    },
+    /// Print the man page (roff) on stdout.
+    #[command(after_help = "Example:\n  kubecred man > /usr/local/share/man/man1/kubecred.1")]
+    Man,
+}
+
+/// `kubecred logout`: the settings of one entry, or `--all`.
+#[derive(Debug, Clone, Args)]
+pub struct LogoutArgs {
+    /// Forget every cached entry under the cache directory (revoking each refresh token).
+    #[arg(long)]
+    pub all: bool,
+
+    #[command(flatten)]
+    pub token: TokenArgs,
+}
+
+/// `kubecred status`: where to look, and how to print.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    /// Directory of the token cache [default: the user cache dir].
+    #[arg(
+        long,
+        env = "KUBECRED_CACHE_DIR",
+        alias = "token-cache-dir",
+        value_name = "DIR"
+    )]
+    pub cache_dir: Option<PathBuf>,
+
+    /// `table` for people, `json` for scripts.
+    #[arg(
+        short,
+        long,
+        env = "KUBECRED_OUTPUT",
+        value_enum,
+        default_value = "table"
+    )]
+    pub output: OutputArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputArg {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
 }
 
 /// How to obtain a token. kubelogin's `--grant-type` values are accepted.
@@ -310,6 +391,11 @@ pub struct TokenArgs {
     )]
     pub auth_params: Vec<String>,
 
+    /// Name of an account at this provider: each account keeps its own cache entry, so several
+    /// logins to one provider (work, admin) live side by side. Also the cluster extension's `account`.
+    #[arg(long, env = "KUBECRED_ACCOUNT", value_name = "NAME")]
+    pub account: Option<String>,
+
     /// `login_hint` for the authorization request (e.g. the user's email).
     #[arg(long, env = "KUBECRED_LOGIN_HINT", value_name = "HINT")]
     pub login_hint: Option<String>,
@@ -345,9 +431,25 @@ impl Cli {
         if let Some(cli) = parse_get_token_alone(&argv) {
             return Ok(cli);
         }
+        // Run as a kubectl plugin (`kubectl kubecred ...` runs `kubectl-kubecred` from PATH):
+        // the same commands; help and errors name the command the user typed.
+        let invoked_as = argv.first().map(std::path::Path::new);
+        let as_plugin = invoked_as
+            .and_then(|path| path.file_stem())
+            .is_some_and(|name| name == KUBECTL_PLUGIN_NAME);
+        if as_plugin {
+            use clap::{CommandFactory, FromArgMatches};
+            let matches = Cli::command()
+                .bin_name("kubectl kubecred")
+                .try_get_matches_from(argv)?;
+            return Cli::from_arg_matches(&matches);
+        }
         Cli::try_parse_from(argv)
     }
 }
+
+/// The file name kubectl looks for on PATH for `kubectl kubecred` (`.exe` on Windows).
+pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
 
 /// kubectl runs `get-token` on every command, so it is parsed with only its own flags built
 /// (clap builds every flag of every subcommand otherwise). Anything but a clean parse returns
@@ -361,7 +463,8 @@ fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
     let command = TokenArgs::augment_args(
         clap::Command::new("get-token")
             .disable_help_flag(true)
-            .disable_version_flag(true),
+            .disable_version_flag(true)
+            .args_override_self(true),
     );
     let matches = command.try_get_matches_from(&argv[1..]).ok()?;
     let args = TokenArgs::from_arg_matches(&matches).ok()?;
@@ -376,7 +479,7 @@ pub fn usage_error_line(err: &clap::Error) -> String {
     match err.kind() {
         // clap would print the whole help (whose first line is the description) as the "error".
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            "a command is required: get-token, login or logout (see kubecred --help)".into()
+            "a command is required: get-token, login, logout, status, completion or man (see kubecred --help)".into()
         }
         _ => {
             let rendered = err.render().to_string();
@@ -546,7 +649,7 @@ mod tests {
             let err = Cli::try_parse_command_line(argv).unwrap_err();
             assert_eq!(
                 usage_error_line(&err),
-                "a command is required: get-token, login or logout (see kubecred --help)",
+                "a command is required: get-token, login, logout, status, completion or man (see kubecred --help)",
                 "{argv:?}"
             );
         }
@@ -658,7 +761,32 @@ mod tests {
             &["kubecred", "get-token", "--scope"],
             &["kubecred", "get-token", "--grant-type=magic"],
             &["kubecred", "get-token", "stray"],
+            // pflag semantics: the later value of a single-valued flag wins, in both parsers;
+            // repeatable flags still accumulate.
             &["kubecred", "get-token", "--issuer-url=a", "--issuer-url=b"],
+            &[
+                "kubecred",
+                "get-token",
+                "--client-id=a",
+                "--grant-type=authcode",
+                "--scope=x",
+                "--client-id",
+                "b",
+                "--grant-type=device-code",
+                "--scope=y",
+                "--pkce=false",
+                "--pkce",
+                "--use-access-token",
+                "--use-access-token",
+            ],
+            &[
+                "kubecred",
+                "get-token",
+                "--account=a",
+                "--account=b",
+                "-v",
+                "-v",
+            ],
         ];
         for argv in cases {
             let argv = kubelogin::rewrite_argv(argv.iter().map(OsString::from).collect());
@@ -677,6 +805,19 @@ mod tests {
             .collect();
         assert!(parse_get_token_alone(&argv).is_some());
         assert!(parse_get_token_alone(&argv[..1]).is_none());
+        let later = token_args(&[
+            "kubecred",
+            "get-token",
+            "--client-id=a",
+            "--scope=x",
+            "--client-id=b",
+            "--scope=y",
+            "--pkce=false",
+            "--pkce",
+        ]);
+        assert_eq!(later.client_id.as_deref(), Some("b"));
+        assert_eq!(later.scopes, ["x", "y"]);
+        assert_eq!(later.pkce, Some(true));
     }
 
     #[test]

@@ -29,3 +29,6 @@ pub const KUBECRED_CLIENT_PRIVATE_KEY: &str = "KUBECRED_CLIENT_PRIVATE_KEY";
 /// (`permissions: id-token: write`).
 pub const ACTIONS_ID_TOKEN_REQUEST_URL: &str = "ACTIONS_ID_TOKEN_REQUEST_URL";
 pub const ACTIONS_ID_TOKEN_REQUEST_TOKEN: &str = "ACTIONS_ID_TOKEN_REQUEST_TOKEN";
+
+/// Any non-empty value turns colour off (<https://no-color.org>); see `login/progress.rs`.
+pub const NO_COLOR: &str = "NO_COLOR";

@@ -1,6 +1,6 @@
 //! Acquiring a credential: answer from the cache when the token is fresh, otherwise take the
 //! entry's lock, look again, refresh or run the grant once, save, and hand the tokens back.
-//! `get-token`, `login` and `logout` are built on it (see `commands/`).
+//! `get-token`, `login` and `logout` ([`forget`]) are built on it (see `commands/`).
 //!
 //! The cache-hit path ([`cached_credential`]) reads one small file and renders JSON: it builds no
 //! HTTP or TLS client, does no discovery, reads no JWKS and calls no keyring (in `auto` and
@@ -20,7 +20,7 @@ use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
 use crate::error::{fail, Exit};
 use crate::exec_credential;
-use crate::grants::{ProviderClient, RefreshOutcome};
+use crate::grants::{ProviderClient, RefreshOutcome, Revocation};
 use crate::login::paste;
 use crate::tokens::{printed_expiry, Tokens};
 
@@ -80,13 +80,58 @@ pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     obtain_under_lock(config, &cache, Trigger::ExplicitLogin, true, clock)
 }
 
-/// Forgets this entry's tokens (and its cool-down).
-pub fn logout(config: &Config) -> anyhow::Result<()> {
-    let cache = TokenCache::new(config);
-    let lock = cache.lock(config.cache.lock_timeout)?;
+/// What `logout` did with one entry.
+#[derive(Debug)]
+pub struct Forgotten {
+    /// Whether there was an entry (a readable one) to forget.
+    pub found: bool,
+    pub revocation: RevocationOutcome,
+}
+
+/// What became of an entry's refresh token at the provider.
+#[derive(Debug)]
+pub enum RevocationOutcome {
+    /// The entry had none (client credentials), or the keyring no longer held it.
+    NoRefreshToken,
+    Done(Revocation),
+    /// Not tried: nothing says where the provider is (an entry written before kubecred
+    /// recorded its issuer).
+    NoProvider,
+    /// The provider refused or could not be reached: a warning, the entry went all the same.
+    Failed(anyhow::Error),
+}
+
+/// Forgets one entry: revokes its refresh token (RFC 7009) at the provider `revoke_with`
+/// describes, then removes every part of the entry and its cool-down, all under the entry's
+/// lock so that no parallel run refreshes (and saves) in between.
+pub fn forget(
+    cache: &TokenCache,
+    lock_timeout: std::time::Duration,
+    revoke_with: Option<&Config>,
+    clock: &dyn Clock,
+) -> anyhow::Result<Forgotten> {
+    let lock = cache.lock(lock_timeout)?;
+    let cached = cache.load()?;
+    let refresh_token = match &cached {
+        Some(cached) => cache.refresh_token(cached, &lock)?,
+        None => None,
+    };
+    let revocation = match (refresh_token, revoke_with) {
+        (None, _) => RevocationOutcome::NoRefreshToken,
+        (Some(_), None) => RevocationOutcome::NoProvider,
+        (Some(token), Some(config)) => match ProviderClient::new(config, clock)
+            .and_then(|provider| provider.revoke_refresh_token(&token))
+        {
+            Ok(done) => RevocationOutcome::Done(done),
+            Err(err) => RevocationOutcome::Failed(err),
+        },
+    };
     cache.remove(&lock)?;
-    cooldown_for(&cache).clear();
-    Ok(())
+    cooldown_for(cache).clear();
+    Ok(Forgotten {
+        found: cached.is_some(),
+        revocation,
+    })
 }
 
 /// The cache-hit path: the document to print and when its token was obtained; `None` when there

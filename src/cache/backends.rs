@@ -4,7 +4,7 @@
 //! chooses; every backend reads and writes through the [`TokenCache`]'s paths and keyring.
 
 use super::entry::{RefreshAt, StoredEntry, StoredRefresh};
-use super::{no_keyring, TokenCache};
+use super::{no_keyring, sessions, TokenCache};
 use crate::config::CacheStorage;
 use crate::private_file;
 use crate::secret::Secret;
@@ -81,7 +81,10 @@ impl Backend for Files {
         let refresh_token = match &tokens.refresh_token {
             Some(token) if self.refresh_in_keyring => token,
             _ => {
-                cache.write_entry_file(&StoredEntry::with_refresh_inside(tokens))?;
+                cache.write_entry_file(&StoredEntry::with_refresh_inside(
+                    tokens,
+                    cache.about(tokens),
+                ))?;
                 cache.forget_stale_keyring_refresh(previous, None);
                 return Ok(());
             }
@@ -91,11 +94,15 @@ impl Backend for Files {
                 cache.write_entry_file(&StoredEntry::new(
                     tokens,
                     StoredRefresh::Keyring { store },
+                    cache.about(tokens),
                 ))?;
                 cache.forget_stale_keyring_refresh(previous, Some(store));
             }
             Err(reason) => {
-                cache.write_entry_file(&StoredEntry::with_refresh_inside(tokens))?;
+                cache.write_entry_file(&StoredEntry::with_refresh_inside(
+                    tokens,
+                    cache.about(tokens),
+                ))?;
                 // Say it once: when the entry did not already keep its refresh token in the file.
                 if previous != Some(RefreshAt::Entry) {
                     crate::log::notice(format!(
@@ -164,13 +171,16 @@ impl Backend for WholeEntryInKeyring {
     }
 
     fn save(&self, cache: &TokenCache, tokens: &Tokens) -> anyhow::Result<()> {
-        let json = StoredEntry::with_refresh_inside(tokens).to_json();
+        let json = StoredEntry::with_refresh_inside(tokens, cache.about(tokens)).to_json();
         let json = String::from_utf8(json).expect("serde_json writes UTF-8");
         let store = cache
             .keyring
             .set(cache.key.as_str(), &Secret::new(json))
             .map_err(|reason| no_keyring(&reason))?;
         crate::debug!(1, "saved cache entry {} in the {}", cache.key, store.name());
+        // The keyring cannot be listed: a secret-free index file lets `status` and
+        // `logout --all` find the entry (sessions.rs).
+        sessions::write_keyring_index(cache, tokens, store);
         // "Nothing on disk": drop a file an earlier `auto`/`disk` run left with tokens in it.
         if let Err(err) = private_file::remove_with_leftovers(&cache.entry_path()) {
             crate::debug!(
@@ -191,6 +201,8 @@ impl Backend for WholeEntryInKeyring {
         // A file left from another storage mode (or a killed writer) would otherwise still
         // hold tokens.
         let _ = private_file::remove_with_leftovers(&cache.entry_path());
+        let _ =
+            private_file::remove_if_exists(&sessions::keyring_index_path(&cache.dir, &cache.key));
         Ok(())
     }
 }

@@ -6,6 +6,11 @@
 //! the keyring) cannot be written. Version 1 entries (the domain struct written as it was, with a
 //! separate location tag) are still read, so an upgrade does not log anyone out; the next save
 //! writes version 2.
+//!
+//! [`EntryAbout`] (issuer, client, account, subject, grant) rides along in an optional `about`
+//! field, so that `kubecred status` can say whose an entry is: the file name is only a hash. It is
+//! optional and additive, so the version stays 2: an older kubecred ignores the field (serde
+//! skips unknown fields) and an entry written before it existed reads as "unknown".
 
 use super::keyring_store::Store;
 use crate::secret::Secret;
@@ -32,10 +37,26 @@ pub(super) enum StoredRefresh {
     Keyring { store: Store },
 }
 
+/// What an entry is for, without any secret: shown by `kubecred status`, and what
+/// `kubecred logout --all` needs to revoke the entry's refresh token at its provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryAbout {
+    pub issuer: String,
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// `preferred_username`, `email` or `sub` of the token, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    pub grant: String,
+}
+
 /// One entry as stored (version 2).
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct StoredEntry {
     v: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) about: Option<EntryAbout>,
     #[serde(default)]
     id_token: Option<Secret>,
     #[serde(default)]
@@ -63,9 +84,14 @@ pub(super) enum RefreshAt {
 impl StoredEntry {
     /// The entry for `tokens`, with their refresh token stored as `refresh` says. `tokens`'
     /// own refresh token is not read: `refresh` is the only place it can be.
-    pub(super) fn new(tokens: &Tokens, refresh: StoredRefresh) -> StoredEntry {
+    pub(super) fn new(
+        tokens: &Tokens,
+        refresh: StoredRefresh,
+        about: Option<EntryAbout>,
+    ) -> StoredEntry {
         StoredEntry {
             v: VERSION,
+            about,
             id_token: tokens.id_token.clone(),
             id_token_expiry: tokens.id_token_expiry,
             access_token: tokens.access_token.clone(),
@@ -77,14 +103,14 @@ impl StoredEntry {
     }
 
     /// The entry for `tokens` with their refresh token (if any) inside it.
-    pub(super) fn with_refresh_inside(tokens: &Tokens) -> StoredEntry {
+    pub(super) fn with_refresh_inside(tokens: &Tokens, about: Option<EntryAbout>) -> StoredEntry {
         let refresh = match &tokens.refresh_token {
             Some(token) => StoredRefresh::Entry {
                 token: token.clone(),
             },
             None => StoredRefresh::None,
         };
-        StoredEntry::new(tokens, refresh)
+        StoredEntry::new(tokens, refresh, about)
     }
 
     /// The domain tokens (with the refresh token when it is inside the entry) and where the
@@ -162,7 +188,7 @@ mod v1 {
             (RefreshV1::Keyring { store }, None) => StoredRefresh::Keyring { store },
             _ => return Err("the refresh token location does not match".into()),
         };
-        Ok(StoredEntry::new(&old.tokens, refresh))
+        Ok(StoredEntry::new(&old.tokens, refresh, None))
     }
 }
 
@@ -191,7 +217,7 @@ mod tests {
     #[test]
     fn round_trip_with_the_refresh_token_inside() {
         let saved = tokens(Some("r"));
-        let json = StoredEntry::with_refresh_inside(&saved).to_json();
+        let json = StoredEntry::with_refresh_inside(&saved, None).to_json();
         assert!(json.starts_with(br#"{"v":2,"#));
         let (loaded, at) = StoredEntry::parse(&json).unwrap().into_tokens();
         assert_eq!(loaded, saved);
@@ -205,6 +231,7 @@ mod tests {
             StoredRefresh::Keyring {
                 store: Store::Keyutils,
             },
+            None,
         );
         let json = String::from_utf8(entry.to_json()).unwrap();
         assert!(!json.contains("must-not-be-stored"), "{json}");
@@ -236,6 +263,22 @@ mod tests {
             .into_tokens();
         saved.identity = None;
         assert_eq!(loaded, saved);
+}
+
+    #[test]
+    fn what_an_entry_is_for_is_stored_beside_it_and_optional() {
+        let about = EntryAbout {
+            issuer: "https://idp.example".into(),
+            client_id: "k8s".into(),
+            account: Some("work".into()),
+            subject: Some("alice".into()),
+            grant: "authcode".into(),
+        };
+        let json = StoredEntry::with_refresh_inside(&tokens(None), Some(about.clone())).to_json();
+        assert_eq!(StoredEntry::parse(&json).unwrap().about, Some(about));
+        // Written before `about` existed (or by an older kubecred): still an entry, about unknown.
+        let old = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"none"}}"#;
+        assert_eq!(StoredEntry::parse(old).unwrap().about, None);
     }
 
     #[test]

@@ -33,6 +33,9 @@ struct KeyMaterial<'a> {
     resource: Option<&'a str>,
     auth_params: Vec<(&'a str, &'a str)>,
     login_hint: Option<&'a str>,
+    /// Left out when unset, so that adding it kept every existing key (no forced logins).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    account: Option<&'a str>,
     /// Which provider we trust: tokens fetched while trusting another CA (or none) are not the same.
     ca_sha256: Vec<String>,
     insecure_skip_tls_verify: bool,
@@ -54,6 +57,15 @@ struct KeyMaterial<'a> {
 impl CacheKey {
     pub fn for_config(config: &Config) -> CacheKey {
         CacheKey(sha256_hex(canonical_key_material(config).as_bytes()))
+    }
+
+    /// The key a cache file is named after (`<key>.json`), if `name` is one: 64 lower-case hex.
+    pub fn from_file_stem(name: &str) -> Option<CacheKey> {
+        let is_key = name.len() == 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        is_key.then(|| CacheKey(name.to_string()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -101,6 +113,7 @@ fn canonical_key_material(config: &Config) -> String {
         resource: config.resource.as_deref(),
         auth_params,
         login_hint: config.login.login_hint.as_deref(),
+        account: config.account.as_deref(),
         ca_sha256,
         insecure_skip_tls_verify: config.http.tls.insecure_skip_verify,
         client_auth: match &config.client.auth {
@@ -158,6 +171,9 @@ mod tests {
             .chars()
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)));
         assert_eq!(key.to_string(), key.as_str());
+        assert_eq!(CacheKey::from_file_stem(key.as_str()), Some(key.clone()));
+        assert_eq!(CacheKey::from_file_stem(&key.as_str()[1..]), None);
+        assert_eq!(CacheKey::from_file_stem(&key.as_str().to_uppercase()), None);
     }
 
     #[test]
@@ -201,6 +217,8 @@ mod tests {
             vec!["--auth-param=x=1"],
             vec!["--auth-param=x=2"],
             vec!["--login-hint=x"],
+            vec!["--account=work"],
+            vec!["--account=admin"],
             vec![ca_arg.as_str()],
             vec![ca2_arg.as_str()],
             vec!["--insecure-skip-tls-verify"],
@@ -278,6 +296,8 @@ mod tests {
             "{material}"
         );
         assert!(material.starts_with(r#"{"v":1,"#), "{material}");
+        // No --account: the material (so every key written before accounts existed) is unchanged.
+        assert!(!material.contains("account"), "{material}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(crate) const KEYRING_TIMEOUT: Duration = Duration::from_secs(10);
 /// refresh path asks the right store directly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Store {
+pub enum Store {
     /// The freedesktop Secret Service over D-Bus.
     SecretService,
     /// The Linux kernel key retention service (session + persistent keyrings).

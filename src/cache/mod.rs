@@ -23,11 +23,15 @@ mod entry;
 mod key;
 mod keyring_store;
 mod lock;
+mod sessions;
 #[cfg(test)]
 mod tests;
 
+pub use entry::EntryAbout;
 pub use key::CacheKey;
+pub use keyring_store::Store;
 pub use lock::EntryLock;
+pub use sessions::{list_sessions, RefreshPlace, Session, SessionPlace};
 
 use crate::config::{CacheStorage, Config};
 use crate::error::{fail, Exit};
@@ -36,7 +40,7 @@ use crate::secret::Secret;
 use crate::tokens::Tokens;
 use backends::Backend;
 use entry::{RefreshAt, StoredEntry};
-use keyring_store::{Keyring, Store};
+use keyring_store::Keyring;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -72,6 +76,9 @@ pub struct TokenCache {
     /// The entry file the last [`load`](TokenCache::load) read, still open: its modification
     /// time carries the hand-out stamp (see `acquire/hand_out.rs`), set without a new open.
     last_read: std::cell::RefCell<Option<std::rc::Rc<private_file::OpenedFile>>>,
+    /// What a save records about the entry (the subject is filled from the tokens); `None` for
+    /// a cache opened from a listed entry, which only removes.
+    about: Option<EntryAbout>,
 }
 
 impl TokenCache {
@@ -85,7 +92,38 @@ impl TokenCache {
             keyring: Keyring::default(),
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
+            about: Some(EntryAbout {
+                issuer: config.issuer.to_string(),
+                client_id: config.client.id.clone(),
+                account: config.account.clone(),
+                subject: None,
+                grant: config.grant.name().to_string(),
+            }),
         }
+    }
+
+    /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
+    /// wrote it, whatever the current settings would choose. `auto` removes a `disk` entry too.
+    pub fn for_session(dir: &Path, session: &Session) -> TokenCache {
+        let storage = match session.place {
+            SessionPlace::File => CacheStorage::Auto,
+            SessionPlace::Keyring { .. } => CacheStorage::Keyring,
+        };
+        TokenCache {
+            storage,
+            backend: backends::for_storage(storage),
+            dir: dir.to_path_buf(),
+            key: session.key.clone(),
+            keyring: Keyring::default(),
+            about: None,
+        }
+    }
+
+    /// What to record about an entry holding `tokens`.
+    fn about(&self, tokens: &Tokens) -> Option<EntryAbout> {
+        let mut about = self.about.clone()?;
+        about.subject = crate::tokens::display_subject(tokens);
+        Some(about)
     }
 
     pub fn key(&self) -> &CacheKey {

@@ -264,3 +264,57 @@ fn the_file_never_shows_up_in_debug_output() {
     );
     assert!(!shown.contains("id-token-debug"), "{shown}");
 }
+
+// ---- listing (status, logout --all) ----
+
+#[test]
+fn entries_are_listed_with_what_they_are_for_and_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(list_sessions(&dir.path().join("absent"))
+        .unwrap()
+        .is_empty());
+    let work = TokenCache::new(&config_from(&strings(&[
+        "--issuer-url=https://idp.example",
+        "--client-id=kubernetes",
+        "--account=work",
+        &format!("--cache-dir={}", dir.path().display()),
+        "--cache-storage=disk",
+    ])));
+    let other = cache_in(dir.path(), "disk");
+    work.save(&tokens("work", true), &lock(&work)).unwrap();
+    other.save(&tokens("other", false), &lock(&other)).unwrap();
+    // Not entries: a leftover temporary file and a stray name.
+    std::fs::write(dir.path().join("tokens").join("x.json.1.tmp"), "{}").unwrap();
+    std::fs::write(dir.path().join("tokens").join("notes.json"), "{}").unwrap();
+
+    let sessions = list_sessions(dir.path()).unwrap();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    let listed = sessions.iter().find(|s| &s.key == work.key()).unwrap();
+    let about = listed.about.as_ref().unwrap();
+    assert_eq!(about.issuer, "https://idp.example/");
+    assert_eq!(about.client_id, "kubernetes");
+    assert_eq!(about.account.as_deref(), Some("work"));
+    assert_eq!(about.grant, "authcode");
+    assert_eq!(listed.place, SessionPlace::File);
+    assert_eq!(listed.refresh_token, RefreshPlace::Entry);
+    assert!(listed.id_token_expiry.is_some());
+    let listed_other = sessions.iter().find(|s| &s.key == other.key()).unwrap();
+    assert_eq!(listed_other.refresh_token, RefreshPlace::None);
+    assert!(
+        !format!("{sessions:?}").contains("token-work"),
+        "{sessions:?}"
+    );
+
+    // A corrupt entry is still listed (and so can be removed), with the reason.
+    std::fs::write(other.entry_path(), "not json").unwrap();
+    let sessions = list_sessions(dir.path()).unwrap();
+    let corrupt = sessions.iter().find(|s| &s.key == other.key()).unwrap();
+    assert!(corrupt.unreadable.is_some());
+
+    // Removal through the listed entry, whatever the settings would choose.
+    for session in &sessions {
+        let cache = TokenCache::for_session(dir.path(), session);
+        cache.remove(&lock(&cache)).unwrap();
+    }
+    assert!(list_sessions(dir.path()).unwrap().is_empty());
+}

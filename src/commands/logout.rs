@@ -1,14 +1,146 @@
-//! `kubecred logout`: forget the cached tokens for these settings, so that the next `get-token`
-//! logs in again (to switch accounts, or after a role change).
+//! `kubecred logout`: revoke and forget the cached tokens for these settings — or every entry,
+//! with `--all` — so that the next `get-token` logs in again (to switch accounts, or after a role
+//! change). The refresh token is revoked at the provider's `revocation_endpoint` (RFC 7009) when
+//! discovery names one; a failed revocation is a warning, and the local entry goes all the same.
 
-use crate::acquire;
-use crate::config::Config;
+use super::{resolve, Run};
+use crate::acquire::{self, Forgotten, RevocationOutcome};
+use crate::cache::{list_sessions, Session, TokenCache};
+use crate::cli::{LogoutArgs, TokenArgs};
+use crate::clock::Clock;
+use crate::config::{self, Config};
+use crate::grants::Revocation;
 
-pub(super) fn run(config: &Config) -> anyhow::Result<Option<String>> {
-    acquire::logout(config)?;
-    crate::log::notice(format!(
-        "forgot the cached tokens for {} ({})",
-        config.issuer, config.client.id
-    ));
+pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+    if args.all {
+        return all(&args.token, clock);
+    }
+    let config = resolve(&args.token, Run::ByPerson)?;
+    let cache = TokenCache::new(&config);
+    let what = describe(config.issuer.as_str(), &config.client.id, &config.account);
+    let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
+    report(&what, &done);
+    let mut found = done.found;
+    // The same entry kept by another storage mode (a login with another --cache-storage): gone
+    // too, so that no copy of a token stays behind.
+    for session in list_sessions(&config.cache.dir)?
+        .iter()
+        .filter(|session| &session.key == cache.key())
+    {
+        let revoke_with =
+            matches!(done.revocation, RevocationOutcome::NoRefreshToken).then_some(&config);
+        let other = TokenCache::for_session(&config.cache.dir, session);
+        done = acquire::forget(&other, config.cache.lock_timeout, revoke_with, clock)?;
+        report(&what, &done);
+        found |= done.found;
+    }
+    if !found {
+        crate::log::notice(format!("no cached tokens for {what}"));
+    }
     Ok(None)
+}
+
+/// Every entry under the cache directory, each revoked at its own provider (recorded in the
+/// entry) with the TLS settings given on this command line.
+fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+    let dir = super::cache_dir(&args.cache_dir)?;
+    let sessions = list_sessions(&dir)?;
+    if sessions.is_empty() {
+        crate::log::notice(format!("no cached tokens in {}", dir.display()));
+    }
+    for session in &sessions {
+        let revoke_with =
+            session
+                .about
+                .as_ref()
+                .and_then(|about| match settings_for(args, &dir, session) {
+                    Ok(config) => Some(config),
+                    Err(err) => {
+                        crate::log::notice(format!(
+                            "warning: cannot revoke the refresh token at {}: {}",
+                            about.issuer,
+                            crate::error::one_line(&err)
+                        ));
+                        None
+                    }
+                });
+        let lock_timeout = revoke_with.as_ref().map_or_else(
+            || {
+                config::default_lock_timeout(
+                    config::DEFAULT_AUTH_TIMEOUT,
+                    config::DEFAULT_HTTP_TIMEOUT,
+                )
+            },
+            |config| config.cache.lock_timeout,
+        );
+        let cache = TokenCache::for_session(&dir, session);
+        let done = acquire::forget(&cache, lock_timeout, revoke_with.as_ref(), clock)?;
+        let what = match &session.about {
+            Some(about) => describe(&about.issuer, &about.client_id, &about.account),
+            None => format!("cache entry {}", session.key),
+        };
+        report(&what, &done);
+    }
+    Ok(None)
+}
+
+/// The settings to reach an entry's provider: this command line with the entry's issuer and
+/// client. A client secret given for another client is not sent to this one.
+fn settings_for(
+    args: &TokenArgs,
+    dir: &std::path::Path,
+    session: &Session,
+) -> anyhow::Result<Config> {
+    let about = session
+        .about
+        .as_ref()
+        .expect("only entries that say whose they are");
+    let mut args = args.clone();
+    if args.client_id.as_deref() != Some(about.client_id.as_str()) {
+        args.client_secret = None;
+        args.client_secret_file = None;
+    }
+    args.issuer_url = Some(about.issuer.clone());
+    args.client_id = Some(about.client_id.clone());
+    args.cache_dir = Some(dir.to_path_buf());
+    resolve(&args, Run::ByPerson)
+}
+
+fn describe(issuer: &str, client_id: &str, account: &Option<String>) -> String {
+    let issuer = crate::text::printable_brief(issuer, 200);
+    let client_id = crate::text::printable_brief(client_id, 200);
+    match account {
+        Some(account) => format!(
+            "{issuer} ({client_id}, account {})",
+            crate::text::printable_brief(account, 100)
+        ),
+        None => format!("{issuer} ({client_id})"),
+    }
+}
+
+/// One line on stderr per entry forgotten; a failed revocation is a warning.
+fn report(what: &str, done: &Forgotten) {
+    if !done.found {
+        return;
+    }
+    let revocation = match &done.revocation {
+        RevocationOutcome::NoRefreshToken => "there was no refresh token to revoke".to_string(),
+        RevocationOutcome::Done(Revocation::Revoked) => "the refresh token is revoked".to_string(),
+        RevocationOutcome::Done(Revocation::NotSupported) => {
+            "the provider names no revocation endpoint, so the refresh token stays valid at the provider until it expires".to_string()
+        }
+        RevocationOutcome::NoProvider => {
+            "the entry does not record its provider, so its refresh token was not revoked".to_string()
+        }
+        RevocationOutcome::Failed(err) => {
+            crate::log::notice(format!(
+                "warning: revoking the refresh token failed: {}; the cached tokens are deleted all the same",
+                crate::error::one_line(err)
+            ));
+            "the refresh token may still be valid at the provider".to_string()
+        }
+    };
+    crate::log::notice(format!(
+        "logged out of {what}: forgot the cached tokens; {revocation}"
+    ));
 }

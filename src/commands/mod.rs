@@ -1,11 +1,14 @@
 //! The commands, dispatched in one place: [`run`] reads `KUBERNETES_EXEC_INFO`, resolves the
 //! settings once, sets the log level, and hands the [`Config`] to the command's own module. A
-//! command returns what to print on stdout, if anything (only `get-token` prints: the
-//! ExecCredential); everything else it says goes to stderr.
+//! command returns what to print on stdout, if anything (`get-token`: the ExecCredential;
+//! `status`, `completion`, `man`: their output for a person or a script); everything else it
+//! says goes to stderr.
 
+mod docs;
 mod get_token;
 mod login;
 mod logout;
+mod status;
 
 use crate::cli::{Cli, Command, TokenArgs};
 use crate::clock::SystemClock;
@@ -23,7 +26,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
             args.print_token_info,
             &clock,
         ),
-        Command::Logout(args) => logout::run(&resolve(&args, Run::ByPerson)?),
+        Command::Logout(args) => logout::run(&args, &clock),
+        Command::Status(args) => status::run(&args, &clock),
+        Command::Completion { shell } => docs::completion(shell),
+        Command::Man => docs::man(),
     }
 }
 
@@ -60,4 +66,13 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
     let config = Config::resolve(args, &Environment::from_process(), exec)?;
     crate::log::set_level(config.verbose);
     Ok(config)
+}
+
+/// `--cache-dir`, or the default: all that `status` and `logout --all` need, so that they work
+/// without an issuer or a client.
+fn cache_dir(flag: &Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
+    match flag {
+        Some(dir) => Ok(dir.clone()),
+        None => crate::config::default_cache_dir(),
+    }
 }

@@ -81,6 +81,7 @@ impl Config {
         let http = resolve_http(args, &ext)?;
         let login = resolve_login(args, env, &kubelogin)?;
         let cache = resolve_cache(args, &login, &http)?;
+        let account = args.account.clone().or(ext.string("account")?);
         Ok(Config {
             issuer,
             client,
@@ -106,6 +107,7 @@ impl Config {
             login,
             exec,
             verbose: resolve_verbosity(args, env),
+            account,
         })
     }
 }
@@ -363,7 +365,7 @@ fn resolve_cache(
 }
 
 /// The per-user cache directory (`~/.cache/kubecred` on Linux).
-fn default_cache_dir() -> anyhow::Result<PathBuf> {
+pub fn default_cache_dir() -> anyhow::Result<PathBuf> {
     directories::ProjectDirs::from("", "", "kubecred")
         .map(|dirs| dirs.cache_dir().to_path_buf())
         .ok_or_else(|| input("cannot find a home directory for the token cache; pass --cache-dir"))

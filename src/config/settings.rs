@@ -44,6 +44,8 @@ pub struct Config {
     pub login: LoginSettings,
     pub exec: ExecInfo,
     pub verbose: u8,
+    /// `--account`: a name that keeps this login's cache entry apart from other accounts'.
+    pub account: Option<String>,
 }
 
 /// Who kubecred is at the provider.

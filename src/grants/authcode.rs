@@ -9,7 +9,7 @@ use crate::error::{fail, Exit};
 use crate::http::Replay;
 use crate::login::callback::ExpectedResponse;
 use crate::login::listener::CallbackListener;
-use crate::login::{browser, paste, wait};
+use crate::login::{browser, paste, progress, wait};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl};
@@ -135,6 +135,10 @@ impl ProviderClient<'_> {
                 "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
             );
         }
+        // No spinner while stdin takes a pasted code: its redraws would garble the typed line.
+        let _spinner = paste
+            .is_none()
+            .then(|| progress::Spinner::start("Waiting for the login in the browser", deadline));
         let code = wait::for_code(listener, paste, self.expected_response(&state), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }

@@ -95,6 +95,10 @@ impl ProviderClient<'_> {
         let poll_call = self
             .http
             .oauth("the device token poll", Replay::OnlyIfUnprocessed);
+        let spinner = crate::login::progress::Spinner::start(
+            "Waiting for the login to be approved",
+            started + auth_timeout.min(details.expires_in()),
+        );
         let response = poll
             .request(
                 &poll_call,
@@ -135,7 +139,9 @@ impl ProviderClient<'_> {
                     &self.provider.metadata.issuer,
                     &poll_call,
                 ),
-            })?;
+            });
+        drop(spinner); // Cleared before any message about the outcome.
+        let response = response?;
         self.tokens_from(response, None, None, requested_at)
     }
 }

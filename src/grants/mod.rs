@@ -3,7 +3,7 @@
 //! only adds what is its own: OIDC ID-token verification, expiry rules, and the login UX.
 //!
 //! [`ProviderClient`] is the provider as the grants see it; each grant is a file of its own
-//! (`client_credentials.rs`, `refresh.rs`, `authcode.rs`, `device.rs`), and `errors.rs` words
+//! (`client_credentials.rs`, `refresh.rs`, `authcode.rs`, `device.rs`; `revoke.rs` for logout), and `errors.rs` words
 //! the provider's refusals. Everything here talks to the network: it runs only after the cache
 //! missed and the entry's lock is held (see `acquire/`).
 
@@ -16,9 +16,11 @@ mod federated;
 mod password;
 mod refresh;
 mod token_exchange;
+mod revoke;
 
 pub use federated::federated_token;
 pub use refresh::RefreshOutcome;
+pub use revoke::Revocation;
 
 use crate::clock::Clock;
 use crate::config::{ClientAuth, Config, Grant};

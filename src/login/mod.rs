@@ -11,10 +11,13 @@
 //! direction only: `wait` (whichever comes first, until the deadline) uses `listener` (binds,
 //! serves, hands over the callbacks) and `paste` (reads lines); `listener` and `wait` use
 //! `callback` (what a callback or a pasted line means); `callback` and `paste` use no sibling.
+//! `progress` is the spinner (time left, on a terminal) that `grants/` shows while a person is
+//! awaited and nothing reads stdin.
 
 pub mod browser;
 pub mod callback;
 pub mod device_display;
 pub mod listener;
 pub mod paste;
+pub mod progress;
 pub mod wait;

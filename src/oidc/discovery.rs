@@ -64,6 +64,8 @@ pub struct ProviderMetadata {
     pub authorization_endpoint: Option<Url>,
     pub token_endpoint: Url,
     pub device_authorization_endpoint: Option<Url>,
+    /// RFC 7009 token revocation (`kubecred logout`); RFC 8414 names it in discovery.
+    pub revocation_endpoint: Option<Url>,
     pub jwks_uri: Url,
     pub code_challenge_methods_supported: Option<Vec<String>>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
@@ -92,6 +94,7 @@ struct RawMetadata {
     authorization_endpoint: Option<String>,
     token_endpoint: Option<String>,
     device_authorization_endpoint: Option<String>,
+    revocation_endpoint: Option<String>,
     jwks_uri: Option<String>,
     #[serde(default, deserialize_with = "lenient_list")]
     code_challenge_methods_supported: Option<Vec<String>>,
@@ -154,6 +157,7 @@ impl ProviderMetadata {
                 "device_authorization_endpoint",
                 raw.device_authorization_endpoint,
             )?,
+            revocation_endpoint: endpoint("revocation_endpoint", raw.revocation_endpoint)?,
             jwks_uri: required("jwks_uri", raw.jwks_uri)?,
             code_challenge_methods_supported: raw.code_challenge_methods_supported,
             token_endpoint_auth_methods_supported: raw.token_endpoint_auth_methods_supported,

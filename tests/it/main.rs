@@ -8,6 +8,7 @@ mod support;
 
 mod cache_hit_io;
 mod cache_storage;
+mod cli_behaviour;
 mod client_credentials;
 mod concurrency;
 mod conformance;
@@ -23,4 +24,5 @@ mod python_client;
 mod refresh;
 mod samples;
 mod secrets;
+mod sessions;
 mod tidy;

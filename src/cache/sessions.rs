@@ -1,0 +1,215 @@
+//! The cache's entries as a list, for `kubecred status` and `kubecred logout --all`: what each
+//! is for (issuer, client, account, subject), where it lives, how long its tokens last and
+//! whether it holds a refresh token — never a token.
+//!
+//! A file entry (`auto`, `disk`) is `tokens/<key>.json`. A `keyring` entry lives only in the OS
+//! keyring, which cannot be listed (the keyring crate looks items up by name only), so its save
+//! also writes `keyring/<key>.json`: a secret-free index record with the same descriptive fields
+//! and expiries. It is written and removed with the keyring item; it is what `status` shows, as of
+//! the last save (a kernel keyring forgets its items at reboot; the next get-token logs in).
+
+use super::entry::{EntryAbout, RefreshAt, StoredEntry};
+use super::keyring_store::Store;
+use super::{read_entry_file, CacheKey, TokenCache};
+use crate::private_file::{self, ReadError};
+use crate::tokens::Tokens;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where an entry is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionPlace {
+    /// A private file under the cache directory (`auto`, `disk`).
+    File,
+    /// A whole OS keyring item (`keyring`).
+    Keyring { store: Store },
+}
+
+/// Where an entry's refresh token is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshPlace {
+    None,
+    /// Beside the other tokens (in the file, or in the one keyring item).
+    Entry,
+    /// In an OS keyring item of its own (`auto`).
+    Keyring(Store),
+}
+
+/// One cached entry as `status` shows it: no secret in it.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub key: CacheKey,
+    pub place: SessionPlace,
+    /// `None`: written before kubecred recorded it, or unreadable.
+    pub about: Option<EntryAbout>,
+    pub id_token_expiry: Option<DateTime<Utc>>,
+    pub access_token_expiry: Option<DateTime<Utc>>,
+    pub obtained_at: Option<DateTime<Utc>>,
+    pub refresh_token: RefreshPlace,
+    /// Why the entry could not be read (corrupt, another version); it is still listed, and
+    /// `logout --all` still removes it.
+    pub unreadable: Option<String>,
+}
+
+/// The index record of a `keyring` entry (`keyring/<key>.json`).
+#[derive(Serialize, Deserialize)]
+struct KeyringIndex {
+    v: u32,
+    store: Store,
+    #[serde(default)]
+    about: Option<EntryAbout>,
+    #[serde(default)]
+    id_token_expiry: Option<DateTime<Utc>>,
+    #[serde(default)]
+    access_token_expiry: Option<DateTime<Utc>>,
+    obtained_at: DateTime<Utc>,
+    has_refresh_token: bool,
+}
+
+const INDEX_VERSION: u32 = 1;
+const MAX_INDEX_BYTES: u64 = 64 * 1024;
+
+pub(super) fn keyring_index_path(dir: &Path, key: &CacheKey) -> PathBuf {
+    dir.join("keyring").join(format!("{key}.json"))
+}
+
+/// Records a `keyring` entry that was just saved in `store`. Best effort: the entry itself is
+/// saved; without the record only `status` and `logout --all` miss it (a logout with the same
+/// settings still finds it), so a failure is logged, not fatal.
+pub(super) fn write_keyring_index(cache: &TokenCache, tokens: &Tokens, store: Store) {
+    let record = KeyringIndex {
+        v: INDEX_VERSION,
+        store,
+        about: cache.about(tokens),
+        id_token_expiry: tokens.id_token_expiry,
+        access_token_expiry: tokens.access_token_expiry,
+        obtained_at: tokens.obtained_at,
+        has_refresh_token: tokens.refresh_token.is_some(),
+    };
+    let path = keyring_index_path(&cache.dir, &cache.key);
+    let json = serde_json::to_vec(&record).expect("the index record serializes");
+    if let Err(err) = private_file::write_private(&path, &json) {
+        crate::log::notice(format!(
+            "cannot write {} ({err}); kubecred status will not list this keyring entry",
+            path.display()
+        ));
+    }
+}
+
+/// Every entry under `dir`: files first, then keyring entries, each sorted by key. Reads only
+/// the cache directory (no keyring call). A missing directory is an empty list.
+pub fn list_sessions(dir: &Path) -> anyhow::Result<Vec<Session>> {
+    let mut sessions = Vec::new();
+    for (key, path) in keyed_files(&dir.join("tokens"))? {
+        sessions.push(match read_entry_file(&path) {
+            Ok(entry) => from_entry(key, entry),
+            Err(reason) => unreadable(key, SessionPlace::File, reason),
+        });
+    }
+    for (key, path) in keyed_files(&dir.join("keyring"))? {
+        let record = private_file::read(&path, MAX_INDEX_BYTES).and_then(|bytes| {
+            serde_json::from_slice::<KeyringIndex>(&bytes)
+                .map_err(|err| ReadError::Corrupt(err.to_string()))
+        });
+        sessions.push(match record {
+            Ok(record) => from_index(key, record),
+            // Without the record the store is unknown: any store is searched on removal.
+            Err(reason) => unreadable(
+                key,
+                SessionPlace::Keyring {
+                    store: Store::platform_stores()
+                        .first()
+                        .copied()
+                        .unwrap_or(Store::Native),
+                },
+                reason,
+            ),
+        });
+    }
+    Ok(sessions)
+}
+
+/// The `<key>.json` files of `dir`, sorted by key; other names (temporary files, strays) are
+/// not entries and are skipped.
+fn keyed_files(dir: &Path) -> anyhow::Result<Vec<(CacheKey, PathBuf)>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => {
+            return Err(crate::error::fail(
+                crate::error::Exit::Cache,
+                format!(
+                    "cannot list {}: {err}; check its permissions or pass --cache-dir",
+                    dir.display()
+                ),
+            ))
+        }
+    };
+    let mut found: Vec<(CacheKey, PathBuf)> = entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name();
+            let key = CacheKey::from_file_stem(name.to_str()?.strip_suffix(".json")?)?;
+            Some((key, entry.path()))
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    Ok(found)
+}
+
+fn from_entry(key: CacheKey, entry: StoredEntry) -> Session {
+    let about = entry.about.clone();
+    let (tokens, refresh) = entry.into_tokens();
+    Session {
+        key,
+        place: SessionPlace::File,
+        about,
+        id_token_expiry: tokens.id_token_expiry,
+        access_token_expiry: tokens.access_token_expiry,
+        obtained_at: Some(tokens.obtained_at),
+        refresh_token: match refresh {
+            RefreshAt::None => RefreshPlace::None,
+            RefreshAt::Entry => RefreshPlace::Entry,
+            RefreshAt::Keyring { store } => RefreshPlace::Keyring(store),
+        },
+        unreadable: None,
+    }
+}
+
+fn from_index(key: CacheKey, record: KeyringIndex) -> Session {
+    Session {
+        key,
+        place: SessionPlace::Keyring {
+            store: record.store,
+        },
+        about: record.about,
+        id_token_expiry: record.id_token_expiry,
+        access_token_expiry: record.access_token_expiry,
+        obtained_at: Some(record.obtained_at),
+        refresh_token: if record.has_refresh_token {
+            RefreshPlace::Entry
+        } else {
+            RefreshPlace::None
+        },
+        unreadable: None,
+    }
+}
+
+fn unreadable(key: CacheKey, place: SessionPlace, reason: ReadError) -> Session {
+    let reason = match reason {
+        ReadError::NotFound => "gone".to_string(),
+        ReadError::Corrupt(reason) => reason,
+        ReadError::Io(err) => err.to_string(),
+    };
+    Session {
+        key,
+        place,
+        about: None,
+        id_token_expiry: None,
+        access_token_expiry: None,
+        obtained_at: None,
+        refresh_token: RefreshPlace::None,
+        unreadable: Some(reason),
+    }
+}

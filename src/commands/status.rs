@@ -1,0 +1,162 @@
+//! `kubecred status`: every cached entry — issuer, client, account, subject, where it is kept,
+//! when its token expires, whether it holds a refresh token — as a table for people or JSON for
+//! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
+//! directory only, and carries no secret.
+
+use crate::cache::{list_sessions, RefreshPlace, Session, SessionPlace, Store};
+use crate::cli::{OutputArg, StatusArgs};
+use crate::clock::Clock;
+use crate::text::printable_brief;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::path::Path;
+
+pub(super) fn run(args: &StatusArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+    let dir = super::cache_dir(&args.cache_dir)?;
+    let sessions = list_sessions(&dir)?;
+    let now = clock.now();
+    Ok(Some(match args.output {
+        OutputArg::Json => json(&dir, &sessions, now),
+        OutputArg::Table => table(&dir, &sessions, now),
+    }))
+}
+
+/// One entry for scripts; the field names are a stable interface (README "kubecred status").
+#[derive(Serialize)]
+struct JsonEntry<'a> {
+    key: &'a str,
+    issuer: Option<&'a str>,
+    client_id: Option<&'a str>,
+    account: Option<&'a str>,
+    subject: Option<&'a str>,
+    grant: Option<&'a str>,
+    /// `file` or `keyring`.
+    storage: &'static str,
+    /// The keyring store of a `keyring` entry (`secret-service`, `keyutils`, `native`).
+    keyring_store: Option<Store>,
+    id_token_expires: Option<DateTime<Utc>>,
+    access_token_expires: Option<DateTime<Utc>>,
+    obtained_at: Option<DateTime<Utc>>,
+    /// Whether the printed token has expired (by this machine's clock).
+    expired: bool,
+    refresh_token: bool,
+    /// `entry` (beside the other tokens) or the keyring store of its own item.
+    refresh_token_in: Option<serde_json::Value>,
+    unreadable: Option<&'a str>,
+}
+
+fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
+    let entries: Vec<JsonEntry> = sessions
+        .iter()
+        .map(|session| {
+            let about = session.about.as_ref();
+            JsonEntry {
+                key: session.key.as_str(),
+                issuer: about.map(|a| a.issuer.as_str()),
+                client_id: about.map(|a| a.client_id.as_str()),
+                account: about.and_then(|a| a.account.as_deref()),
+                subject: about.and_then(|a| a.subject.as_deref()),
+                grant: about.map(|a| a.grant.as_str()),
+                storage: match session.place {
+                    SessionPlace::File => "file",
+                    SessionPlace::Keyring { .. } => "keyring",
+                },
+                keyring_store: match session.place {
+                    SessionPlace::File => None,
+                    SessionPlace::Keyring { store } => Some(store),
+                },
+                id_token_expires: session.id_token_expiry,
+                access_token_expires: session.access_token_expiry,
+                obtained_at: session.obtained_at,
+                expired: expiry(session).is_none_or(|at| at <= now),
+                refresh_token: session.refresh_token != RefreshPlace::None,
+                refresh_token_in: match session.refresh_token {
+                    RefreshPlace::None => None,
+                    RefreshPlace::Entry => Some("entry".into()),
+                    RefreshPlace::Keyring(store) => serde_json::to_value(store).ok(),
+                },
+                unreadable: session.unreadable.as_deref(),
+            }
+        })
+        .collect();
+    let document = serde_json::json!({ "cache_dir": dir, "entries": entries });
+    let mut text = serde_json::to_string_pretty(&document).expect("plain JSON");
+    text.push('\n');
+    text
+}
+
+/// The expiry people care about: the later of the two tokens' (the one kubectl is given is
+/// one of them; either lets get-token answer from the cache until then).
+fn expiry(session: &Session) -> Option<DateTime<Utc>> {
+    session
+        .id_token_expiry
+        .into_iter()
+        .chain(session.access_token_expiry)
+        .max()
+}
+
+fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
+    if sessions.is_empty() {
+        return format!("no cached logins in {}\n", dir.display());
+    }
+    let header = [
+        "ISSUER", "CLIENT", "ACCOUNT", "SUBJECT", "STORAGE", "EXPIRES", "REFRESH",
+    ];
+    let rows: Vec<[String; 7]> = sessions.iter().map(|s| row(s, now)).collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let padded: Vec<String> = cells
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        text.push_str(padded.join("  ").trim_end());
+        text.push('\n');
+    };
+    line(&mut header.iter().copied());
+    for row in &rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+    text
+}
+
+fn row(session: &Session, now: DateTime<Utc>) -> [String; 7] {
+    // Read back from files: made safe for a terminal, cut to a sane width.
+    let shown = |value: Option<&str>| {
+        value.map_or_else(|| "-".to_string(), |v| printable_brief(v, 60).into_owned())
+    };
+    let about = session.about.as_ref();
+    let storage = match session.place {
+        SessionPlace::File => "file".to_string(),
+        SessionPlace::Keyring { store } => format!("keyring ({})", store.name()),
+    };
+    let expires = match (&session.unreadable, expiry(session)) {
+        (Some(reason), _) => format!("unreadable: {}", printable_brief(reason, 40)),
+        (None, None) => "-".into(),
+        (None, Some(at)) if at <= now => format!("{} (expired)", at.format("%Y-%m-%d %H:%M")),
+        (None, Some(at)) => format!(
+            "{} (in {})",
+            at.format("%Y-%m-%d %H:%M"),
+            crate::duration::display_elapsed((at - now).to_std().unwrap_or_default())
+        ),
+    };
+    let refresh = match session.refresh_token {
+        RefreshPlace::None => "no".to_string(),
+        RefreshPlace::Entry => "yes".to_string(),
+        RefreshPlace::Keyring(store) => format!("yes ({})", store.name()),
+    };
+    [
+        shown(about.map(|a| a.issuer.as_str())),
+        shown(about.map(|a| a.client_id.as_str())),
+        shown(about.and_then(|a| a.account.as_deref())),
+        shown(about.and_then(|a| a.subject.as_deref())),
+        storage,
+        expires,
+        refresh,
+    ]
+}

@@ -1,0 +1,158 @@
+//! The command line as people expect it: a later single-valued flag wins (a kubeconfig `args`
+//! list can append an override), shell completions that load, a man page, `--version` with the
+//! commit, an example in every command's help, and kubecred as a kubectl plugin.
+
+use crate::sessions::kubecred_plain;
+use crate::support::*;
+use std::process::Command;
+
+#[test]
+fn a_flag_appended_to_the_kubeconfig_args_overrides_the_earlier_one() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // The stanza names a client that does not exist; a wrapper appends the real one.
+    let mut args = env.cc_args(&bed);
+    args.insert(1, "--client-id=no-such-client".into());
+    args.insert(1, "--grant-type=device-code".into());
+    args.push(format!("--client-id={CC_CLIENT}"));
+    args.push("--grant-type=client-credentials".into());
+    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, args));
+    env.kubectl(&kubeconfig, &["get", "--raw", "/version"])
+        .run()
+        .success()
+        .stdout_contains("v1.32.4-testbed");
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+}
+
+fn completion(env: &TestEnv, shell: &str) -> std::path::PathBuf {
+    let run = kubecred_plain(env, &["completion", shell]).run().success();
+    assert!(run.stdout().contains("kubecred"), "{shell}");
+    let path = env.dir.path().join(format!("kubecred.{shell}"));
+    std::fs::write(&path, run.stdout()).unwrap();
+    path
+}
+
+fn shell_present(shell: &str) -> bool {
+    let found = Command::new(shell)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        eprintln!("skipped the {shell} completion check: {shell} is not installed");
+    }
+    found
+}
+
+#[test]
+fn completions_load_in_bash_zsh_and_fish() {
+    let env = TestEnv::new();
+    let bash = completion(&env, "bash");
+    let run = Command::new("bash")
+        .arg("-c")
+        .arg("source \"$0\" && complete -p kubecred")
+        .arg(&bash)
+        .run()
+        .success();
+    assert!(run.stdout().contains("kubecred"), "{}", run.stdout());
+    // The subcommands and their flags are offered.
+    let script = std::fs::read_to_string(&bash).unwrap();
+    for word in ["get-token", "status", "logout", "--account", "--output"] {
+        assert!(script.contains(word), "{word}");
+    }
+    if shell_present("zsh") {
+        let zsh = completion(&env, "zsh");
+        let run = Command::new("zsh")
+            .args(["-f", "-c"])
+            .arg("autoload -Uz compinit && compinit -u -D && source \"$0\" && print -r -- ${_comps[kubecred]}")
+            .arg(&zsh)
+            .env("HOME", env.home())
+            .run()
+            .success();
+        assert_eq!(run.stdout().trim(), "_kubecred", "{}", run.stderr());
+    }
+    if shell_present("fish") {
+        let fish = completion(&env, "fish");
+        Command::new("fish")
+            .arg("--no-execute")
+            .arg(&fish)
+            .run()
+            .success();
+    }
+    // PowerShell is not installed on Linux CI: the script is generated, and names the command.
+    let ps = kubecred_plain(&env, &["completion", "powershell"])
+        .run()
+        .success();
+    assert!(ps.stdout().contains("Register-ArgumentCompleter"));
+}
+
+#[test]
+fn man_page_help_examples_and_version() {
+    let env = TestEnv::new();
+    let man = kubecred_plain(&env, &["man"]).run().success().stdout();
+    assert!(
+        man.contains(".TH kubecred 1"),
+        "{}",
+        &man[..200.min(man.len())]
+    );
+    for section in ["KUBECRED GET-TOKEN", "KUBECRED STATUS", "KUBECRED LOGOUT"] {
+        assert!(man.contains(section), "{section}");
+    }
+    assert!(man.contains("\\-\\-issuer\\-url"), "flags are documented");
+    for command in [
+        "get-token",
+        "login",
+        "logout",
+        "status",
+        "completion",
+        "man",
+    ] {
+        kubecred_plain(&env, &[command, "--help"])
+            .run()
+            .success()
+            .stdout_contains("Example");
+    }
+    let version = kubecred_plain(&env, &["--version"])
+        .run()
+        .success()
+        .stdout();
+    assert!(
+        version.starts_with("kubecred 0.") && version.contains("(commit "),
+        "{version}"
+    );
+    assert!(
+        !version.contains("commit unknown"),
+        "a git checkout knows its commit: {version}"
+    );
+}
+
+#[test]
+fn runs_as_a_kubectl_plugin_through_a_symlink_on_path() {
+    let env = TestEnv::new();
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(kubecred_bin(), bin.join("kubectl-kubecred")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let kubectl = |args: &[&str]| {
+        let mut cmd = Command::new(kubectl_bin());
+        cmd.env_clear()
+            .env("PATH", &path)
+            .env("HOME", env.home())
+            .arg("kubecred")
+            .args(args);
+        cmd.run()
+    };
+    let version = kubectl(&["--version"]).success().stdout();
+    assert!(version.contains("(commit "), "{version}");
+    let cache_dir = format!("--cache-dir={}", env.cache_dir().display());
+    kubectl(&["status", &cache_dir])
+        .success()
+        .stdout_contains("no cached logins");
+    kubectl(&["--help"])
+        .success()
+        .stdout_contains("kubectl kubecred");
+}

@@ -1,0 +1,262 @@
+//! Sessions against the real test provider: `kubecred status` lists every cached entry (table
+//! and JSON) without a token in it, `--account` keeps separate entries, and `kubecred logout`
+//! revokes the refresh token (RFC 7009: the provider's introspection then calls it inactive),
+//! leaves no copy of a token under the cache dir, and still forgets the entry when the provider
+//! cannot be reached.
+
+use crate::support::*;
+use serde_json::Value;
+use std::path::Path;
+
+const CONFIDENTIAL_CLIENT: &str = "kubecred-confidential";
+const CONFIDENTIAL_SECRET: &str = "testbed-confidential-secret";
+
+/// Every file under `dir`, recursively, as text (lossy: a token is ASCII).
+fn every_file_text(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(every_file_text(&path));
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            found.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    found
+}
+
+/// `kubecred <args>` in the test's world and cache dir, without the token commands'
+/// `--cache-storage` that `TestEnv::kubecred` adds (status, completion and man have none).
+pub(crate) fn kubecred_plain(env: &TestEnv, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(kubecred_bin());
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.home())
+        .env("KUBECRED_CACHE_DIR", env.cache_dir())
+        .stdin(std::process::Stdio::null())
+        .args(args);
+    cmd
+}
+
+fn status_json(env: &TestEnv) -> Value {
+    let run = kubecred_plain(env, &["status", "--output=json"])
+        .run()
+        .success();
+    serde_json::from_str(&run.stdout()).unwrap_or_else(|err| panic!("{err}\n{}", run.stdout()))
+}
+
+#[test]
+fn two_accounts_keep_two_entries_and_status_lists_both_then_logout_all_forgets_them() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut tokens = Vec::new();
+    for account in ["ci-a", "ci-b"] {
+        let mut args = env.cc_args(&bed);
+        args.push(format!("--account={account}"));
+        tokens.push(env.kubecred_owned(&args).run().success().token());
+    }
+    // Separate entries: each account got its own token request and its own file.
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+    assert_eq!(cache_token_files(&env.cache_dir()).len(), 2);
+    // The account also comes from the environment, and reads its own entry (a cache hit).
+    let mut again = env.kubecred_owned(&env.cc_args(&bed));
+    again.env("KUBECRED_ACCOUNT", "ci-b");
+    assert_eq!(again.run().success().token(), tokens[1]);
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+
+    let table = kubecred_plain(&env, &["status"]).run().success();
+    let text = table.stdout();
+    for needle in [
+        "ISSUER",
+        "ACCOUNT",
+        "EXPIRES",
+        &bed.issuer,
+        CC_CLIENT,
+        "ci-a",
+        "ci-b",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing\n{text}");
+    }
+    let status = status_json(&env);
+    let entries = status["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{status}");
+    let mut accounts: Vec<&str> = entries
+        .iter()
+        .map(|e| e["account"].as_str().unwrap())
+        .collect();
+    accounts.sort();
+    assert_eq!(accounts, ["ci-a", "ci-b"]);
+    for entry in entries {
+        assert_eq!(
+            entry["issuer"].as_str(),
+            Some(format!("{}/", bed.issuer).as_str())
+        );
+        assert_eq!(entry["client_id"], CC_CLIENT);
+        assert_eq!(entry["grant"], "client-credentials");
+        assert_eq!(entry["storage"], "file");
+        assert_eq!(entry["refresh_token"], false);
+        assert_eq!(entry["expired"], false);
+        assert!(entry["access_token_expires"].is_string(), "{entry}");
+    }
+    for token in &tokens {
+        assert!(!text.contains(token.as_str()) && !status.to_string().contains(token.as_str()));
+    }
+
+    let logout = env.kubecred(&["logout", "--all"]).run().success();
+    assert_eq!(
+        logout.stderr().matches("logged out of").count(),
+        2,
+        "{}",
+        logout.stderr()
+    );
+    assert!(logout.stdout().is_empty());
+    assert_eq!(status_json(&env)["entries"], Value::Array(vec![]));
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+    kubecred_plain(&env, &["status"])
+        .run()
+        .success()
+        .stdout_contains("no cached logins");
+}
+
+/// Asks the provider whether `token` is still active (RFC 7662), as the confidential client.
+fn introspect(bed: &Testbed, token: &str) -> bool {
+    let answer: Value = reqwest::blocking::Client::new()
+        .post(format!("{}/token/introspection", bed.issuer))
+        .basic_auth(CONFIDENTIAL_CLIENT, Some(CONFIDENTIAL_SECRET))
+        .form(&[("token", token), ("token_type_hint", "refresh_token")])
+        .send()
+        .and_then(|r| r.error_for_status())
+        .and_then(|r| r.json())
+        .expect("introspection");
+    answer["active"].as_bool().expect("active in the answer")
+}
+
+#[test]
+fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let settings = |command: &str| -> Vec<String> {
+        let mut args = authcode_args(&bed);
+        args[0] = command.into();
+        args.retain(|a| !a.starts_with("--client-id"));
+        args.push(format!("--client-id={CONFIDENTIAL_CLIENT}"));
+        args.push(format!("--client-secret={CONFIDENTIAL_SECRET}"));
+        args
+    };
+    let id_token = env
+        .kubecred_owned(&settings("get-token"))
+        .run()
+        .success()
+        .token();
+    let files = cache_token_files(&env.cache_dir());
+    assert_eq!(files.len(), 1);
+    let entry: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    let refresh_token = entry["refresh"]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let access_token = entry["access_token"].as_str().unwrap().to_string();
+    assert!(introspect(&bed, &refresh_token), "active before logout");
+    let status = status_json(&env);
+    assert_eq!(status["entries"][0]["subject"], "alice@testbed.example");
+    assert_eq!(status["entries"][0]["refresh_token"], true);
+
+    env.kubecred_owned(&settings("logout"))
+        .run()
+        .success()
+        .stderr_contains("the refresh token is revoked")
+        .never_shows(&[&refresh_token, &id_token, &access_token]);
+    assert_eq!(bed.stats()["revocation"], 1);
+    assert!(!introspect(&bed, &refresh_token), "revoked at the provider");
+    for (path, text) in every_file_text(&env.cache_dir()) {
+        for token in [&refresh_token, &id_token, &access_token] {
+            assert!(
+                !text.contains(token.as_str()),
+                "{} keeps a token",
+                path.display()
+            );
+        }
+    }
+    // A second logout finds nothing, and says so.
+    env.kubecred_owned(&settings("logout"))
+        .run()
+        .success()
+        .stderr_contains("no cached tokens for");
+}
+
+#[test]
+fn a_failed_revocation_is_a_warning_and_the_entry_still_goes() {
+    let env = TestEnv::new();
+    // An entry (in the documented version-2 format) whose provider is gone: a closed port.
+    let tokens = env.cache_dir().join("tokens");
+    std::fs::create_dir_all(&tokens).unwrap();
+    let key = "a".repeat(64);
+    std::fs::write(
+        tokens.join(format!("{key}.json")),
+        r#"{"v":2,"about":{"issuer":"http://127.0.0.1:9/","client_id":"kubecred","grant":"authcode","subject":"bob"},
+           "id_token":"id-token-of-bob","id_token_expiry":"2099-01-01T00:00:00Z",
+           "obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry","refresh_token":"refresh-token-of-bob"}}"#,
+    )
+    .unwrap();
+    kubecred_plain(&env, &["status"])
+        .run()
+        .success()
+        .stdout_contains("bob");
+    let run = env
+        .kubecred(&["logout", "--all", "--http-timeout=5s"])
+        .run()
+        .success()
+        .stderr_contains("warning: revoking the refresh token failed")
+        .stderr_contains("deleted all the same")
+        .never_shows(&["refresh-token-of-bob", "id-token-of-bob"]);
+    assert!(run.stdout().is_empty());
+    for (path, text) in every_file_text(&env.cache_dir()) {
+        assert!(
+            !text.contains("token-of-bob"),
+            "{} keeps a token",
+            path.display()
+        );
+    }
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+}
+
+#[test]
+fn keyring_entries_are_listed_from_their_index_and_logout_all_removes_them() {
+    let Some(env) = TestEnv::with_keyring() else {
+        return;
+    };
+    let bed = Testbed::start();
+    let mut args = env.cc_args(&bed);
+    args.push("--cache-storage=keyring".into());
+    let token = env.kubecred_owned(&args).run().success().token();
+    // Nothing with a token on disk; the secret-free index names the entry.
+    for (path, text) in every_file_text(&env.cache_dir()) {
+        assert!(!text.contains(&token), "{} holds the token", path.display());
+    }
+    let mut plain = kubecred_plain(&env, &["status", "-o", "json"]);
+    for passthrough in ["DBUS_SESSION_BUS_ADDRESS", "KUBECRED_TEST_KEYRING"] {
+        if let Ok(value) = std::env::var(passthrough) {
+            plain.env(passthrough, value);
+        }
+    }
+    let status: Value = serde_json::from_str(&plain.run().success().stdout()).unwrap();
+    let entry = &status["entries"][0];
+    assert_eq!(entry["storage"], "keyring", "{status}");
+    assert_eq!(entry["keyring_store"], "secret-service", "{status}");
+    assert_eq!(entry["client_id"], CC_CLIENT);
+
+    env.kubecred(&["logout", "--all"])
+        .run()
+        .success()
+        .stderr_contains("logged out of");
+    // The keyring item is gone: the same settings ask the provider again.
+    env.kubecred_owned(&args).run().success();
+    assert_eq!(bed.token_requests("client_credentials"), 2);
+}
