@@ -9,7 +9,8 @@ use kubecred::config::{Config, Environment};
 use kubecred::exec_credential::ExecInfo;
 use serde_json::{json, Value};
 
-/// The provider samples the README promises; each file must exist (a rename breaks the link).
+/// The provider samples the README promises and links; each file must exist (a rename would
+/// break the link).
 const PROVIDERS: &[&str] = &[
     "dex.yaml",
     "keycloak.yaml",
@@ -45,12 +46,15 @@ fn every_sample_loads_in_kubectl_and_its_settings_resolve() {
         );
     }
 
+    for provider in PROVIDERS {
+        assert!(
+            readme.contains(&format!("(kubeconfig-samples/{provider})")),
+            "README.md does not link kubeconfig-samples/{provider}"
+        );
+    }
+
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(
-            readme.contains(&format!("kubeconfig-samples/{name}")),
-            "README.md does not link kubeconfig-samples/{name}"
-        );
         let text = std::fs::read_to_string(path).unwrap();
         assert!(
             text.starts_with("# "),
@@ -77,7 +81,10 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
     let exec = &user["user"]["exec"];
     assert_eq!(exec["command"], "kubecred", "{at}");
     let api_version = exec["apiVersion"].as_str().unwrap();
-    assert!(api_version == V1 || api_version == V1BETA1, "{at}: {api_version}");
+    assert!(
+        api_version == V1 || api_version == V1BETA1,
+        "{at}: {api_version}"
+    );
 
     let mut argv = vec!["kubecred".to_string()];
     argv.extend(
@@ -89,14 +96,21 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
     );
     // `KUBECRED_<FLAG>` is `--<flag>` (a test in cli.rs keeps every flag's variable so): parsing
     // the variables as flags checks their names and values with the same definitions.
+    let mut verbose = None;
     for var in exec["env"].as_array().into_iter().flatten() {
         let name = var["name"].as_str().unwrap();
-        let flag = name
-            .strip_prefix("KUBECRED_")
-            .unwrap_or_else(|| panic!("{at}: env {name} is not a kubecred variable"))
-            .to_lowercase()
-            .replace('_', "-");
-        argv.push(format!("--{flag}={}", var["value"].as_str().unwrap()));
+        let value = var["value"].as_str().unwrap();
+        if name == "KUBECRED_VERBOSE" {
+            // Not a flag's variable: `-v` counts, the variable holds the level.
+            verbose = Some(value.to_string());
+            continue;
+        }
+        // Others (HTTPS_PROXY, SSL_CERT_FILE, …) are the environment's business, not kubecred's.
+        let Some(flag) = name.strip_prefix("KUBECRED_") else {
+            continue;
+        };
+        let flag = flag.to_lowercase().replace('_', "-");
+        argv.push(format!("--{flag}={value}"));
     }
     let cli = Cli::try_parse_command_line(argv.clone())
         .unwrap_or_else(|err| panic!("{at}: {argv:?}: {err}"));
@@ -150,7 +164,7 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
         let info = json!({"apiVersion": api_version, "kind": "ExecCredential", "spec": spec});
         let exec_info = ExecInfo::parse(Some(&info.to_string())).unwrap();
         let env = Environment {
-            verbose: None,
+            verbose: verbose.clone(),
             browser: None,
         };
         if let Err(err) = Config::resolve(&args, &env, exec_info) {

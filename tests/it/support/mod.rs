@@ -42,11 +42,14 @@ pub enum Need {
     PythonClient,
     /// `strace`, to watch what a process does.
     Strace,
+    /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
+    KubeRsClient,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
 /// `scripts/test.sh` (which installs everything) — except under CI, where it fails the test.
-/// The Python client is installed here on first use (once, under the set-up lock).
+/// The Python client is installed and the kube-rs client built here on first use (once, under
+/// the set-up lock).
 #[track_caller]
 pub fn have(need: Need) -> bool {
     let missing = match need {
@@ -69,6 +72,13 @@ pub fn have(need: Need) -> bool {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("python-deps.sh", "ensure_python_deps"))
+                .clone()
+                .err()
+        }
+        Need::KubeRsClient => {
+            static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+            BUILT
+                .get_or_init(|| run_setup("kube-client.sh", "ensure_kube_client"))
                 .clone()
                 .err()
         }
