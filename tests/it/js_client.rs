@@ -82,13 +82,16 @@ fn js_client_shows_kubecreds_error_line_when_the_provider_refuses() {
     let env = TestEnv::new();
     let wrong = "not-the-cc-secret";
     let kubeconfig = env.kubeconfig(&bed, cc_spec_with_secret_in_env(&bed, V1, wrong));
-    // The client rejects with the plugin's stderr: kubecred's one line reaches the JS user, and
-    // `failure` checks there is exactly one, with nothing on stdout.
-    js_client(&env, &kubeconfig)
+    // The client rejects with the plugin's stderr as its error message: kubecred's one line
+    // reaches the JS user (js_client.mjs prefixes it with the error's name).
+    let run = js_client(&env, &kubeconfig)
         .run()
-        .failure(1)
-        .stderr_contains("refused the client_credentials token request")
+        .stderr_contains("Error: kubecred: error: ")
+        .stderr_contains("refused the client credentials token request: invalid_client")
         .never_shows(&[wrong, CC_SECRET]);
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.stderr());
+    assert_eq!(run.stdout(), "");
+    assert_eq!(run.stderr().matches("kubecred: error:").count(), 1, "{}", run.stderr());
     assert_eq!(
         bed.stats()["api"]["requests"],
         0,
