@@ -80,16 +80,21 @@ fn kube_rs_client_shows_kubecreds_error_line_when_the_provider_refuses() {
     }
     let bed = Testbed::start();
     let env = TestEnv::new();
+    // The secret in a file: kube-rs's error repeats the plugin's command line and environment,
+    // so a secret given there would show (README: secrets belong in files).
     let wrong = "not-the-cc-secret";
+    let secret_file = env.dir.path().join("client-secret");
+    std::fs::write(&secret_file, wrong).unwrap();
     let mut args = env.cc_args(&bed);
     args.retain(|a| !a.starts_with("--client-secret"));
-    args.push(format!("--client-secret={wrong}"));
+    args.push(format!("--client-secret-file={}", secret_file.display()));
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, args));
     let run = kube_client(&env, &kubeconfig).run();
     assert_ne!(run.output.status.code(), Some(0), "{}", run.stderr());
     assert_eq!(run.stdout(), "");
     // kube-rs passes the plugin's stderr on in its error: the user sees what kubecred said.
     run.stderr_contains("kubecred: error:")
+        .stderr_contains("refused the client credentials token request: invalid_client")
         .never_shows(&[wrong, CC_SECRET]);
     assert_eq!(
         bed.stats()["api"]["requests"],
