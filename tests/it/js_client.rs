@@ -91,7 +91,12 @@ fn js_client_shows_kubecreds_error_line_when_the_provider_refuses() {
         .never_shows(&[wrong, CC_SECRET]);
     assert_eq!(run.output.status.code(), Some(1), "{}", run.stderr());
     assert_eq!(run.stdout(), "");
-    assert_eq!(run.stderr().matches("kubecred: error:").count(), 1, "{}", run.stderr());
+    assert_eq!(
+        run.stderr().matches("kubecred: error:").count(),
+        1,
+        "{}",
+        run.stderr()
+    );
     assert_eq!(
         bed.stats()["api"]["requests"],
         0,
