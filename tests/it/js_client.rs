@@ -8,18 +8,12 @@
 use crate::support::*;
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-/// `node tests/support/js_client.mjs KUBECONFIG` in a clean environment like the one kubectl
-/// gets (HOME = the test's home), so nothing from the developer's shell reaches the plugin.
+/// `node tests/support/js_client.mjs KUBECONFIG` in the clients' clean environment.
 fn js_client(env: &TestEnv, kubeconfig: &Path) -> Command {
-    let mut cmd = Command::new("node");
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("XDG_CACHE_HOME", env.home().join(".cache"))
-        .stdin(Stdio::null())
-        .arg(repo_root().join("tests/support/js_client.mjs"))
+    let mut cmd = env.client(Path::new("node"));
+    cmd.arg(repo_root().join("tests/support/js_client.mjs"))
         .arg(kubeconfig);
     cmd
 }
@@ -27,15 +21,7 @@ fn js_client(env: &TestEnv, kubeconfig: &Path) -> Command {
 /// Runs the JavaScript client and returns its `{"gitVersion", "username"}` line.
 #[track_caller]
 fn js_whoami(env: &TestEnv, kubeconfig: &Path) -> Value {
-    let run = js_client(env, kubeconfig).run().success();
-    let stdout = run.stdout();
-    assert!(
-        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
-        "one line expected from js_client.mjs\nstdout: {stdout}\nstderr: {}",
-        run.stderr()
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|err| panic!("{err}\nstdout: {stdout}\nstderr: {}", run.stderr()))
+    client_answer(&js_client(env, kubeconfig).run().success())
 }
 
 /// Client credentials with the secret in the exec stanza's `env`, as a CI job would pass it.

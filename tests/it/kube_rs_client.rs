@@ -7,36 +7,22 @@
 use crate::support::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn kube_client_bin() -> PathBuf {
     repo_root().join("target/kube-client/debug/kube-client")
 }
 
-/// The example with the kubeconfig as its argument, in a clean environment (HOME = the test's
-/// home) so that nothing from the developer's shell reaches the plugin.
+/// The example with the kubeconfig as its argument, in the clients' clean environment.
 fn kube_client(env: &TestEnv, kubeconfig: &Path) -> Command {
-    let mut cmd = Command::new(kube_client_bin());
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("XDG_CACHE_HOME", env.home().join(".cache"))
-        .stdin(Stdio::null())
-        .arg(kubeconfig);
+    let mut cmd = env.client(&kube_client_bin());
+    cmd.arg(kubeconfig);
     cmd
 }
 
 #[track_caller]
 fn kube_rs_whoami(env: &TestEnv, kubeconfig: &Path) -> Value {
-    let run = kube_client(env, kubeconfig).run().success();
-    let stdout = run.stdout();
-    assert!(
-        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
-        "one line expected from kube-client\nstdout: {stdout}\nstderr: {}",
-        run.stderr()
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|err| panic!("{err}\nstdout: {stdout}\nstderr: {}", run.stderr()))
+    client_answer(&kube_client(env, kubeconfig).run().success())
 }
 
 #[test]

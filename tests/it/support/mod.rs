@@ -336,6 +336,13 @@ impl TestEnv {
         cmd
     }
 
+    /// A client program that runs kubecred itself (the Python, JavaScript and kube-rs clients),
+    /// in the same clean environment as kubectl and kubecred: HOME is the test's home, so nothing
+    /// from the developer's shell reaches the plugin the client starts.
+    pub fn client(&self, program: &Path) -> Command {
+        self.base_command(program)
+    }
+
     /// `kubecred <args>` with the test's cache dir and storage `disk` unless the args say otherwise.
     pub fn kubecred(&self, args: &[&str]) -> Command {
         let mut cmd = self.base_command(&kubecred_bin());
@@ -741,4 +748,18 @@ pub fn cc_extension_spec(bed: &Testbed, api_version: &'static str) -> Kubeconfig
     }));
     spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
     spec
+}
+
+/// The one JSON line `{"gitVersion": …, "username": …}` that the client programs print after
+/// calling `/version` and a SelfSubjectReview (tests/support/python_client.py, js_client.mjs,
+/// examples/kube-client).
+#[track_caller]
+pub fn client_answer(run: &Run) -> Value {
+    let stdout = run.stdout();
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "one line expected\n{}",
+        run.describe()
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}\n{}", run.describe()))
 }
