@@ -4,7 +4,8 @@
 # Debian's headless Chromium. The keyring tests run for real: inside a private D-Bus session
 # with gnome-keyring (Secret Service), and inside a private kernel session keyring (keyutils).
 # Installs what the tests need first: the Debian packages (with apt-get when run as root; else
-# it prints the command), the test bed's npm packages and the Python client's venv.
+# it prints the command), the test bed's npm packages, the Python client's venv and the kube-rs
+# client (examples/kube-client, its own crate).
 # Extra arguments go to `cargo test`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,6 +13,7 @@ cd "$root"
 . scripts/system-deps.sh
 . scripts/node-deps.sh
 . scripts/python-deps.sh
+. scripts/kube-client.sh
 
 for tool in cargo node npm python3 kubectl; do
     command -v "$tool" >/dev/null 2>&1 || {
@@ -22,6 +24,7 @@ done
 ensure_system_deps || exit 1
 ensure_node_deps "$root"
 ensure_python_deps "$root"
+ensure_kube_client "$root"
 
 # Build first so the test clock does not include compilation.
 cargo test --no-run --quiet

@@ -1,7 +1,8 @@
 //! kubecred's integration tests: one binary, each test with its own temp HOME and cache, a real
 //! OpenID Provider (npm `oidc-provider`) and an HTTPS stand-in for kube-apiserver's OIDC
 //! authenticator on loopback (`tests/support/testbed.mjs`), the real kubectl, and Debian's
-//! headless Chromium for browser logins. The harness installs the Node test bed (and the Python
+//! headless Chromium for browser logins; beside kubectl, the Python, JavaScript and kube-rs
+//! clients run kubecred themselves. The harness installs the Node test bed (and the Python
 //! client) itself on first use; scripts/test.sh also installs the system packages.
 
 mod support;
@@ -12,11 +13,14 @@ mod cli_behaviour;
 mod client_credentials;
 mod concurrency;
 mod conformance;
+mod examples;
 mod exec_protocol;
 mod faults_local;
 mod faults_network;
 mod federation;
 mod fuzz_corpus;
+mod js_client;
+mod kube_rs_client;
 mod kubectl;
 mod login;
 mod paste;

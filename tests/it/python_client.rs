@@ -9,29 +9,21 @@
 use crate::support::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn venv_python() -> PathBuf {
     repo_root().join("target/python-venv/bin/python")
 }
 
-/// `python tests/support/python_client.py KUBECONFIG` in a clean environment like the one
-/// kubecred and kubectl get (HOME = the test's home), so nothing from the developer's shell leaks
-/// into the plugin the Python client starts.
+/// `python tests/support/python_client.py KUBECONFIG` in the clients' clean environment.
 fn python_client(env: &TestEnv, kubeconfig: &Path) -> Command {
-    let python = venv_python();
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = Command::new(python);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("XDG_CACHE_HOME", env.home().join(".cache"))
-        // The client writes certificate-authority-data to a temp file: keep it in the test's dir.
-        .env("TMPDIR", &tmp)
+    let mut cmd = env.client(&venv_python());
+    // The client writes certificate-authority-data to a temp file: keep it in the test's dir.
+    cmd.env("TMPDIR", &tmp)
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null());
-    cmd.arg(repo_root().join("tests/support/python_client.py"))
+        .arg(repo_root().join("tests/support/python_client.py"))
         .arg(kubeconfig);
     cmd
 }
@@ -39,15 +31,7 @@ fn python_client(env: &TestEnv, kubeconfig: &Path) -> Command {
 /// Runs the Python client and returns its `{"gitVersion", "username"}` line.
 #[track_caller]
 fn python_whoami(env: &TestEnv, kubeconfig: &Path) -> Value {
-    let run = python_client(env, kubeconfig).run().success();
-    let stdout = run.stdout();
-    assert!(
-        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
-        "one line expected from python_client.py\nstdout: {stdout}\nstderr: {}",
-        run.stderr()
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|err| panic!("{err}\nstdout: {stdout}\nstderr: {}", run.stderr()))
+    client_answer(&python_client(env, kubeconfig).run().success())
 }
 
 #[test]

@@ -1,89 +1,187 @@
-//! The kubeconfig samples stay true: kubectl loads each one, and kubecred accepts the arguments
-//! of every exec stanza in it and resolves them into settings (with the cluster extension as
-//! kubectl would pass it), so a sample cannot hold a conflicting or missing setting.
+//! The kubeconfig samples stay true: kubectl loads each one, and kubecred accepts every exec
+//! stanza in it — its arguments and `KUBECRED_*` environment parse with kubecred's own clap
+//! definitions (a misspelt flag or variable fails), and the settings resolve as `get-token` would
+//! resolve them (values, the cluster extension kubectl would hand over, grant requirements).
 
 use crate::support::*;
+use kubecred::cli::{Cli, Command};
 use kubecred::config::{Config, Environment};
 use kubecred::exec_credential::ExecInfo;
+use serde_json::{json, Value};
 
-/// Samples whose settings are completed by the job's environment, and what resolving them
-/// without it must ask for.
-const NEEDS_ENVIRONMENT: [(&str, &str); 2] = [
-    (
-        "client-credentials-secret-from-env.yaml",
-        "KUBECRED_CLIENT_SECRET",
-    ),
-    ("ci-client-credentials.yaml", "KUBECRED_CLIENT_SECRET"),
+/// The provider samples the README promises and links; each file must exist (a rename would
+/// break the link).
+const PROVIDERS: &[&str] = &[
+    "dex.yaml",
+    "keycloak.yaml",
+    "okta.yaml",
+    "entra-id.yaml",
+    "google.yaml",
+    "auth0.yaml",
+    "gitlab.yaml",
+    "authentik.yaml",
 ];
 
 #[test]
 fn every_sample_loads_in_kubectl_and_its_settings_resolve() {
     let env = TestEnv::new();
     let dir = repo_root().join("kubeconfig-samples");
-    let mut seen = 0;
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml"),
+            "{}: kubeconfig-samples/ holds only .yaml kubeconfigs",
+            path.display()
+        );
+        files.push(path);
+    }
+    files.sort();
+    for provider in PROVIDERS {
+        assert!(
+            files.iter().any(|f| f.ends_with(provider)),
+            "kubeconfig-samples/{provider} is missing"
+        );
+    }
+
+    for provider in PROVIDERS {
+        assert!(
+            readme.contains(&format!("(kubeconfig-samples/{provider})")),
+            "README.md does not link kubeconfig-samples/{provider}"
+        );
+    }
+
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(
+            text.starts_with("# "),
+            "{name}: a sample starts with comments saying what it is for and how to set up the provider"
+        );
         let run = env
-            .kubectl(&path, &["config", "view", "-o", "json"])
+            .kubectl(path, &["config", "view", "-o", "json"])
             .run()
             .success();
-        let config: serde_json::Value = serde_json::from_str(&run.stdout()).unwrap();
-        for user in config["users"].as_array().unwrap() {
-            let exec = &user["user"]["exec"];
-            assert_eq!(exec["command"], "kubecred", "{name}");
-            let args: Vec<String> = exec["args"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_str().unwrap().to_string())
-                .collect();
-            // The stanza's KUBECRED_<FLAG> variables, as the flags they stand for.
-            let from_env = exec["env"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|var| {
-                    let flag = var["name"].as_str()?.strip_prefix("KUBECRED_")?;
-                    let value = var["value"].as_str()?;
-                    Some(format!(
-                        "--{}={value}",
-                        flag.to_lowercase().replace('_', "-")
-                    ))
-                });
-            let argv = std::iter::once("kubecred".to_string())
-                .chain(args)
-                .chain(from_env);
-            let cli = kubecred::cli::Cli::try_parse_command_line(argv)
-                .unwrap_or_else(|err| panic!("{name}: {err}"));
-            let kubecred::cli::Command::GetToken(token_args) = cli.command else {
-                panic!("{name}: the exec stanza runs get-token")
-            };
-            // The cluster extension, as kubectl passes it with provideClusterInfo.
-            let extension = config["clusters"][0]["cluster"]["extensions"]
-                .as_array()
-                .and_then(|all| all.first())
-                .map(|ext| ext["extension"].clone());
-            let exec_info = serde_json::json!({
-                "apiVersion": "client.authentication.k8s.io/v1",
-                "spec": {"interactive": false, "cluster": {"config": extension}},
-            });
-            let exec_info = ExecInfo::parse(Some(&exec_info.to_string())).unwrap();
-            let resolved = Config::resolve(&token_args, &Environment::default(), exec_info);
-            match NEEDS_ENVIRONMENT.iter().find(|(file, _)| *file == name) {
-                Some((_, variable)) => {
-                    let err = format!("{:#}", resolved.unwrap_err());
-                    assert!(err.contains(variable), "{name}: {err}");
-                }
-                None => {
-                    resolved.unwrap_or_else(|err| panic!("{name}: {err:#}"));
-                }
-            }
-            seen += 1;
+        let config: Value = serde_json::from_str(&run.stdout()).unwrap();
+        let users = config["users"].as_array().unwrap();
+        assert!(!users.is_empty(), "{name}: no users");
+        for user in users {
+            check_exec_stanza(&name, &config, user, &readme);
         }
     }
+}
+
+/// One user's exec stanza: kubecred, get-token, arguments and environment that parse, settings
+/// that resolve with the cluster extension of every context that uses this user.
+fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
+    let user_name = user["name"].as_str().unwrap();
+    let at = format!("{file}: user {user_name}");
+    let exec = &user["user"]["exec"];
+    assert_eq!(exec["command"], "kubecred", "{at}");
+    let api_version = exec["apiVersion"].as_str().unwrap();
     assert!(
-        seen >= 12,
-        "expected at least twelve exec stanzas, found {seen}"
+        api_version == V1 || api_version == V1BETA1,
+        "{at}: {api_version}"
     );
+
+    let mut argv = vec!["kubecred".to_string()];
+    argv.extend(
+        exec["args"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{at}: no args"))
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string()),
+    );
+    // `KUBECRED_<FLAG>` is `--<flag>` (a test in cli.rs keeps every flag's variable so): parsing
+    // the variables as flags checks their names and values with the same definitions.
+    let mut verbose = None;
+    for var in exec["env"].as_array().into_iter().flatten() {
+        let name = var["name"].as_str().unwrap();
+        let value = var["value"].as_str().unwrap();
+        if name == "KUBECRED_VERBOSE" {
+            // Not a flag's variable: `-v` counts, the variable holds the level.
+            verbose = Some(value.to_string());
+            continue;
+        }
+        // Others (HTTPS_PROXY, SSL_CERT_FILE, …) are the environment's business, not kubecred's.
+        let Some(flag) = name.strip_prefix("KUBECRED_") else {
+            continue;
+        };
+        let flag = flag.to_lowercase().replace('_', "-");
+        argv.push(format!("--{flag}={value}"));
+    }
+    let cli = Cli::try_parse_command_line(argv.clone())
+        .unwrap_or_else(|err| panic!("{at}: {argv:?}: {err}"));
+    let Command::GetToken(mut args) = cli.command else {
+        panic!("{at}: the exec stanza must run `kubecred get-token`")
+    };
+    // A confidential client's secret comes from the job's environment, never the sample.
+    if args.client_secret.is_none() && args.client_secret_file.is_none() {
+        args.client_secret = Some("from-the-job-environment".into());
+    }
+
+    let provide_cluster_info = exec["provideClusterInfo"].as_bool().unwrap_or(false);
+    let mut resolved = 0;
+    for context in config["contexts"].as_array().unwrap() {
+        if context["context"]["user"] != user_name {
+            continue;
+        }
+        let cluster_name = &context["context"]["cluster"];
+        let cluster = config["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| &c["name"] == cluster_name)
+            .unwrap_or_else(|| panic!("{at}: no cluster {cluster_name}"));
+        let extension = cluster["cluster"]["extensions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"] == "client.authentication.k8s.io/exec")
+            .map(|e| e["extension"].clone());
+        if let Some(Value::Object(keys)) = &extension {
+            assert!(
+                provide_cluster_info,
+                "{at}: the cluster has a kubecred extension but the stanza lacks provideClusterInfo: true"
+            );
+            for key in keys.keys() {
+                assert!(
+                    readme.contains(&format!("| `{key}` |")),
+                    "{at}: extension key {key} is not one of README's extension keys"
+                );
+            }
+        }
+        // What kubectl puts in KUBERNETES_EXEC_INFO for this stanza.
+        let mut spec = json!({"interactive": false});
+        if provide_cluster_info {
+            spec["cluster"] = json!({
+                "server": cluster["cluster"]["server"],
+                "config": extension,
+            });
+        }
+        let info = json!({"apiVersion": api_version, "kind": "ExecCredential", "spec": spec});
+        let exec_info = ExecInfo::parse(Some(&info.to_string())).unwrap();
+        let env = Environment {
+            verbose: verbose.clone(),
+            ..Environment::default()
+        };
+        if let Err(err) = Config::resolve(&args, &env, exec_info) {
+            panic!("{at} in context {}: {err:#}", context["name"]);
+        }
+        resolved += 1;
+    }
+    assert!(resolved > 0, "{at}: no context uses this user");
+}
+
+#[test]
+fn a_misspelt_flag_in_a_sample_would_fail() {
+    // The check above is only worth something if kubecred refuses what it does not know.
+    for argv in [
+        &["kubecred", "get-token", "--isuer-url=https://idp.example"][..],
+        &["kubecred", "get-token", "--grant-type=device"][..],
+    ] {
+        assert!(Cli::try_parse_command_line(argv).is_err(), "{argv:?}");
+    }
 }

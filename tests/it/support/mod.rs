@@ -42,11 +42,14 @@ pub enum Need {
     PythonClient,
     /// `strace`, to watch what a process does.
     Strace,
+    /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
+    KubeRsClient,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
 /// `scripts/test.sh` (which installs everything) — except under CI, where it fails the test.
-/// The Python client is installed here on first use (once, under the set-up lock).
+/// The Python client is installed and the kube-rs client built here on first use (once, under
+/// the set-up lock).
 #[track_caller]
 pub fn have(need: Need) -> bool {
     let missing = match need {
@@ -69,6 +72,13 @@ pub fn have(need: Need) -> bool {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("python-deps.sh", "ensure_python_deps"))
+                .clone()
+                .err()
+        }
+        Need::KubeRsClient => {
+            static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+            BUILT
+                .get_or_init(|| run_setup("kube-client.sh", "ensure_kube_client"))
                 .clone()
                 .err()
         }
@@ -330,6 +340,13 @@ impl TestEnv {
             }
         }
         cmd
+    }
+
+    /// A client program that runs kubecred itself (the Python, JavaScript and kube-rs clients),
+    /// in the same clean environment as kubectl and kubecred: HOME is the test's home, so nothing
+    /// from the developer's shell reaches the plugin the client starts.
+    pub fn client(&self, program: &Path) -> Command {
+        self.base_command(program)
     }
 
     /// `kubecred <args>` with the test's cache dir and storage `disk` unless the args say otherwise.
@@ -737,4 +754,18 @@ pub fn cc_extension_spec(bed: &Testbed, api_version: &'static str) -> Kubeconfig
     }));
     spec.env = vec![("KUBECRED_CLIENT_SECRET".into(), CC_SECRET.into())];
     spec
+}
+
+/// The one JSON line `{"gitVersion": …, "username": …}` that the client programs print after
+/// calling `/version` and a SelfSubjectReview (tests/support/python_client.py, js_client.mjs,
+/// examples/kube-client).
+#[track_caller]
+pub fn client_answer(run: &Run) -> Value {
+    let stdout = run.stdout();
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "one line expected\n{}",
+        run.describe()
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}\n{}", run.describe()))
 }
