@@ -51,7 +51,9 @@ fn main() {
             }
         }
         Err(err) => {
-            eprintln!("token_file_plugin: error: {err:#}");
+            // Not eprintln!: it panics when stderr is a closed pipe. A plugin's error line is
+            // best effort; the exit status is what the client acts on.
+            let _ = writeln!(std::io::stderr(), "token_file_plugin: error: {err:#}");
             std::process::exit(1);
         }
     }

@@ -13,13 +13,17 @@ use std::io::Read;
 /// A JWT is a few KB; a larger file or answer is a mistake (the wrong path), not a token.
 const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 
+/// The HTTP client for a source that needs one (GitHub Actions): the grant's own, or built from
+/// the settings only when such a source is read (a file or a variable needs none).
+#[derive(Clone, Copy)]
+pub enum Http<'a> {
+    Ready(&'a crate::http::Client),
+    Build(&'a crate::config::HttpSettings),
+}
+
 /// Reads the token now. `what` names its use in messages ("subject token", "client assertion").
 /// `http` is needed only for GitHub Actions, and built only then.
-pub fn read(
-    source: &CredentialSource,
-    what: &str,
-    http: &dyn Fn() -> anyhow::Result<reqwest::blocking::Client>,
-) -> anyhow::Result<Secret> {
+pub fn read(source: &CredentialSource, what: &str, http: Http<'_>) -> anyhow::Result<Secret> {
     let raw = match source {
         CredentialSource::File(path) => {
             let mut text = String::new();
@@ -61,7 +65,7 @@ pub fn read(
             )
         })?,
         CredentialSource::GithubActions { audience } => {
-            github_actions_id_token(audience.as_deref(), &http()?)?
+            github_actions_id_token(audience.as_deref(), http)?
         }
     };
     let token = raw.trim();
@@ -92,10 +96,7 @@ struct ActionsIdToken {
 /// (plus `&audience=`), `Authorization: bearer $ACTIONS_ID_TOKEN_REQUEST_TOKEN`, answer
 /// `{"value": "<jwt>"}`. The URL must be https (or http on loopback, for tests); the answer is
 /// read up to a bound; redirects are not followed (the client follows none).
-fn github_actions_id_token(
-    audience: Option<&str>,
-    http: &reqwest::blocking::Client,
-) -> anyhow::Result<String> {
+fn github_actions_id_token(audience: Option<&str>, http: Http<'_>) -> anyhow::Result<String> {
     let missing = || {
         fail(
             Exit::Input,
@@ -119,26 +120,45 @@ fn github_actions_id_token(
     }
     let shown = crate::http::display_url(&url);
     crate::debug!(1, "requesting the GitHub Actions ID token from {shown}");
-    let response = http
-        .get(url)
-        .bearer_auth(bearer)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .map_err(|err| {
-            crate::http::request_failed(
-                &format!("requesting the GitHub Actions ID token from {shown}"),
-                &err,
+    let built;
+    let http = match http {
+        Http::Ready(client) => client,
+        Http::Build(settings) => {
+            built = crate::http::client(settings, settings.timeout)?;
+            &built
+        }
+    };
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    let mut authorization = reqwest::header::HeaderValue::from_str(&format!("Bearer {bearer}"))
+        .map_err(|_| {
+            fail(
+                Exit::Input,
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN holds characters a header cannot carry",
             )
         })?;
-    let response = crate::http::check_status(
-        response,
+    authorization.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, authorization);
+    let doing = format!("requesting the GitHub Actions ID token from {shown}");
+    let answer = http
+        .send(&crate::http::Outgoing {
+            method: reqwest::Method::GET,
+            url: &url,
+            headers,
+            body: Vec::new(),
+            what: &doing,
+            body_cap: MAX_TOKEN_BYTES,
+            replay: crate::http::Replay::Safe,
+        })
+        .map_err(|failure| fail(Exit::Provider, format!("{doing}: {failure}")))?;
+    crate::http::check_status(
+        &answer,
         &format!("the GitHub Actions ID-token endpoint {shown}"),
     )?;
-    let body = read_bounded(
-        response,
-        MAX_TOKEN_BYTES,
-        &format!("the GitHub Actions ID-token answer from {shown}"),
-    )?;
+    let body = answer.body;
     let parsed: ActionsIdToken = serde_json::from_slice(&body).map_err(|_| {
         fail(
             Exit::Provider,
@@ -150,31 +170,18 @@ fn github_actions_id_token(
     Ok(parsed.value.expose().to_string())
 }
 
-/// Reads an answer body of at most `limit` bytes; a larger or unreadable one is an
-/// `Exit::Provider` error naming `what`. (Provider answers that feed a token must never be
-/// buffered without a bound.)
-pub(crate) fn read_bounded(reader: impl Read, limit: u64, what: &str) -> anyhow::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    reader
-        .take(limit + 1)
-        .read_to_end(&mut body)
-        .map_err(|err| fail(Exit::Provider, format!("reading {what}: {err}")))?;
-    if body.len() as u64 > limit {
-        return Err(fail(
-            Exit::Provider,
-            format!("{what} is larger than {limit} bytes"),
-        ));
-    }
-    Ok(body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn no_http() -> anyhow::Result<reqwest::blocking::Client> {
-        panic!("no HTTP client may be built for this source")
-    }
+    /// Settings for a client that these sources never build (only GitHub Actions needs one).
+    static NO_HTTP: crate::config::HttpSettings = crate::config::HttpSettings {
+        tls: crate::config::TlsSettings {
+            extra_ca_pems: Vec::new(),
+            insecure_skip_verify: false,
+        },
+        timeout: std::time::Duration::from_secs(1),
+    };
 
     const JWT: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjaSJ9.c2ln";
 
@@ -185,13 +192,17 @@ mod tests {
         let source = CredentialSource::File(path.clone());
         std::fs::write(&path, format!("{JWT}\n")).unwrap();
         assert_eq!(
-            read(&source, "subject token", &no_http).unwrap().expose(),
+            read(&source, "subject token", Http::Build(&NO_HTTP))
+                .unwrap()
+                .expose(),
             JWT
         );
         let rotated = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjaTIifQ.c2ln";
         std::fs::write(&path, rotated).unwrap();
         assert_eq!(
-            read(&source, "subject token", &no_http).unwrap().expose(),
+            read(&source, "subject token", Http::Build(&NO_HTTP))
+                .unwrap()
+                .expose(),
             rotated
         );
     }
@@ -201,12 +212,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
         let source = CredentialSource::File(path.clone());
-        let err = read(&source, "subject token", &no_http).unwrap_err();
+        let err = read(&source, "subject token", Http::Build(&NO_HTTP)).unwrap_err();
         assert!(format!("{err:#}").contains("cannot read the subject token file"));
         std::fs::write(&path, "not-a-jwt-secret-value").unwrap();
         let err = format!(
             "{:#}",
-            read(&source, "subject token", &no_http).unwrap_err()
+            read(&source, "subject token", Http::Build(&NO_HTTP)).unwrap_err()
         );
         assert!(err.contains("is not a JWT"), "{err}");
         assert!(!err.contains("not-a-jwt-secret-value"), "{err}");
@@ -215,7 +226,7 @@ mod tests {
                 variable: "KUBECRED_TEST_SURELY_UNSET_VARIABLE".into(),
             },
             "subject token",
-            &no_http,
+            Http::Build(&NO_HTTP),
         )
         .unwrap_err();
         assert!(format!("{err:#}").contains("id_tokens"));

@@ -64,10 +64,7 @@ pub fn exec_info(data: &[u8]) {
     let crate::cli::Command::GetToken(args) = cli.command else {
         unreachable!("get-token")
     };
-    let env = crate::config::Environment {
-        verbose: None,
-        browser: None,
-    };
+    let env = crate::config::Environment::default();
     let _ = crate::config::Config::resolve(&args, &env, exec);
 }
 

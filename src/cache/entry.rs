@@ -248,7 +248,8 @@ mod tests {
     #[test]
     fn entries_written_before_the_identity_was_recorded_read_without_one() {
         let mut saved = tokens(Some("r"));
-        let json = String::from_utf8(StoredEntry::with_refresh_inside(&saved).to_json()).unwrap();
+        let json =
+            String::from_utf8(StoredEntry::with_refresh_inside(&saved, None).to_json()).unwrap();
         assert!(
             json.contains(r#""identity":{"iss":"https://issuer.example","#),
             "{json}"
@@ -263,7 +264,7 @@ mod tests {
             .into_tokens();
         saved.identity = None;
         assert_eq!(loaded, saved);
-}
+    }
 
     #[test]
     fn what_an_entry_is_for_is_stored_beside_it_and_optional() {

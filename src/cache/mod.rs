@@ -116,6 +116,8 @@ impl TokenCache {
             key: session.key.clone(),
             keyring: Keyring::default(),
             about: None,
+            dir_unusable: std::cell::Cell::new(false),
+            last_read: std::cell::RefCell::new(None),
         }
     }
 

@@ -89,7 +89,7 @@ pub(super) fn write_keyring_index(cache: &TokenCache, tokens: &Tokens, store: St
     };
     let path = keyring_index_path(&cache.dir, &cache.key);
     let json = serde_json::to_vec(&record).expect("the index record serializes");
-    if let Err(err) = private_file::write_private(&path, &json) {
+    if let Err(err) = private_file::write_private(&cache.dir, &path, &json) {
         crate::log::notice(format!(
             "cannot write {} ({err}); kubecred status will not list this keyring entry",
             path.display()
@@ -200,6 +200,7 @@ fn unreadable(key: CacheKey, place: SessionPlace, reason: ReadError) -> Session 
     let reason = match reason {
         ReadError::NotFound => "gone".to_string(),
         ReadError::Corrupt(reason) => reason,
+        ReadError::Foreign(reason) => reason,
         ReadError::Io(err) => err.to_string(),
     };
     Session {

@@ -142,9 +142,11 @@ impl ProviderClient<'_> {
                 self.provider.metadata.token_endpoint.as_str(),
                 self.clock.now(),
             )?,
-            ClientAuth::Assertion(source) => {
-                crate::ci_token::read(source, "client assertion", &|| Ok(self.http.clone()))?
-            }
+            ClientAuth::Assertion(source) => crate::ci_token::read(
+                source,
+                "client assertion",
+                crate::ci_token::Http::Ready(&self.http),
+            )?,
         };
         Ok(vec![
             ("client_assertion_type", JWT_BEARER_ASSERTION.to_string()),
@@ -176,31 +178,66 @@ impl ProviderClient<'_> {
         }
     }
 
-    /// Authenticates a hand-built form request (token exchange) the way `oauth2` would: Basic
-    /// (RFC 6749 §2.3.1: id and secret form-urlencoded first), or `client_id` in the body with
-    /// the secret or the assertion beside it.
-    pub(super) fn authenticate_form(
+    /// A form POST to `endpoint` (token exchange, revocation: requests `oauth2` does not make
+    /// for us), authenticated the way `oauth2` would: Basic (RFC 6749 §2.3.1: id and secret
+    /// form-urlencoded first), or `client_id` in the body with the secret or the assertion beside
+    /// it. Sent with an [`OAuthCall`](crate::http::OAuthCall), so it is bounded like the rest.
+    pub(super) fn authenticated_form(
         &self,
-        request: reqwest::blocking::RequestBuilder,
-        params: &mut Vec<(&'static str, String)>,
-    ) -> anyhow::Result<reqwest::blocking::RequestBuilder> {
+        endpoint: &url::Url,
+        mut params: Vec<(&'static str, String)>,
+    ) -> anyhow::Result<oauth2::HttpRequest> {
+        use base64::Engine;
+        use oauth2::http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
         let id = &self.config.client.id;
-        if let ClientAuth::Secret { secret, method } = &self.config.client.auth {
-            if matches!(self.secret_auth_type(*method), AuthType::BasicAuth) {
+        let mut basic = None;
+        match &self.config.client.auth {
+            ClientAuth::Secret { secret, method }
+                if matches!(self.secret_auth_type(*method), AuthType::BasicAuth) =>
+            {
                 let encode = |text: &str| {
                     url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>()
                 };
-                return Ok(request.basic_auth(encode(id), Some(encode(secret.expose()))));
+                let pair = format!("{}:{}", encode(id), encode(secret.expose()));
+                basic = Some(base64::engine::general_purpose::STANDARD.encode(pair));
             }
-            params.push(("client_id", id.clone()));
-            params.push(("client_secret", secret.expose().to_string()));
-            return Ok(request);
+            ClientAuth::Secret { secret, .. } => {
+                params.push(("client_id", id.clone()));
+                params.push(("client_secret", secret.expose().to_string()));
+            }
+            // An anonymous token exchange sends no client_id (Google's STS wants none).
+            _ => {
+                if !id.is_empty() {
+                    params.push(("client_id", id.clone()));
+                }
+                params.extend(self.client_assertion_params()?);
+            }
         }
-        // An anonymous token exchange sends no client_id (Google's STS wants none).
-        if !id.is_empty() {
-            params.push(("client_id", id.clone()));
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(params.iter().map(|(name, value)| (*name, value.as_str())))
+            .finish();
+        let mut request = oauth2::HttpRequest::new(body.into_bytes());
+        *request.method_mut() = oauth2::http::Method::POST;
+        *request.uri_mut() = endpoint
+            .as_str()
+            .parse()
+            .map_err(|_| fail(Exit::Provider, format!("{endpoint} is not a valid URI")))?;
+        let headers = request.headers_mut();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        if let Some(basic) = basic {
+            let mut value = HeaderValue::from_str(&format!("Basic {basic}")).map_err(|_| {
+                fail(
+                    Exit::Input,
+                    "the client credentials cannot be sent in a header",
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
         }
-        params.extend(self.client_assertion_params()?);
         Ok(request)
     }
 }

@@ -19,9 +19,11 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
         .subject
         .as_ref()
         .expect("config requires a subject token for federated-token");
-    let token = crate::ci_token::read(&subject.source, "subject token", &|| {
-        crate::http::client(&config.http)
-    })?;
+    let token = crate::ci_token::read(
+        &subject.source,
+        "subject token",
+        crate::ci_token::Http::Build(&config.http),
+    )?;
     let from = subject.source.describe();
     let claims = unverified_jwt_segment(token.expose(), 1).unwrap_or_default();
     let issuer = claims.get("iss").and_then(|iss| iss.as_str()).unwrap_or("");
@@ -69,5 +71,6 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
         access_token_expiry: Some(expiry),
         refresh_token: None,
         obtained_at: now,
+        identity: None,
     })
 }

@@ -15,8 +15,8 @@ mod errors;
 mod federated;
 mod password;
 mod refresh;
-mod token_exchange;
 mod revoke;
+mod token_exchange;
 
 pub use federated::federated_token;
 pub use refresh::RefreshOutcome;

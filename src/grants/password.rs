@@ -8,6 +8,7 @@ use super::errors::token_error;
 use super::ProviderClient;
 use crate::config::PasswordSource;
 use crate::error::{fail, Exit};
+use crate::http::Replay;
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::{ResourceOwnerPassword, ResourceOwnerUsername};
@@ -39,9 +40,11 @@ impl ProviderClient<'_> {
             client.token_uri().as_str()
         );
         let requested_at = self.clock.now();
+        // A password can be sent again: a duplicate request only costs the provider a token.
+        let call = self.http.oauth("the password grant request", Replay::Safe);
         let response = request
-            .request(&self.http)
-            .map_err(|err| token_error(err, "password", &self.provider.metadata.issuer))?;
+            .request(&call)
+            .map_err(|err| token_error(err, "password", &self.provider.metadata.issuer, &call))?;
         self.tokens_from(response, None, None, requested_at)
     }
 }

@@ -7,9 +7,10 @@
 //! same client authentication as the token requests.
 
 use super::ProviderClient;
+use crate::error::{fail, Exit};
+use crate::http::Replay;
 use crate::secret::Secret;
-use oauth2::AuthType;
-use url::form_urlencoded::byte_serialize;
+use oauth2::SyncHttpClient;
 
 /// What became of the refresh token at the provider.
 #[derive(Debug)]
@@ -27,31 +28,24 @@ impl ProviderClient<'_> {
         let Some(endpoint) = &self.provider.metadata.revocation_endpoint else {
             return Ok(Revocation::NotSupported);
         };
-        let client = &self.config.client;
-        let mut form = vec![
+        let form = vec![
             ("token", refresh_token.expose().to_string()),
             ("token_type_hint", "refresh_token".to_string()),
         ];
-        let mut request = self.http.post(endpoint.clone());
-        match &client.secret {
-            // RFC 6749 §2.3.1: id and secret are form-encoded before they go into Basic auth.
-            Some(secret) if matches!(self.auth_type(), AuthType::BasicAuth) => {
-                let encode = |value: &str| byte_serialize(value.as_bytes()).collect::<String>();
-                request = request.basic_auth(encode(&client.id), Some(encode(secret.expose())));
-            }
-            Some(secret) => {
-                form.push(("client_id", client.id.clone()));
-                form.push(("client_secret", secret.expose().to_string()));
-            }
-            None => form.push(("client_id", client.id.clone())),
-        }
+        let request = self.authenticated_form(endpoint, form)?;
         let shown = crate::http::display_url(endpoint);
         crate::debug!(1, "revoking the refresh token at {shown}");
-        let response = request
-            .form(&form)
-            .send()
-            .map_err(|err| crate::http::request_failed(&format!("revoking at {shown}"), &err))?;
-        crate::http::check_status(response, &format!("the revocation endpoint {shown}"))?;
+        // Revoking twice is harmless: a lost answer may be resent.
+        let call = self.http.oauth("the revocation request", Replay::Safe);
+        let response = call
+            .call(request)
+            .map_err(|failure| fail(Exit::Provider, format!("revoking at {shown}: {failure}")))?;
+        let answer = crate::http::Answer {
+            status: response.status(),
+            headers: response.headers().clone(),
+            body: response.body().clone(),
+        };
+        crate::http::check_status(&answer, &format!("the revocation endpoint {shown}"))?;
         Ok(Revocation::Revoked)
     }
 }

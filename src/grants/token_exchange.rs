@@ -10,14 +10,12 @@
 use super::errors::token_error;
 use super::{OidcTokenResponse, ProviderClient};
 use crate::error::{fail, Exit};
+use crate::http::Replay;
 use crate::tokens::Tokens;
 use oauth2::basic::BasicErrorResponse;
 use oauth2::RequestTokenError;
 
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-
-/// Token responses are a few KB; a larger body is not one.
-const MAX_TOKEN_RESPONSE: u64 = 1024 * 1024;
 
 impl ProviderClient<'_> {
     /// RFC 8693 token exchange of the configured subject token.
@@ -27,8 +25,11 @@ impl ProviderClient<'_> {
             .subject
             .as_ref()
             .expect("config requires a subject token for token-exchange");
-        let subject_token =
-            crate::ci_token::read(&subject.source, "subject token", &|| Ok(self.http.clone()))?;
+        let subject_token = crate::ci_token::read(
+            &subject.source,
+            "subject token",
+            crate::ci_token::Http::Ready(&self.http),
+        )?;
         let mut params: Vec<(&'static str, String)> = vec![
             ("grant_type", TOKEN_EXCHANGE_GRANT.into()),
             ("subject_token", subject_token.expose().to_string()),
@@ -48,53 +49,54 @@ impl ProviderClient<'_> {
             subject.source.describe(),
             endpoint
         );
-        let request = self
-            .http
-            .post(endpoint.clone())
-            .header(reqwest::header::ACCEPT, "application/json");
-        let request = self.authenticate_form(request, &mut params)?;
+        let request = self.authenticated_form(endpoint, params)?;
         let requested_at = self.clock.now();
-        let response = self.send_token_form(request, &params, "token exchange")?;
+        let response = self.send_token_form(request, "token exchange")?;
         let mut tokens = self.tokens_from(response, None, None, requested_at)?;
         tokens.refresh_token = None; // see the module comment: re-exchange, never refresh
         Ok(tokens)
     }
 
-    /// Sends a token request form; a 2xx body is a token response, an OAuth error body is
-    /// worded like the other grants' (`errors.rs`); bodies are never echoed.
+    /// Sends a token request form to the token endpoint through the bounded client (as
+    /// oauth2's grants do, so the answer is capped and transient failures retried); a 2xx body
+    /// is a token response, anything else is worded like the other grants' (`errors.rs`).
     fn send_token_form(
         &self,
-        request: reqwest::blocking::RequestBuilder,
-        params: &[(&'static str, String)],
+        request: oauth2::HttpRequest,
         grant: &str,
     ) -> anyhow::Result<OidcTokenResponse> {
+        use oauth2::SyncHttpClient;
         let issuer = &self.provider.metadata.issuer;
-        let response = request.form(params).send().map_err(|err| {
-            crate::http::request_failed(
-                &format!("the {grant} token request to {issuer} failed"),
-                &err,
+        // A subject token can be exchanged again: resending after a lost answer is safe.
+        let call = self.http.oauth("the token exchange request", Replay::Safe);
+        let response = call.call(request).map_err(|failure| {
+            token_error::<oauth2::basic::BasicErrorResponseType>(
+                RequestTokenError::Request(failure),
+                grant,
+                issuer,
+                &call,
             )
         })?;
-        let status = response.status();
-        let body = crate::ci_token::read_bounded(
-            response,
-            MAX_TOKEN_RESPONSE,
-            &format!("the {grant} response from {issuer}"),
-        )?;
-        if !status.is_success() {
-            return Err(match serde_json::from_slice::<BasicErrorResponse>(&body) {
-                Ok(error) => token_error::<oauth2::basic::BasicErrorResponseType>(
-                    RequestTokenError::ServerResponse(error),
-                    grant,
-                    issuer,
-                ),
-                Err(_) => fail(
-                    Exit::Provider,
-                    format!("the {grant} token request to {issuer} answered HTTP {status} without an OAuth error; check the provider's logs"),
-                ),
-            });
+        if !response.status().is_success() {
+            return Err(
+                match serde_json::from_slice::<BasicErrorResponse>(response.body()) {
+                    Ok(error) => token_error::<oauth2::basic::BasicErrorResponseType>(
+                        RequestTokenError::ServerResponse(error),
+                        grant,
+                        issuer,
+                        &call,
+                    ),
+                    // Worded by the status the call recorded (an HTML page, an empty 502).
+                    Err(_) => token_error::<oauth2::basic::BasicErrorResponseType>(
+                        RequestTokenError::Other("not an OAuth 2.0 error response".into()),
+                        grant,
+                        issuer,
+                        &call,
+                    ),
+                },
+            );
         }
-        serde_json::from_slice(&body).map_err(|err| {
+        serde_json::from_slice(response.body()).map_err(|err| {
             fail(
                 Exit::Provider,
                 format!(

@@ -71,6 +71,8 @@ impl Provider {
                 device_authorization_endpoint: None,
                 code_challenge_methods_supported: None,
                 token_endpoint_auth_methods_supported: None,
+                revocation_endpoint: None,
+                authorization_response_iss_parameter_supported: false,
             },
             keys: None,
         }

@@ -38,7 +38,9 @@ fn shell_present(shell: &str) -> bool {
         .output()
         .is_ok_and(|out| out.status.success());
     if !found {
-        eprintln!("skipped the {shell} completion check: {shell} is not installed");
+        skipped(&format!(
+            "the {shell} completion check: {shell} is not installed"
+        ));
     }
     found
 }
