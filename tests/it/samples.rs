@@ -118,7 +118,12 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
         panic!("{at}: the exec stanza must run `kubecred get-token`")
     };
     // A confidential client's secret comes from the job's environment, never the sample.
-    if args.client_secret.is_none() && args.client_secret_file.is_none() {
+    let federation = &args.federation;
+    let other_client_auth = federation.client_private_key_file.is_some()
+        || federation.client_assertion_file.is_some()
+        || federation.client_assertion_env.is_some()
+        || federation.client_assertion_source.is_some();
+    if args.client_secret.is_none() && args.client_secret_file.is_none() && !other_client_auth {
         args.client_secret = Some("from-the-job-environment".into());
     }
 
