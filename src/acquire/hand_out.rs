@@ -17,7 +17,9 @@
 //! - a token handed out after a refresh (a forced one, or any new token) is stamped as such and
 //!   is never force-refreshed for the same parent;
 //! - a token younger than [`MIN_AGE`] is not refreshed again: one forced refresh per entry per
-//!   [`MIN_AGE`] at most, whatever the parents.
+//!   [`MIN_AGE`] at most, whatever the parents;
+//! - a forced refresh that fails (provider unreachable) hands out the cached token after all,
+//!   stamped so that this parent does not try again: a re-run never costs a valid credential.
 //!
 //! PID reuse could make a new process look like an old parent; that needs the same PID again
 //! within [`RERUN_WINDOW`] asking for the same entry, and costs one refresh: not worth a read of

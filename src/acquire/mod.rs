@@ -40,6 +40,9 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
     let cache = TokenCache::new(config);
     let parent = hand_out::parent(config.exec.from_client);
     let mut forced = config.force_refresh;
+    // The cached credential a 401 re-run was about: handed out again if the refresh fails (the
+    // provider unreachable, or a client that runs us twice for no 401), never lost over it.
+    let mut rerun_fallback = None;
     if !forced {
         if let Some((document, obtained_at)) = cached_credential(config, &cache, clock)? {
             let now = clock.now();
@@ -52,6 +55,7 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
                         "the same client asks again right after getting this token: the API server probably refused it (401); refreshing once"
                     );
                     forced = true;
+                    rerun_fallback = parent.map(|parent| (document, parent));
                 }
                 Some(hand_out::OnHit::Serve { stamp: Some(mark) }) => {
                     cache.set_loaded_stamp(now.timestamp(), mark);
@@ -65,7 +69,22 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
             }
         }
     }
-    let tokens = obtain_under_lock(config, &cache, Trigger::GetToken, forced, clock)?;
+    let tokens = match obtain_under_lock(config, &cache, Trigger::GetToken, forced, clock) {
+        Ok(tokens) => tokens,
+        Err(err) => {
+            let Some((document, parent)) = rerun_fallback else {
+                return Err(err);
+            };
+            crate::debug!(
+                1,
+                "the refresh after a suspected 401 failed ({}); handing out the cached token",
+                crate::error::one_line(&err)
+            );
+            // Not again for this parent and token.
+            cache.set_loaded_stamp(clock.now().timestamp(), hand_out::mark(parent, true));
+            return Ok(document);
+        }
+    };
     if let Some(parent) = parent {
         // A new token (or one another run just obtained): not force-refreshed again for this
         // parent.

@@ -447,3 +447,30 @@ fn an_empty_access_token_is_a_provider_error_and_never_cached() {
         "nothing cached"
     );
 }
+
+#[test]
+fn a_quick_second_run_from_the_same_parent_never_costs_a_valid_credential() {
+    // Two runs from this test process with KUBERNETES_EXEC_INFO look like client-go's re-run
+    // after a 401: the second tries one refresh. With the provider gone, the cached token is
+    // still handed out, and the third run does not try again.
+    let env = TestEnv::new();
+    let (args, entry) = {
+        let bed = Testbed::start();
+        cached_cc(&env, &bed)
+    };
+    let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&entry).unwrap()).unwrap();
+    doc["obtained_at"] = (chrono::Utc::now() - chrono::Duration::minutes(5))
+        .to_rfc3339()
+        .into();
+    fs::write(&entry, doc.to_string()).unwrap();
+    let cached = doc["access_token"].as_str().unwrap().to_string();
+    for run in 0..3 {
+        let token = env
+            .kubecred_owned(&with_flag(&args, "-v"))
+            .env("KUBERNETES_EXEC_INFO", exec_info(V1, false))
+            .run()
+            .success()
+            .token();
+        assert_eq!(token, cached, "run {run}");
+    }
+}
