@@ -76,13 +76,7 @@ pub fn id_token(data: &[u8]) {
     let jwks: Value = serde_json::from_str(jwks).unwrap_or(Value::Null);
     let token = Secret::new(token.trim_end());
     let original = original_identity();
-    for (nonce, original) in [(Some(NONCE), None), (None, Some(&original))] {
-        let expectation = Expectation {
-            issuer: ISSUER,
-            client_id: CLIENT_ID,
-            nonce,
-            original,
-        };
+    for expectation in token_expectations(&original) {
         let _ = crate::oidc::verify_with_jwks(&jwks, &token, &expectation, now());
     }
 }
@@ -93,15 +87,23 @@ pub fn id_token_claims(data: &[u8]) {
         return;
     };
     let original = original_identity();
-    for (nonce, original) in [(Some(NONCE), None), (None, Some(&original))] {
-        let expectation = Expectation {
-            issuer: ISSUER,
-            client_id: CLIENT_ID,
-            nonce,
-            original,
-        };
+    for expectation in token_expectations(&original) {
         let _ = crate::oidc::check_claims(&claims, &expectation, now());
     }
+}
+
+/// A login's ID token (our nonce) and a refreshed one (the login's identity).
+fn token_expectations(original: &Identity) -> [Expectation<'_>; 2] {
+    let expectation = |nonce, original| Expectation {
+        issuer: ISSUER,
+        client_id: CLIENT_ID,
+        nonce,
+        original,
+    };
+    [
+        expectation(Some(NONCE), None),
+        expectation(None, Some(original)),
+    ]
 }
 
 fn original_identity() -> Identity {

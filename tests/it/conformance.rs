@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CLIENT_ID: &str = "conformance-rp";
 const CLIENT_SECRET: &str = "conformance-secret-0123456789abcdef";
@@ -105,16 +105,7 @@ impl ConformanceOp {
 
 impl Drop for ConformanceOp {
     fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_node_server(&mut self.child);
     }
 }
 

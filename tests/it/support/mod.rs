@@ -266,17 +266,22 @@ impl Testbed {
 
 impl Drop for Testbed {
     fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_node_server(&mut self.child);
     }
+}
+
+/// Stops a Node server of ours: closes its stdin (it exits on EOF), then kills it after 3 s.
+pub fn stop_node_server(child: &mut Child) {
+    drop(child.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// One test's private world: HOME, cache dir, kubeconfig dir. Its commands never see the
