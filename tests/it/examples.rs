@@ -28,7 +28,7 @@ fn token_file_plugin() -> Option<PathBuf> {
         "{} is missing: CI runs a full `cargo test`",
         plugin.display()
     );
-    eprintln!("skipped: needs examples/token_file_plugin built; run `cargo test` (it builds the examples)");
+    skipped("needs examples/token_file_plugin built; run `cargo test` (it builds the examples)");
     None
 }
 
