@@ -114,19 +114,9 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
     }
     let cli = Cli::try_parse_command_line(argv.clone())
         .unwrap_or_else(|err| panic!("{at}: {argv:?}: {err}"));
-    let Command::GetToken(mut args) = cli.command else {
+    let Command::GetToken(args) = cli.command else {
         panic!("{at}: the exec stanza must run `kubecred get-token`")
     };
-    // A confidential client's secret comes from the job's environment, never the sample.
-    let federation = &args.federation;
-    let other_client_auth = federation.client_private_key_file.is_some()
-        || federation.client_assertion_file.is_some()
-        || federation.client_assertion_env.is_some()
-        || federation.client_assertion_source.is_some();
-    if args.client_secret.is_none() && args.client_secret_file.is_none() && !other_client_auth {
-        args.client_secret = Some("from-the-job-environment".into());
-    }
-
     let provide_cluster_info = exec["provideClusterInfo"].as_bool().unwrap_or(false);
     let mut resolved = 0;
     for context in config["contexts"].as_array().unwrap() {
@@ -167,12 +157,22 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
             });
         }
         let info = json!({"apiVersion": api_version, "kind": "ExecCredential", "spec": spec});
-        let exec_info = ExecInfo::parse(Some(&info.to_string())).unwrap();
+        let exec_info = || ExecInfo::parse(Some(&info.to_string())).unwrap();
         let env = Environment {
             verbose: verbose.clone(),
             ..Environment::default()
         };
-        if let Err(err) = Config::resolve(&args, &env, exec_info) {
+        // A confidential client's secret comes from the job's environment, never the sample:
+        // asking for exactly that is the one refusal allowed, and with it the settings resolve.
+        let resolved_with_env_secret = match Config::resolve(&args, &env, exec_info()) {
+            Err(err) if format!("{err:#}").contains("KUBECRED_CLIENT_SECRET") => {
+                let mut with_secret = args.clone();
+                with_secret.client_secret = Some("from-the-job-environment".into());
+                Config::resolve(&with_secret, &env, exec_info())
+            }
+            other => other,
+        };
+        if let Err(err) = resolved_with_env_secret {
             panic!("{at} in context {}: {err:#}", context["name"]);
         }
         resolved += 1;
