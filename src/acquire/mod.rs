@@ -50,6 +50,25 @@ pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     obtain_under_lock(config, &cache, Trigger::ExplicitLogin, clock)
 }
 
+/// The tokens `get-token` would print from (for `whoami`): the cached ones while fresh,
+/// otherwise refreshed or obtained as `get-token` would. Not the cache-hit path: that one
+/// renders straight from the file ([`credential`]).
+pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
+    let cache = TokenCache::new(config);
+    if !config.force_refresh {
+        if let Some(cached) = cache.load()? {
+            let fresh = cached
+                .tokens
+                .fresh_credential(config.token_kind, clock.now(), config.min_validity)
+                .is_some();
+            if fresh {
+                return Ok(cached.tokens);
+            }
+        }
+    }
+    obtain_under_lock(config, &cache, Trigger::GetToken, clock)
+}
+
 /// Forgets this entry's tokens (and its cool-down).
 pub fn logout(config: &Config) -> anyhow::Result<()> {
     let cache = TokenCache::new(config);

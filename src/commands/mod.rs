@@ -1,11 +1,14 @@
 //! The commands, dispatched in one place: [`run`] reads `KUBERNETES_EXEC_INFO`, resolves the
 //! settings once, sets the log level, and hands the [`Config`] to the command's own module. A
-//! command returns what to print on stdout, if anything (only `get-token` prints: the
-//! ExecCredential); everything else it says goes to stderr.
+//! command returns what to print on stdout, if anything (`get-token`: the ExecCredential;
+//! `setup` and `whoami`, which kubectl never runs: their report); everything else goes to stderr.
 
+mod claims_table;
 mod get_token;
 mod login;
 mod logout;
+mod setup;
+mod whoami;
 
 use crate::cli::{Cli, Command, TokenArgs};
 use crate::clock::SystemClock;
@@ -20,6 +23,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, &clock),
         Command::Login(args) => login::run(&resolve(&args, Run::ByPerson)?, &clock),
         Command::Logout(args) => logout::run(&resolve(&args, Run::ByPerson)?),
+        Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
+        Command::Whoami(args) => whoami::run(&args, &clock),
     }
 }
 
@@ -42,6 +47,11 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
         use std::io::IsTerminal;
         exec.interactive = std::io::stdin().is_terminal();
     }
+    resolve_with(args, exec)
+}
+
+/// The settings of this run for a given exec info (`whoami` builds it from a kubeconfig).
+fn resolve_with(args: &TokenArgs, exec: ExecInfo) -> anyhow::Result<Config> {
     let config = Config::resolve(args, &Environment::from_process(), exec)?;
     crate::log::set_level(config.verbose);
     Ok(config)

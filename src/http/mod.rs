@@ -121,6 +121,16 @@ pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> an
         .send()
         .map_err(|err| request_failed(&format!("fetching {what} from {shown}"), &err))?;
     let response = check_status(response, &format!("{what} at {shown}"))?;
+    read_json(response, what, &shown)
+}
+
+/// Reads a checked (2xx) response as JSON, bounded like [`get_json`]; `shown` is its URL for
+/// messages ([`display_url`]).
+pub fn read_json<T: DeserializeOwned>(
+    response: Response,
+    what: &str,
+    shown: &str,
+) -> anyhow::Result<T> {
     let body = read_limited(response, MAX_JSON_BODY)
         .map_err(|reason| {
             fail(
