@@ -18,4 +18,6 @@ mod python_client;
 mod refresh;
 mod samples;
 mod secrets;
+mod setup;
 mod tidy;
+mod whoami;

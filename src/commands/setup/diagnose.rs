@@ -269,3 +269,107 @@ fn refresh_finding(config: &Config, extras: &DiscoveryExtras) -> Finding {
     }
     Finding::Ok("refresh tokens: the refresh_token grant is available".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::tests::test_config;
+    use url::Url;
+
+    fn metadata(authorization: bool, device: bool, pkce: Option<&[&str]>) -> ProviderMetadata {
+        let url = |path: &str| Url::parse(&format!("https://idp.example/{path}")).unwrap();
+        ProviderMetadata {
+            issuer: "https://idp.example".into(),
+            authorization_endpoint: authorization.then(|| url("auth")),
+            token_endpoint: url("token"),
+            device_authorization_endpoint: device.then(|| url("device")),
+            jwks_uri: url("jwks"),
+            code_challenge_methods_supported: pkce
+                .map(|list| list.iter().map(|m| m.to_string()).collect()),
+            token_endpoint_auth_methods_supported: None,
+        }
+    }
+
+    fn extras(json: serde_json::Value) -> DiscoveryExtras {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn clock_skew_warns_then_stops_beyond_the_leeway() {
+        let provider = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let at = |secs: i64| provider + chrono::Duration::seconds(secs);
+        assert!(matches!(clock_skew(at(1), provider), Finding::Ok(_)));
+        assert!(matches!(clock_skew(at(-8), provider), Finding::Ok(_)));
+        let Finding::Warn(text) = clock_skew(at(30), provider) else {
+            panic!()
+        };
+        assert!(text.contains("30s ahead of"), "{text}");
+        let Finding::Fail(text) = clock_skew(at(-300), provider) else {
+            panic!()
+        };
+        assert!(text.contains("5m behind") && text.contains("NTP"), "{text}");
+    }
+
+    #[test]
+    fn each_flow_names_what_it_lacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config("https://idp.example", dir.path());
+        let none = extras(serde_json::json!({}));
+
+        // Browser login without an authorization endpoint.
+        let findings = flow_findings(&config, &metadata(false, false, None), &none);
+        assert!(
+            matches!(&findings[0], Finding::Fail(t) if t.contains("no authorization_endpoint"))
+        );
+
+        // PKCE: absent list is fine, a list without S256 warns, and fails when --pkce insists.
+        let findings = flow_findings(&config, &metadata(true, false, None), &none);
+        assert!(findings.contains(&Finding::Ok(
+            "PKCE: the provider does not list its methods; kubecred sends S256".into()
+        )));
+        let plain_only = metadata(true, false, Some(&["plain"]));
+        let findings = flow_findings(&config, &plain_only, &none);
+        assert!(findings
+            .iter()
+            .any(|f| matches!(f, Finding::Warn(t) if t.contains("without S256"))));
+        config.login.pkce = Some(true);
+        let findings = flow_findings(&config, &plain_only, &none);
+        assert!(findings
+            .iter()
+            .any(|f| matches!(f, Finding::Fail(t) if t.contains("enable S256"))));
+        config.login.pkce = None;
+
+        // Refresh tokens: offline_access listed but not asked for; the grant not listed.
+        let offline = extras(serde_json::json!({"scopes_supported": ["openid", "offline_access"]}));
+        let findings = flow_findings(&config, &metadata(true, false, Some(&["S256"])), &offline);
+        assert!(findings
+            .iter()
+            .any(|f| matches!(f, Finding::Warn(t) if t.contains("--scope=offline_access"))));
+        let no_refresh =
+            extras(serde_json::json!({"grant_types_supported": ["authorization_code"]}));
+        let findings = flow_findings(
+            &config,
+            &metadata(true, false, Some(&["S256"])),
+            &no_refresh,
+        );
+        assert!(findings
+            .iter()
+            .any(|f| matches!(f, Finding::Warn(t) if t.contains("every token expiry"))));
+
+        // The device flow needs its endpoint.
+        config.grant = Grant::DeviceCode;
+        let findings = flow_findings(&config, &metadata(true, false, None), &none);
+        assert!(
+            matches!(&findings[0], Finding::Fail(t) if t.contains("device_authorization_endpoint"))
+        );
+        assert!(matches!(
+            flow_findings(&config, &metadata(true, true, None), &none)[0],
+            Finding::Ok(_)
+        ));
+
+        // Client credentials must be a listed grant when there is a list.
+        config.grant = Grant::ClientCredentials;
+        let findings = flow_findings(&config, &metadata(true, false, None), &no_refresh);
+        assert!(matches!(&findings[0], Finding::Fail(t) if t.contains("client_credentials")));
+    }
+}
