@@ -142,7 +142,7 @@ fn a_failing_user_rule_is_reported_after_mapping() {
         "    username: {claim: sub, prefix: 'system:'}\n",
         "  userValidationRules:\n",
         "  - expression: \"!user.username.startsWith('system:')\"\n",
-        "    message: username must not start with system:\n",
+        "    message: \"username must not start with system:\"\n",
     ));
     let err = eval(&config, &claims(json!({}))).unwrap_err();
     assert_eq!(err.rule, "jwt[0].userValidationRules[0]");

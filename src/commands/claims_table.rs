@@ -162,7 +162,7 @@ mod tests {
             "  groups        dev, ops\n",
             "  audience      kubecred\n",
             "  issuer        https://idp\n",
-            "  issued        2027-01-15T08:00:00Z (1m ago)\n",
+            "  issued        2027-01-15T07:59:00Z (1m ago)\n",
             "  expiry        2027-01-15T08:09:00Z (in 9m)\n",
             "  other claims  hd\n",
         ] {
