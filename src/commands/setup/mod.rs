@@ -73,6 +73,9 @@ pub(super) fn run(
         user_login: config.grant.is_user_login(),
     };
     let choice = advice::ClaimChoice::of(&inputs);
+    if !choice.issuer.starts_with("https://") {
+        eprintln!("  warn  kube-apiserver accepts only https issuers; {} is not one (fine for a local test provider only)", choice.issuer);
+    }
     let authn_yaml = advice::authentication_configuration(&inputs, &choice);
     // The generated configuration must accept the token it was made from.
     let authn = AuthenticationConfiguration::parse(&authn_yaml)
