@@ -1,13 +1,14 @@
 //! The one HTTP client kubecred talks to identity providers with, and the wording of its errors.
 //!
-//! The client trusts the system's root certificates plus the `--certificate-authority` bundles,
-//! never follows redirects, and bounds every request by `--http-timeout`. Building it loads the
-//! system roots (milliseconds), so it is built only off the cache-hit path: a cached token never
-//! needs it. Network failures become one line that says what went wrong and what to try next
+//! The client trusts the `--certificate-authority` bundles plus the system's root certificates
+//! (`trust.rs` loads the system roots only when a handshake needs them), never follows
+//! redirects, and bounds every request by `--http-timeout`. It is built only off the cache-hit
+//! path: a cached token never needs it. Network failures become one line that says what went wrong and what to try next
 //! (`errors.rs`, which tells failures apart by type; `dns.rs` gives name resolution a type).
 
 mod dns;
 mod errors;
+mod trust;
 
 pub use errors::{describe, NetworkFailure};
 
@@ -43,16 +44,10 @@ pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
         .connect_timeout(settings.timeout.min(MAX_CONNECT_TIMEOUT))
         .timeout(settings.timeout);
 
-    for (index, pem) in settings.tls.extra_ca_pems.iter().enumerate() {
-        for cert in parse_ca_bundle(pem, index + 1)? {
-            builder = builder.add_root_certificate(cert);
-        }
-    }
-
     if settings.tls.insecure_skip_verify {
         warn_insecure_once();
-        builder = builder.danger_accept_invalid_certs(true);
     }
+    builder = builder.use_preconfigured_tls(trust::client_config(&settings.tls)?);
 
     builder.build().map_err(|err| {
         fail(
@@ -60,29 +55,6 @@ pub fn client(settings: &HttpSettings) -> anyhow::Result<Client> {
             format!("cannot set up the HTTPS client: {}", describe(&err)),
         )
     })
-}
-
-/// Parses one `--certificate-authority(-data)` bundle, which may hold several certificates.
-fn parse_ca_bundle(pem: &[u8], position: usize) -> anyhow::Result<Vec<reqwest::Certificate>> {
-    let what = format!("certificate authority bundle #{position} (from --certificate-authority, --certificate-authority-data or the cluster extension)");
-    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|err| {
-        fail(
-            Exit::Input,
-            format!(
-                "{what} is not valid PEM ({}); pass PEM certificates (-----BEGIN CERTIFICATE-----)",
-                describe(&err)
-            ),
-        )
-    })?;
-    // A file with no BEGIN CERTIFICATE block parses as an empty bundle: that is a mistake
-    // (a DER file, a key, the wrong path), not a request to trust nothing extra.
-    if certs.is_empty() {
-        return Err(fail(
-            Exit::Input,
-            format!("{what} holds no PEM certificate; pass PEM certificates (-----BEGIN CERTIFICATE-----)"),
-        ));
-    }
-    Ok(certs)
 }
 
 fn warn_insecure_once() {
@@ -277,7 +249,7 @@ pub(crate) mod tests {
         let mut config = test_config("https://idp.example", dir.path());
         config.http.tls.extra_ca_pems = vec![pem.into_bytes()];
         assert_eq!(
-            parse_ca_bundle(&config.http.tls.extra_ca_pems[0], 1)
+            trust::parse_ca_bundle(&config.http.tls.extra_ca_pems[0], 1)
                 .unwrap()
                 .len(),
             2

@@ -119,6 +119,21 @@ fn https_issuer_with_a_custom_ca() {
         .arg("--force-refresh")
         .run()
         .success();
+    // The system's trust: the bundle file (SSL_CERT_FILE), then the certificate directories.
+    env.kubecred_owned(&args)
+        .arg("--force-refresh")
+        .env("SSL_CERT_FILE", &bed.ca_file)
+        .run()
+        .success();
+    let cert_dir = env.home().join("certs");
+    std::fs::create_dir_all(&cert_dir).unwrap();
+    std::fs::copy(&bed.ca_file, cert_dir.join("testbed.pem")).unwrap();
+    env.kubecred_owned(&args)
+        .arg("--force-refresh")
+        .env("SSL_CERT_FILE", env.home().join("no-bundle.pem"))
+        .env("SSL_CERT_DIR", &cert_dir)
+        .run()
+        .success();
     let mut insecure = args;
     insecure.push("--insecure-skip-tls-verify".into());
     env.kubecred_owned(&insecure)
