@@ -8,6 +8,9 @@ use crate::tokens::Tokens;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+/// The width of the label column: "other claims" and "client (azp)".
+const LABEL_WIDTH: usize = 12;
+
 /// Claims longer than this are cut in the table (a groups list can be long).
 const MAX_VALUE_CHARS: usize = 240;
 
@@ -65,7 +68,7 @@ pub fn render(claims: &Map<String, Value>, now: DateTime<Utc>) -> String {
         rows.push(("audience", aud));
     }
     if let Some(azp) = text("azp") {
-        rows.push(("authorized party", azp));
+        rows.push(("client (azp)", azp));
     }
     if let Some(iss) = text("iss") {
         rows.push(("issuer", iss));
@@ -106,9 +109,10 @@ pub fn render(claims: &Map<String, Value>, now: DateTime<Utc>) -> String {
     if !others.is_empty() {
         rows.push(("other claims", others.join(", ")));
     }
-    let width = rows.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
+    // One width for every table (the longest label), so that values line up the same way in
+    // every output and scripts can rely on the columns.
     rows.iter()
-        .map(|(label, value)| format!("  {label:<width$}  {value}\n"))
+        .map(|(label, value)| format!("  {label:<LABEL_WIDTH$}  {value}\n"))
         .collect()
 }
 
