@@ -1,3 +1,6 @@
+//! Unit tests of the AuthenticationConfiguration checks and evaluation: each rule kind passing
+//! and failing, with the field path and message kube-apiserver would give.
+
 use super::*;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};

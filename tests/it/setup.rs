@@ -189,8 +189,7 @@ fn setup_with_a_browser_login_shows_the_users_claims() {
         .stderr_contains("  subject       alice")
         .stderr_contains("  email         alice@testbed.example (verified)")
         .stderr_contains("  groups        developers")
-        .stderr_contains("  audience      kubecred")
-        .stderr_contains("  warn  no refresh token was issued");
+        .stderr_contains("  audience      kubecred");
     let stdout = run.stdout();
     let authn = section(&stdout, 1);
     assert!(
