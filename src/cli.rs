@@ -58,6 +58,12 @@ pub enum Command {
     /// List the cached logins (never a token): issuer, client, account, subject, expiry.
     #[command(after_help = "Examples:\n  kubecred status\n  kubecred status --output json")]
     Status(StatusArgs),
+    /// Check a provider, log in, show the token's claims, and print the cluster and kubectl configuration.
+    #[command(after_help = SETUP_EXAMPLES)]
+    Setup(SetupArgs),
+    /// Show the claims of the token kubectl would send, and the user a cluster would make of them.
+    #[command(after_help = WHOAMI_EXAMPLES)]
+    Whoami(WhoamiArgs),
     /// Print a shell completion script on stdout.
     #[command(
         after_help = "Examples:\n  source <(kubecred completion bash)     # in ~/.bashrc\n  \
@@ -119,6 +125,56 @@ pub enum ShellArg {
     Zsh,
     Fish,
     Powershell,
+}
+
+// ---- setup and whoami (commands/setup, commands/whoami) ----
+
+const SETUP_EXAMPLES: &str = "Examples:
+  # Diagnose the provider, log in in a browser, print what to configure (stdout):
+  kubecred setup --issuer-url=https://idp.example/realms/k8s --client-id=kubernetes > setup.txt
+  # The same for the device flow, asking for refresh tokens:
+  kubecred setup --issuer-url=https://idp.example --client-id=k8s --grant-type=device-code --scope=offline_access";
+
+const WHOAMI_EXAMPLES: &str = "Examples:
+  # Who the current kubeconfig context's kubecred user is:
+  kubecred whoami
+  # Why the cluster says 401: evaluate its AuthenticationConfiguration locally:
+  kubecred whoami --context=prod --authentication-config=authn.yaml
+  # With explicit settings instead of the kubeconfig:
+  kubecred whoami --issuer-url=https://idp.example --client-id=k8s";
+
+/// `kubecred setup`: the settings flags of get-token, and the name of the user to configure.
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub token: TokenArgs,
+
+    /// Name of the kubeconfig user in the printed configuration.
+    #[arg(long, value_name = "NAME", default_value = "oidc")]
+    pub user_name: String,
+}
+
+/// `kubecred whoami`: settings flags (with --issuer-url), or the kubeconfig's exec stanza.
+#[derive(Debug, Clone, Args)]
+pub struct WhoamiArgs {
+    /// Settings as for get-token. Without --issuer-url (flag or KUBECRED_ISSUER_URL) the settings
+    /// are those of the kubeconfig context's kubecred exec stanza (args, env, cluster extension),
+    /// exactly as kubectl would run it, and these flags are not used.
+    #[command(flatten)]
+    pub token: TokenArgs,
+
+    /// kubeconfig file to read [default: $KUBECONFIG, else ~/.kube/config].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// kubeconfig context to read [default: its current-context].
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// The cluster's AuthenticationConfiguration (kube-apiserver --authentication-config): show
+    /// the user it makes of the claims, or the rule that rejects them and its message.
+    #[arg(long, value_name = "FILE")]
+    pub authentication_config: Option<PathBuf>,
 }
 
 /// How to obtain a token. kubelogin's `--grant-type` values are accepted.
@@ -479,7 +535,7 @@ pub fn usage_error_line(err: &clap::Error) -> String {
     match err.kind() {
         // clap would print the whole help (whose first line is the description) as the "error".
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            "a command is required: get-token, login, logout, status, completion or man (see kubecred --help)".into()
+            "a command is required: get-token, login, logout, status, setup, whoami, completion or man (see kubecred --help)".into()
         }
         _ => {
             let rendered = err.render().to_string();
@@ -649,7 +705,7 @@ mod tests {
             let err = Cli::try_parse_command_line(argv).unwrap_err();
             assert_eq!(
                 usage_error_line(&err),
-                "a command is required: get-token, login, logout, status, completion or man (see kubecred --help)",
+                "a command is required: get-token, login, logout, status, setup, whoami, completion or man (see kubecred --help)",
                 "{argv:?}"
             );
         }

@@ -4,6 +4,7 @@
 //! that integration tests and examples can use it. See ARCHITECTURE.md for the map.
 
 pub mod acquire;
+pub mod authn_config;
 pub mod cache;
 pub mod ci_token;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod exec_credential;
 pub mod fuzzing;
 pub mod grants;
 pub mod http;
+pub mod kubeconfig;
 pub mod kubelogin;
 pub mod log;
 pub mod login;

@@ -99,6 +99,31 @@ pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     obtain_under_lock(config, &cache, Trigger::ExplicitLogin, true, clock)
 }
 
+/// The tokens `get-token` would print from (for `whoami`): the cached ones while fresh,
+/// otherwise refreshed or obtained as `get-token` would. Not the cache-hit path: that one
+/// renders straight from the file ([`credential`]).
+pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
+    let cache = TokenCache::new(config);
+    if !config.force_refresh {
+        if let Some(cached) = cache.load()? {
+            let fresh = cached
+                .tokens
+                .fresh_credential(config.token_kind, clock.now(), config.min_validity)
+                .is_some();
+            if fresh {
+                return Ok(cached.tokens);
+            }
+        }
+    }
+    obtain_under_lock(
+        config,
+        &cache,
+        Trigger::GetToken,
+        config.force_refresh,
+        clock,
+    )
+}
+
 /// What `logout` did with one entry.
 #[derive(Debug)]
 pub struct Forgotten {

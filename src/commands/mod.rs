@@ -1,14 +1,17 @@
 //! The commands, dispatched in one place: [`run`] reads `KUBERNETES_EXEC_INFO`, resolves the
 //! settings once, sets the log level, and hands the [`Config`] to the command's own module. A
 //! command returns what to print on stdout, if anything (`get-token`: the ExecCredential;
-//! `status`, `completion`, `man`: their output for a person or a script); everything else it
-//! says goes to stderr.
+//! `status`, `completion`, `man`, and `setup` and `whoami`, which kubectl never runs: their output
+//! for a person or a script); everything else it says goes to stderr.
 
+mod claims_table;
 mod docs;
 mod get_token;
 mod login;
 mod logout;
+mod setup;
 mod status;
+mod whoami;
 
 use crate::cli::{Cli, Command, TokenArgs};
 use crate::clock::SystemClock;
@@ -30,6 +33,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         Command::Status(args) => status::run(&args, &clock),
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
+        Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
+        Command::Whoami(args) => whoami::run(&args, &clock),
     }
 }
 
@@ -63,6 +68,11 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
         use std::io::IsTerminal;
         exec.interactive = std::io::stdin().is_terminal();
     }
+    resolve_with(args, exec)
+}
+
+/// The settings of this run for a given exec info (`whoami` builds it from a kubeconfig).
+fn resolve_with(args: &TokenArgs, exec: ExecInfo) -> anyhow::Result<Config> {
     let config = Config::resolve(args, &Environment::from_process(), exec)?;
     crate::log::set_level(config.verbose);
     Ok(config)

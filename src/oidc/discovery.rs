@@ -109,8 +109,8 @@ fn lenient_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, 
 }
 
 impl ProviderMetadata {
-    /// Checks a discovery document against the configured issuer.
-    pub(crate) fn validate(document: &Value, configured: &Url) -> anyhow::Result<ProviderMetadata> {
+    /// Checks a discovery document against the configured issuer (also `setup`'s check).
+    pub fn validate(document: &Value, configured: &Url) -> anyhow::Result<ProviderMetadata> {
         let problem = |reason: String| {
             fail(
                 Exit::Provider,
@@ -178,7 +178,8 @@ fn same_issuer(document_issuer: &str, configured: &Url) -> bool {
         || configured.strip_suffix('/') == Some(document_issuer)
 }
 
-pub(super) fn well_known_url(issuer: &Url) -> Url {
+/// `<issuer>/.well-known/openid-configuration`.
+pub fn well_known_url(issuer: &Url) -> Url {
     let mut url = issuer.clone();
     let path = format!(
         "{}/.well-known/openid-configuration",

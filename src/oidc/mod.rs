@@ -12,7 +12,7 @@ mod jwks;
 #[cfg(test)]
 mod tests;
 
-pub use discovery::{ProviderMetadata, DISCOVERY_TTL};
+pub use discovery::{well_known_url, ProviderMetadata, DISCOVERY_TTL};
 pub use id_token::IdTokenClaims;
 pub use jwks::JWKS_TTL;
 
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use url::Url;
 
 /// Clock skew tolerated on `exp`, `nbf` and on the age of cached documents.
-const CLOCK_LEEWAY: Duration = Duration::seconds(60);
+pub const CLOCK_LEEWAY: Duration = Duration::seconds(60);
 
 /// A cached discovery document or JWKS larger than this is not one we wrote (the HTTP client
 /// refuses bodies over 4 MiB).

@@ -29,4 +29,6 @@ mod refresh;
 mod samples;
 mod secrets;
 mod sessions;
+mod setup;
 mod tidy;
+mod whoami;

@@ -1,0 +1,439 @@
+//! What `setup` tells the operator and the user to configure, built from the token it just
+//! obtained: the API server's `AuthenticationConfiguration` (issuer, audiences and the claim
+//! mappings this token supports) and the legacy `--oidc-*` flags; RBAC bindings for the user and
+//! its groups; the kubectl side (a `kubectl config set-credentials` command, the same user as
+//! kubeconfig YAML, running this very binary); and the kuberc allowlist entry for kubectl 1.35+.
+//!
+//! Every YAML string is written as a JSON string literal (valid YAML, and nothing in a claim can
+//! break out of it); shell words are quoted with `shlex`. Sections start with a `# ====` line so
+//! that each can be cut out (the tests do).
+
+use crate::cli::TokenArgs;
+use clap::ValueEnum;
+use serde_json::{Map, Value};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The prefix the generated configuration puts before usernames and groups from the provider,
+/// so that they can never collide with `system:` names or another provider's.
+pub const PREFIX: &str = "oidc:";
+
+/// What the advice is built from.
+pub struct Inputs<'a> {
+    pub args: &'a TokenArgs,
+    /// Name of the kubeconfig user to create.
+    pub user_name: &'a str,
+    /// The absolute path of this binary, for the exec `command`.
+    pub command: PathBuf,
+    pub claims: &'a Map<String, Value>,
+    /// The `alg` of the token's JWS header.
+    pub signing_alg: Option<String>,
+    pub client_id: &'a str,
+    pub ca_pems: &'a [Vec<u8>],
+    pub user_login: bool,
+}
+
+/// The claims the generated configuration maps, chosen from what the token carries.
+pub struct ClaimChoice {
+    pub issuer: String,
+    pub audiences: Vec<String>,
+    pub username_claim: &'static str,
+    pub groups_claim: Option<&'static str>,
+}
+
+impl ClaimChoice {
+    pub fn of(inputs: &Inputs) -> ClaimChoice {
+        let claims = inputs.claims;
+        let issuer = claims
+            .get("iss")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let token_audiences: Vec<String> = match claims.get("aud") {
+            Some(Value::String(aud)) => vec![aud.clone()],
+            Some(Value::Array(list)) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            _ => vec![],
+        };
+        // An ID token's audience is this client; an access token's are the APIs it is for.
+        let audiences = if token_audiences.iter().any(|a| a == inputs.client_id) {
+            vec![inputs.client_id.to_string()]
+        } else {
+            token_audiences
+        };
+        // email only when it is a string that kube-apiserver will accept (email_verified absent
+        // or true); otherwise the stable subject.
+        let email_usable = claims.get("email").is_some_and(Value::is_string)
+            && matches!(claims.get("email_verified"), None | Some(Value::Bool(true)));
+        let groups_present = matches!(
+            claims.get("groups"),
+            Some(Value::Array(_) | Value::String(_))
+        );
+        ClaimChoice {
+            issuer,
+            audiences,
+            username_claim: if email_usable { "email" } else { "sub" },
+            groups_claim: groups_present.then_some("groups"),
+        }
+    }
+}
+
+/// The AuthenticationConfiguration for kube-apiserver's `--authentication-config`.
+pub fn authentication_configuration(inputs: &Inputs, choice: &ClaimChoice) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "apiVersion: apiserver.config.k8s.io/v1");
+    let _ = writeln!(out, "kind: AuthenticationConfiguration");
+    let _ = writeln!(out, "jwt:");
+    let _ = writeln!(out, "- issuer:");
+    let _ = writeln!(out, "    url: {}", q(&choice.issuer));
+    let _ = writeln!(out, "    audiences:");
+    for audience in &choice.audiences {
+        let _ = writeln!(out, "    - {}", q(audience));
+    }
+    if choice.audiences.len() > 1 {
+        let _ = writeln!(out, "    audienceMatchPolicy: MatchAny");
+    }
+    if !inputs.ca_pems.is_empty() {
+        let _ = writeln!(
+            out,
+            "    # The CA that signed the provider's certificate (from --certificate-authority)."
+        );
+        let _ = writeln!(out, "    certificateAuthority: |");
+        for pem in inputs.ca_pems {
+            for line in String::from_utf8_lossy(pem)
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+            {
+                let _ = writeln!(out, "      {}", line.trim());
+            }
+        }
+    }
+    let _ = writeln!(out, "  claimMappings:");
+    let _ = writeln!(out, "    username:");
+    let _ = writeln!(out, "      claim: {}", choice.username_claim);
+    let _ = writeln!(out, "      prefix: {}", q(PREFIX));
+    match choice.groups_claim {
+        Some(claim) => {
+            let _ = writeln!(out, "    groups:");
+            let _ = writeln!(out, "      claim: {claim}");
+            let _ = writeln!(out, "      prefix: {}", q(PREFIX));
+        }
+        None => {
+            let _ = writeln!(out, "    # The token has no groups claim: ask the provider to add one (a groups scope or");
+            let _ = writeln!(
+                out,
+                "    # mapper) to bind roles to groups instead of single users."
+            );
+        }
+    }
+    let _ = writeln!(out, "    uid:");
+    let _ = writeln!(out, "      claim: sub");
+    let _ = writeln!(
+        out,
+        "  # Optional: refuse tokens that lack something, with a message for the API server's log."
+    );
+    let _ = writeln!(out, "  # claimValidationRules:");
+    let _ = writeln!(
+        out,
+        "  # - expression: \"claims.?email_verified.orValue(true) == true\""
+    );
+    let _ = writeln!(out, "  #   message: the email address must be verified");
+    let _ = writeln!(out, "  userValidationRules:");
+    let _ = writeln!(
+        out,
+        "  - expression: \"!user.username.startsWith('system:')\""
+    );
+    let _ = writeln!(
+        out,
+        "    message: \"usernames from the identity provider must not start with system:\""
+    );
+    out
+}
+
+/// The pre-1.30 kube-apiserver flags for the same mapping (one audience only).
+pub fn legacy_flags(inputs: &Inputs, choice: &ClaimChoice) -> String {
+    let mut flags = vec![
+        format!("--oidc-issuer-url={}", choice.issuer),
+        format!(
+            "--oidc-client-id={}",
+            choice
+                .audiences
+                .first()
+                .map(String::as_str)
+                .unwrap_or(inputs.client_id)
+        ),
+        format!("--oidc-username-claim={}", choice.username_claim),
+        format!("--oidc-username-prefix={PREFIX}"),
+    ];
+    if let Some(claim) = choice.groups_claim {
+        flags.push(format!("--oidc-groups-claim={claim}"));
+        flags.push(format!("--oidc-groups-prefix={PREFIX}"));
+    }
+    if !inputs.ca_pems.is_empty() {
+        flags.push("--oidc-ca-file=/etc/kubernetes/pki/oidc-ca.pem   # the CA bundle passed to --certificate-authority".into());
+    }
+    match inputs.signing_alg.as_deref() {
+        Some("RS256") | None => {}
+        Some(alg) => flags.push(format!(
+            "--oidc-signing-algs={alg}   # the flags accept only RS256 unless told"
+        )),
+    }
+    flags.iter().map(|f| format!("{f}\n")).collect()
+}
+
+/// ClusterRoleBindings (read-only `view`) for the user and, when the token has them, its groups.
+pub fn rbac(username: &str, groups: &[String]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Read-only access to start with; use edit or admin (or a Role in one namespace) as needed.");
+    let _ = writeln!(
+        out,
+        "# kubectl create clusterrolebinding {} --clusterrole=view --user={}",
+        rbac_name(username),
+        shell(username)
+    );
+    binding(&mut out, username, "User");
+    for group in groups {
+        let _ = writeln!(out, "---");
+        let _ = writeln!(out, "# Or for everyone in the group: kubectl create clusterrolebinding {} --clusterrole=view --group={}", rbac_name(group), shell(group));
+        binding(&mut out, group, "Group");
+    }
+    out
+}
+
+fn binding(out: &mut String, subject: &str, kind: &str) {
+    let _ = writeln!(out, "apiVersion: rbac.authorization.k8s.io/v1");
+    let _ = writeln!(out, "kind: ClusterRoleBinding");
+    let _ = writeln!(out, "metadata:");
+    let _ = writeln!(out, "  name: {}", q(&rbac_name(subject)));
+    let _ = writeln!(out, "roleRef:");
+    let _ = writeln!(out, "  apiGroup: rbac.authorization.k8s.io");
+    let _ = writeln!(out, "  kind: ClusterRole");
+    let _ = writeln!(out, "  name: view");
+    let _ = writeln!(out, "subjects:");
+    let _ = writeln!(out, "- apiGroup: rbac.authorization.k8s.io");
+    let _ = writeln!(out, "  kind: {kind}");
+    let _ = writeln!(out, "  name: {}", q(subject));
+}
+
+/// A valid object name for a subject: lowercase alphanumerics, `-` and `.`, at most 253.
+fn rbac_name(subject: &str) -> String {
+    let name: String = subject
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = format!("{}-view", name.trim_matches(|c| c == '-' || c == '.'));
+    name.chars().take(253).collect()
+}
+
+/// `get-token` and the settings given to setup, as a kubeconfig `args` list. Paths become
+/// absolute (kubectl runs the plugin from wherever it is). A client secret given as a value is
+/// never written out: the stanza gets a placeholder in `env` instead (see [`exec_env`]).
+pub fn exec_args(args: &TokenArgs) -> Vec<String> {
+    let mut out = vec!["get-token".to_string()];
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(value) = value {
+            out.push(format!("--{name}={value}"));
+        }
+    };
+    let path = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let enum_name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
+        v().map(|p| p.get_name().to_string())
+    };
+    flag("issuer-url", args.issuer_url.clone());
+    flag("client-id", args.client_id.clone());
+    flag(
+        "client-secret-file",
+        args.client_secret_file.as_deref().map(path),
+    );
+    for scope in &args.scopes {
+        flag("scope", Some(scope.clone()));
+    }
+    flag(
+        "grant-type",
+        args.grant_type
+            .and_then(|g| enum_name(&|| g.to_possible_value())),
+    );
+    if args.use_access_token {
+        flag("use-access-token", Some("true".into()));
+    }
+    flag("audience", args.audience.clone());
+    flag("resource", args.resource.clone());
+    flag(
+        "client-auth-method",
+        args.client_auth_method
+            .and_then(|m| enum_name(&|| m.to_possible_value())),
+    );
+    flag("cache-dir", args.cache_dir.as_deref().map(path));
+    flag(
+        "cache-storage",
+        args.cache_storage
+            .and_then(|s| enum_name(&|| s.to_possible_value())),
+    );
+    for ca in &args.certificate_authority {
+        flag("certificate-authority", Some(path(ca)));
+    }
+    for data in &args.certificate_authority_data {
+        flag("certificate-authority-data", Some(data.clone()));
+    }
+    if args.insecure_skip_tls_verify {
+        flag("insecure-skip-tls-verify", Some("true".into()));
+    }
+    flag("min-validity", args.min_validity.clone());
+    flag("http-timeout", args.http_timeout.clone());
+    flag("lock-timeout", args.lock_timeout.clone());
+    flag("redirect-url", args.redirect_url.clone());
+    for address in &args.listen_address {
+        flag("listen-address", Some(address.clone()));
+    }
+    flag("pkce", args.pkce.map(|b| b.to_string()));
+    flag("browser-command", args.browser_command.clone());
+    if args.skip_open_browser {
+        flag("skip-open-browser", Some("true".into()));
+    }
+    flag("auth-timeout", args.auth_timeout.clone());
+    flag("login-cooldown", args.login_cooldown.clone());
+    for param in &args.auth_params {
+        flag("auth-param", Some(param.clone()));
+    }
+    flag("login-hint", args.login_hint.clone());
+    flag("prompt", args.prompt.clone());
+    out
+}
+
+/// The stanza's `env`: a placeholder for a client secret that was given as a value.
+pub fn exec_env(args: &TokenArgs) -> Vec<(&'static str, &'static str)> {
+    if args.client_secret.is_some() {
+        vec![(
+            "KUBECRED_CLIENT_SECRET",
+            "<the client secret; better: --client-secret-file>",
+        )]
+    } else {
+        vec![]
+    }
+}
+
+/// `kubectl config set-credentials` for the user, then pointing the current context at it.
+pub fn set_credentials_command(inputs: &Inputs, interactive_mode: &str) -> String {
+    let mut words = vec![
+        "kubectl".to_string(),
+        "config".into(),
+        "set-credentials".into(),
+        shell(inputs.user_name),
+        "--exec-api-version=client.authentication.k8s.io/v1beta1".into(),
+        shell(&format!("--exec-command={}", inputs.command.display())),
+    ];
+    for arg in exec_args(inputs.args) {
+        words.push(shell(&format!("--exec-arg={arg}")));
+    }
+    for (name, value) in exec_env(inputs.args) {
+        words.push(shell(&format!("--exec-env={name}={value}")));
+    }
+    words.push(format!("--exec-interactive-mode={interactive_mode}"));
+    format!(
+        "{}\nkubectl config set-context --current --user={}\n",
+        words.join(" \\\n    "),
+        shell(inputs.user_name)
+    )
+}
+
+/// The same user as kubeconfig YAML (merge it into ~/.kube/config, or keep it as its own file
+/// in $KUBECONFIG).
+pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "apiVersion: v1");
+    let _ = writeln!(out, "kind: Config");
+    let _ = writeln!(out, "users:");
+    let _ = writeln!(out, "- name: {}", q(inputs.user_name));
+    let _ = writeln!(out, "  user:");
+    let _ = writeln!(out, "    exec:");
+    let _ = writeln!(out, "      # v1beta1: the widest client support (client-go 1.11+, the Python and JavaScript clients).");
+    let _ = writeln!(
+        out,
+        "      apiVersion: client.authentication.k8s.io/v1beta1"
+    );
+    let _ = writeln!(
+        out,
+        "      command: {}",
+        q(&inputs.command.display().to_string())
+    );
+    let _ = writeln!(out, "      args:");
+    for arg in exec_args(inputs.args) {
+        let _ = writeln!(out, "      - {}", q(&arg));
+    }
+    let env = exec_env(inputs.args);
+    if !env.is_empty() {
+        let _ = writeln!(out, "      env:");
+        for (name, value) in env {
+            let _ = writeln!(out, "      - name: {name}");
+            let _ = writeln!(out, "        value: {}", q(value));
+        }
+    }
+    let _ = writeln!(out, "      interactiveMode: {interactive_mode}");
+    let _ = writeln!(out, "      provideClusterInfo: false");
+    out
+}
+
+/// kuberc (kubectl 1.35+): let kubectl run kubecred when the policy is an allowlist.
+pub fn kuberc(command: &Path) -> String {
+    let command = command.display().to_string();
+    let mut out = String::new();
+    let _ = writeln!(out, "# ~/.kube/kuberc (or $KUBERC). If yours says credentialPluginPolicy: DenyAll, kubectl runs no");
+    let _ = writeln!(
+        out,
+        "# credential plugin at all; switch it to Allowlist with this entry."
+    );
+    let _ = writeln!(out, "# kubectl 1.36+: kubectl kuberc set --section credentialplugin --policy Allowlist --allowlist-entry command={}", shell(&command));
+    let _ = writeln!(out, "apiVersion: kubectl.config.k8s.io/v1beta1");
+    let _ = writeln!(out, "kind: Preference");
+    let _ = writeln!(out, "credentialPluginPolicy: Allowlist");
+    let _ = writeln!(out, "credentialPluginAllowlist:");
+    let _ = writeln!(out, "- command: {}   # kubectl 1.36+", q(&command));
+    let _ = writeln!(out, "# kubectl 1.35 names the field `name` instead:");
+    let _ = writeln!(out, "# - name: {}", q(&command));
+    out
+}
+
+/// A string as a YAML scalar: a JSON string literal, which YAML reads as the same string.
+fn q(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+fn shell(word: &str) -> String {
+    shlex::try_quote(word)
+        .map(|w| w.into_owned())
+        .unwrap_or_else(|_| format!("'{word}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rbac_names_are_valid_object_names() {
+        assert_eq!(
+            rbac_name("oidc:Alice@Example.org"),
+            "oidc-alice-example.org-view"
+        );
+        assert_eq!(rbac_name("oidc:dev ops"), "oidc-dev-ops-view");
+    }
+
+    #[test]
+    fn yaml_strings_cannot_break_out() {
+        assert_eq!(q("a\"b\nc: d"), r#""a\"b\nc: d""#);
+    }
+}

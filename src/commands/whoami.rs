@@ -1,0 +1,169 @@
+//! `kubecred whoami`: the claims of the token kubectl would get — from the settings flags, or,
+//! without `--issuer-url`, from the current kubeconfig context's kubecred `exec` stanza (its args,
+//! env and cluster extension, as kubectl would run it) — and, with `--authentication-config`,
+//! the user kube-apiserver would make of them, or the rule that rejects them and its message.
+//!
+//! The token itself is never printed. The token is the one `get-token` would print: the cached
+//! one while fresh, else a refresh or a login, as `get-token` does. The report goes to stdout
+//! (this is not the exec path); a rejection is a failure: its rule on the one error line, the
+//! claims above it on stderr, nothing on stdout.
+
+use super::claims_table;
+use crate::acquire;
+use crate::authn_config::{self, AuthenticationConfiguration};
+use crate::cli::{Cli, Command, WhoamiArgs};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::error::{fail, Exit};
+use crate::exec_credential::{ClusterInfo, ExecInfo, V1, V1BETA1};
+use crate::kubeconfig;
+use std::fmt::Write;
+
+pub(super) fn run(args: &WhoamiArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+    // Read first: a file with a mistake is reported before any login.
+    let authn = args
+        .authentication_config
+        .as_deref()
+        .map(AuthenticationConfiguration::load)
+        .transpose()?;
+    let (config, source) = settings(args)?;
+    let tokens = acquire::tokens(&config, clock)?;
+    let claims = claims_table::of_credential(&config, &tokens)?;
+    let now = clock.now();
+
+    let mut report = String::new();
+    let _ = writeln!(report, "{source}");
+    let _ = writeln!(
+        report,
+        "Claims of the {} kubectl gets from {} (client {}):",
+        match config.token_kind {
+            crate::config::TokenKind::IdToken => "ID token",
+            crate::config::TokenKind::AccessToken => "access token",
+        },
+        config.issuer,
+        config.client.id
+    );
+    report.push_str(&claims_table::render(&claims, now));
+
+    let (Some(authn), Some(file)) = (authn, args.authentication_config.as_deref()) else {
+        report.push_str(
+            "\nPass --authentication-config FILE (the cluster's AuthenticationConfiguration) to see \
+             the user kube-apiserver makes of these claims.\n",
+        );
+        return Ok(Some(report));
+    };
+    let file = file.display();
+    match authn_config::evaluate(&authn, &claims, now) {
+        Ok(user) => {
+            let _ = writeln!(
+                report,
+                "\nkube-apiserver with {file} (jwt[{}]) authenticates this token as:",
+                user.authenticator
+            );
+            report.push_str(&render_user(&user));
+            Ok(Some(report))
+        }
+        Err(rejection) => {
+            crate::log::stderr(format_args!("{report}"));
+            Err(fail(
+                Exit::Input,
+                format!(
+                    "kube-apiserver with {file} would reject this token (401 Unauthorized): {rejection}"
+                ),
+            ))
+        }
+    }
+}
+
+/// The settings to use, and a line saying where they came from.
+fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
+    if args.token.issuer_url.is_some() {
+        let config = super::resolve(&args.token, super::Run::ByPerson)?;
+        return Ok((config, "Settings: from the command line".into()));
+    }
+    let files = kubeconfig::paths(args.kubeconfig.as_deref());
+    let stanza = kubeconfig::exec_stanza(&files, args.context.as_deref())?;
+    // The stanza's env reaches kubecred as process environment, exactly as kubectl passes it.
+    // Set before anything reads the environment; the process is single-threaded here.
+    for (name, value) in &stanza.env {
+        std::env::set_var(name, value);
+    }
+    let mut argv = vec!["kubecred".to_string()];
+    argv.extend(stanza.args.iter().cloned());
+    let token_args = match Cli::try_parse_command_line(&argv) {
+        Ok(Cli {
+            command: Command::GetToken(token_args),
+        }) => token_args,
+        Ok(_) => return Err(not_get_token(&stanza)),
+        Err(err) => {
+            return Err(fail(
+                Exit::Input,
+                format!(
+                    "the exec args of user {:?} (context {:?}) do not parse: {}",
+                    stanza.user,
+                    stanza.context,
+                    crate::cli::usage_error_line(&err)
+                ),
+            ))
+        }
+    };
+    let exec = exec_info(&stanza);
+    let config = super::resolve_with(&token_args, exec)?;
+    let source = format!(
+        "Settings: kubeconfig context {:?}, user {:?} (exec {})",
+        stanza.context, stanza.user, stanza.command
+    );
+    Ok((config, source))
+}
+
+fn not_get_token(stanza: &kubeconfig::ExecStanza) -> anyhow::Error {
+    fail(
+        Exit::Input,
+        format!(
+            "the exec args of user {:?} (context {:?}) do not run `kubecred get-token`",
+            stanza.user, stanza.context
+        ),
+    )
+}
+
+/// What kubectl would put in KUBERNETES_EXEC_INFO for this stanza (a person runs whoami, so a
+/// terminal on stdin makes the session interactive, as with `login`).
+fn exec_info(stanza: &kubeconfig::ExecStanza) -> ExecInfo {
+    use std::io::IsTerminal;
+    ExecInfo {
+        api_version: if stanza.api_version.as_deref() == Some(V1) {
+            V1
+        } else {
+            V1BETA1
+        },
+        interactive: std::io::stdin().is_terminal(),
+        // A person runs whoami: no client re-run to recognise (401 recovery).
+        from_client: false,
+        cluster: stanza
+            .cluster
+            .clone()
+            .map(|(server, config)| ClusterInfo { server, config }),
+    }
+}
+
+fn render_user(user: &authn_config::AuthenticatedUser) -> String {
+    let mut groups = user.groups.clone();
+    // kube-apiserver adds it to every authenticated user.
+    groups.push("system:authenticated".into());
+    let mut rows = vec![("username", user.username.clone())];
+    if !user.uid.is_empty() {
+        rows.push(("uid", user.uid.clone()));
+    }
+    rows.push(("groups", groups.join(", ")));
+    for (key, values) in &user.extra {
+        rows.push(("extra", format!("{key}: {}", values.join(", "))));
+    }
+    rows.iter()
+        .map(|(label, value)| {
+            format!(
+                "  {label:<8}  {}\n",
+                crate::text::printable_brief(value, 240)
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,293 @@
+//! `kubecred setup` against the real OpenID Provider: the diagnostics, the claims table, and
+//! configuration that works — the printed kubeconfig user loaded by the real kubectl and used
+//! against the API stand-in, the `set-credentials` command run by a shell, the
+//! AuthenticationConfiguration read back by `whoami`. And each provider problem stopped before
+//! the login with its cause and fix: a refused port, no discovery document, another issuer,
+//! an untrusted TLS certificate.
+
+use crate::support::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The body of the stdout section whose title starts with `number.`.
+fn section(stdout: &str, number: u32) -> String {
+    let marker = format!("# ==== {number}. ");
+    let start = stdout
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no section {number} in\n{stdout}"));
+    let body = &stdout[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let end = body.find("# ==== ").unwrap_or(body.len());
+    body[..end].to_string()
+}
+
+fn setup_args(bed: &Testbed, secret_file: &Path) -> Vec<String> {
+    vec![
+        "setup".into(),
+        format!("--issuer-url={}", bed.issuer),
+        format!("--client-id={CC_CLIENT}"),
+        format!("--client-secret-file={}", secret_file.display()),
+        "--grant-type=client-credentials".into(),
+        format!("--resource={RESOURCE}"),
+        "--user-name=ci-bot".into(),
+    ]
+}
+
+fn secret_file(env: &TestEnv) -> PathBuf {
+    let path = env.dir.path().join("cc-secret");
+    std::fs::write(&path, CC_SECRET).unwrap();
+    path
+}
+
+fn kubectl_json(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Value {
+    let run = env.kubectl(kubeconfig, args).run().success();
+    serde_json::from_str(&run.stdout()).unwrap()
+}
+
+#[test]
+fn setup_diagnoses_logs_in_and_prints_configuration_that_works() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let secret = secret_file(&env);
+    let run = env
+        .kubecred_owned(&setup_args(&bed, &secret))
+        .run()
+        .success()
+        .never_shows(&[CC_SECRET])
+        .stderr_contains("  ok    discovery: ")
+        .stderr_contains("  ok    clock: in step")
+        .stderr_contains("  ok    client credentials: grant listed")
+        .stderr_contains(&format!("  audience      {RESOURCE}"))
+        .stderr_contains(&format!("  issuer        {}", bed.issuer))
+        .stderr_contains("  expiry        ")
+        .stderr_contains("kube-apiserver sees you as \"oidc:");
+    let stdout = run.stdout();
+
+    // 5: the kubeconfig user, loaded by kubectl, then used against the API stand-in.
+    let kubeconfig = env.dir.path().join("generated-kubeconfig.yaml");
+    std::fs::write(&kubeconfig, section(&stdout, 5)).unwrap();
+    let view = kubectl_json(
+        &env,
+        &kubeconfig,
+        &["config", "view", "--raw", "-o", "json"],
+    );
+    let exec = &view["users"][0]["user"]["exec"];
+    assert_eq!(view["users"][0]["name"], "ci-bot");
+    assert_eq!(exec["apiVersion"], V1BETA1);
+    assert_eq!(exec["interactiveMode"], "Never");
+    let binary = std::fs::canonicalize(kubecred_bin()).unwrap();
+    assert_eq!(exec["command"], json!(binary.display().to_string()));
+    let args: Vec<&str> = exec["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "get-token");
+    assert!(
+        args.contains(&format!("--client-secret-file={}", secret.display()).as_str()),
+        "{args:?}"
+    );
+    assert!(
+        args.iter().any(|a| a.starts_with("--cache-dir=")),
+        "{args:?}"
+    );
+    for step in [
+        vec![
+            "config",
+            "set-cluster",
+            "testbed",
+            "--server",
+            &bed.api_server,
+        ],
+        vec![
+            "config",
+            "set-context",
+            "testbed",
+            "--cluster=testbed",
+            "--user=ci-bot",
+        ],
+        vec!["config", "use-context", "testbed"],
+    ] {
+        env.kubectl(&kubeconfig, &step).run().success();
+    }
+    let ca = format!("--certificate-authority={}", bed.ca_file.display());
+    bed.reset_stats();
+    env.kubectl(&kubeconfig, &[&ca, "auth", "whoami"])
+        .run()
+        .success()
+        .stdout_contains(CC_CLIENT);
+    // setup's login is the one kubectl used: answered from the cache.
+    assert_eq!(bed.total_token_requests(), 0);
+
+    // 4: the set-credentials command, run by a shell, makes the same user.
+    let by_command = env.dir.path().join("by-command.yaml");
+    std::fs::write(&by_command, "apiVersion: v1\nkind: Config\n").unwrap();
+    let script =
+        section(&stdout, 4).replace("kubectl config set-context --current --user=ci-bot\n", "");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("KUBECONFIG", &by_command)
+        .env("PATH", std::env::var("PATH").unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{script}");
+    let made = kubectl_json(
+        &env,
+        &by_command,
+        &["config", "view", "--raw", "-o", "json"],
+    );
+    assert_eq!(made["users"][0]["user"]["exec"]["args"], exec["args"]);
+    assert_eq!(made["users"][0]["user"]["exec"]["command"], exec["command"]);
+
+    // 1: the AuthenticationConfiguration parses, and maps this token as setup said.
+    let authn = env.dir.path().join("authn.yaml");
+    std::fs::write(&authn, section(&stdout, 1)).unwrap();
+    let mut whoami = setup_args(&bed, &secret);
+    whoami[0] = "whoami".into();
+    whoami.retain(|a| !a.starts_with("--user-name"));
+    whoami.push(format!("--authentication-config={}", authn.display()));
+    env.kubecred_owned(&whoami)
+        .run()
+        .success()
+        .stdout_contains("authenticates this token as:")
+        .stdout_contains(&format!("  username  oidc:{CC_CLIENT}"));
+
+    // 2, 3, 6: flags, RBAC and kuberc name the same issuer, user and binary.
+    assert!(section(&stdout, 2).contains(&format!("--oidc-issuer-url={}\n", bed.issuer)));
+    assert!(section(&stdout, 3).contains(&format!("name: \"oidc:{CC_CLIENT}\"")));
+    let kuberc = section(&stdout, 6);
+    assert!(
+        kuberc.contains("credentialPluginPolicy: Allowlist"),
+        "{kuberc}"
+    );
+    assert!(
+        kuberc.contains(&format!("- command: \"{}\"", binary.display())),
+        "{kuberc}"
+    );
+}
+
+#[test]
+fn setup_with_a_browser_login_shows_the_users_claims() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = authcode_args(&bed);
+    args[0] = "setup".into();
+    args.push("--scope=groups".into());
+    let run = env
+        .kubecred_owned(&args)
+        .run()
+        .success()
+        .stderr_contains("  ok    browser login: ")
+        .stderr_contains("  ok    PKCE: S256 listed")
+        .stderr_contains("  warn  the provider lists the offline_access scope")
+        .stderr_contains("  subject       alice")
+        .stderr_contains("  email         alice@testbed.example (verified)")
+        .stderr_contains("  groups        developers")
+        .stderr_contains("  audience      kubecred");
+    let stdout = run.stdout();
+    let authn = section(&stdout, 1);
+    assert!(
+        authn.contains("      claim: email\n") && authn.contains("      claim: groups\n"),
+        "{authn}"
+    );
+    let rbac = section(&stdout, 3);
+    assert!(
+        rbac.contains("name: \"oidc:alice@testbed.example\"")
+            && rbac.contains("name: \"oidc:developers\""),
+        "{rbac}"
+    );
+    assert!(section(&stdout, 5).contains("interactiveMode: IfAvailable"));
+}
+
+/// setup with these settings fails before any login, with this text on its error line.
+fn fails_before_login(bed: &Testbed, issuer: &str, extra: &[&str], expected: &[&str]) {
+    let env = TestEnv::new();
+    let secret = secret_file(&env);
+    let mut args = setup_args(bed, &secret);
+    args[1] = format!("--issuer-url={issuer}");
+    args.extend(extra.iter().map(|s| s.to_string()));
+    bed.reset_stats();
+    let run = env.kubecred_owned(&args).run().failure(3);
+    let line = run
+        .stderr()
+        .lines()
+        .find(|l| l.starts_with("kubecred: error:"))
+        .unwrap()
+        .to_string();
+    for text in expected {
+        assert!(line.contains(text), "{text:?} in {line}");
+    }
+    assert_eq!(
+        bed.total_token_requests(),
+        0,
+        "no login after a failed check"
+    );
+}
+
+#[test]
+fn setup_names_the_cause_and_the_fix_of_each_provider_problem() {
+    let bed = Testbed::start();
+    // Nothing listens on the port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    fails_before_login(
+        &bed,
+        &format!("http://127.0.0.1:{port}"),
+        &[],
+        &["connection refused", "check the URL"],
+    );
+    // No discovery document at that URL.
+    fails_before_login(
+        &bed,
+        &format!("{}/realms/nope", bed.issuer),
+        &[],
+        &[
+            "HTTP 404",
+            "no OpenID discovery document",
+            "set --issuer-url to the provider's issuer",
+        ],
+    );
+    // The provider calls itself by another name than the one given.
+    let other_name = bed.issuer.replace("127.0.0.1", "localhost");
+    fails_before_login(
+        &bed,
+        &other_name,
+        &[],
+        &[
+            &format!("names the issuer {}", bed.issuer),
+            "set --issuer-url to exactly that",
+        ],
+    );
+}
+
+#[test]
+fn setup_explains_an_untrusted_certificate_and_passes_the_ca_on() {
+    let bed = Testbed::start_with(json!({"idpTls": true}));
+    fails_before_login(
+        &bed,
+        &bed.issuer,
+        &[],
+        &[
+            "not trust",
+            "--certificate-authority=FILE",
+            "--certificate-authority-data=BASE64",
+        ],
+    );
+    let env = TestEnv::new();
+    let secret = secret_file(&env);
+    let mut args = setup_args(&bed, &secret);
+    args.push(format!("--certificate-authority={}", bed.ca_file.display()));
+    let run = env.kubecred_owned(&args).run().success();
+    let authn = section(&run.stdout(), 1);
+    assert!(
+        authn.contains("certificateAuthority: |\n      -----BEGIN CERTIFICATE-----"),
+        "{authn}"
+    );
+}
