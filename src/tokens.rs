@@ -155,9 +155,11 @@ pub fn access_token_expiry(
     expires_in: Option<std::time::Duration>,
     now: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
+    // A provider's absurd expires_in (found by fuzzing: 18446744073715 s) must not overflow the
+    // date arithmetic, which panics: past chrono's range it counts as no expires_in.
     let from_response = expires_in
         .and_then(|d| chrono::Duration::from_std(d).ok())
-        .map(|d| now + d);
+        .and_then(|d| now.checked_add_signed(d));
     match (unverified_jwt_expiry(token), from_response) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -197,6 +199,18 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
     use std::time::Duration;
+
+    #[test]
+    fn an_expires_in_beyond_the_calendar_does_not_panic() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let huge = Some(Duration::from_secs(18_446_744_073_715));
+        assert_eq!(access_token_expiry("opaque", huge, now), None);
+        let jwt = jwt_with_exp(now.timestamp() + 60);
+        assert_eq!(
+            access_token_expiry(&jwt, huge, now),
+            Some(now + chrono::Duration::seconds(60))
+        );
+    }
 
     fn jwt_with_exp(exp: i64) -> String {
         let enc = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
