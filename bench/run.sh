@@ -198,7 +198,7 @@ PY
 cat > bench/RESULTS.md <<MD
 # kubecred benchmark results
 
-Written by \`bench/run.sh\` on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)').
+Written by \`bench/run.sh\` on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD)$(git diff --quiet -- . ':!bench/RESULTS.md' || echo ' (with uncommitted changes)').
 Machine: $(nproc) cores, ${cpu}, $(uname -sr); hyperfine $(hyperfine --version | cut -d' ' -f2), kubectl $(kubectl version --client -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])').
 
 ## How to read this
