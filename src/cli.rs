@@ -90,10 +90,10 @@ pub struct LogoutArgs {
     pub token: TokenArgs,
 }
 
-/// `kubecred status`: where to look, and how to print.
-#[derive(Debug, Clone, Args)]
-pub struct StatusArgs {
-    /// Directory of the token cache [default: the user cache dir].
+/// `--cache-dir`, defined once for the token commands and for `status`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CacheDirArg {
+    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
     #[arg(
         long,
         env = "KUBECRED_CACHE_DIR",
@@ -101,6 +101,13 @@ pub struct StatusArgs {
         value_name = "DIR"
     )]
     pub cache_dir: Option<PathBuf>,
+}
+
+/// `kubecred status`: where to look, and how to print.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub cache: CacheDirArg,
 
     /// `table` for people, `json` for scripts.
     #[arg(
@@ -314,14 +321,8 @@ pub struct TokenArgs {
     )]
     pub client_auth_method: Option<ClientAuthMethodArg>,
 
-    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
-    #[arg(
-        long,
-        env = "KUBECRED_CACHE_DIR",
-        alias = "token-cache-dir",
-        value_name = "DIR"
-    )]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub cache: CacheDirArg,
 
     /// Where cached tokens live [default: auto].
     #[arg(

@@ -43,7 +43,7 @@ pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option
 /// Every entry under the cache directory, each revoked at its own provider (recorded in the
 /// entry) with the TLS settings given on this command line.
 fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
-    let dir = super::cache_dir(&args.cache_dir)?;
+    let dir = crate::config::resolve_cache_dir(&args.cache)?;
     let sessions = list_sessions(&dir)?;
     if sessions.is_empty() {
         crate::log::notice(format!("no cached tokens in {}", dir.display()));
@@ -102,7 +102,7 @@ fn settings_for(
     }
     args.issuer_url = Some(about.issuer.clone());
     args.client_id = Some(about.client_id.clone());
-    args.cache_dir = Some(dir.to_path_buf());
+    args.cache.cache_dir = Some(dir.to_path_buf());
     resolve(&args, Run::ByPerson)
 }
 

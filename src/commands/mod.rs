@@ -77,12 +77,3 @@ fn resolve_with(args: &TokenArgs, exec: ExecInfo) -> anyhow::Result<Config> {
     crate::log::set_level(config.verbose);
     Ok(config)
 }
-
-/// `--cache-dir`, or the default: all that `status` and `logout --all` need, so that they work
-/// without an issuer or a client.
-fn cache_dir(flag: &Option<std::path::PathBuf>) -> anyhow::Result<std::path::PathBuf> {
-    match flag {
-        Some(dir) => Ok(dir.clone()),
-        None => crate::config::default_cache_dir(),
-    }
-}

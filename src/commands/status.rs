@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::path::Path;
 
 pub(super) fn run(args: &StatusArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
-    let dir = super::cache_dir(&args.cache_dir)?;
+    let dir = crate::config::resolve_cache_dir(&args.cache)?;
     let sessions = list_sessions(&dir)?;
     let now = clock.now();
     Ok(Some(match args.output {

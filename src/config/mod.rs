@@ -22,7 +22,7 @@ pub use federation::{
 };
 pub use settings::*;
 
-use crate::cli::{CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
+use crate::cli::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
 use crate::env_vars;
 use crate::error::{fail, Exit};
 use crate::exec_credential::ExecInfo;
@@ -342,10 +342,7 @@ fn resolve_cache(
     login: &LoginSettings,
     http: &HttpSettings,
 ) -> anyhow::Result<CacheSettings> {
-    let dir = match &args.cache_dir {
-        Some(dir) => dir.clone(),
-        None => default_cache_dir()?,
-    };
+    let dir = resolve_cache_dir(&args.cache)?;
     let storage = match args.cache_storage {
         None | Some(CacheStorageArg::Auto) => CacheStorage::Auto,
         Some(CacheStorageArg::Disk) => CacheStorage::Disk,
@@ -364,8 +361,12 @@ fn resolve_cache(
     })
 }
 
-/// The per-user cache directory (`~/.cache/kubecred` on Linux).
-pub fn default_cache_dir() -> anyhow::Result<PathBuf> {
+/// `--cache-dir`, or the per-user cache directory (`~/.cache/kubecred` on Linux). Also all that
+/// `status` and `logout --all` resolve, so that they work without an issuer or a client.
+pub fn resolve_cache_dir(arg: &CacheDirArg) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = &arg.cache_dir {
+        return Ok(dir.clone());
+    }
     directories::ProjectDirs::from("", "", "kubecred")
         .map(|dirs| dirs.cache_dir().to_path_buf())
         .ok_or_else(|| input("cannot find a home directory for the token cache; pass --cache-dir"))

@@ -278,7 +278,7 @@ pub fn exec_args(args: &TokenArgs) -> Vec<String> {
         args.client_auth_method
             .and_then(|m| enum_name(&|| m.to_possible_value())),
     );
-    flag("cache-dir", args.cache_dir.as_deref().map(path));
+    flag("cache-dir", args.cache.cache_dir.as_deref().map(path));
     flag(
         "cache-storage",
         args.cache_storage
