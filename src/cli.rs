@@ -79,6 +79,22 @@ pub enum Command {
     Man,
 }
 
+impl Command {
+    /// The command's name as typed on the command line (checked against clap's in the tests).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::GetToken(_) => "get-token",
+            Command::Login(_) => "login",
+            Command::Logout(_) => "logout",
+            Command::Status(_) => "status",
+            Command::Setup(_) => "setup",
+            Command::Whoami(_) => "whoami",
+            Command::Completion { .. } => "completion",
+            Command::Man => "man",
+        }
+    }
+}
+
 /// `kubecred logout`: the settings of one entry, or `--all`.
 #[derive(Debug, Clone, Args)]
 pub struct LogoutArgs {
@@ -579,6 +595,34 @@ mod tests {
                 Some(expected.as_str()),
                 "--{long}"
             );
+        }
+    }
+
+    #[test]
+    fn command_names_are_claps() {
+        let argv: [&[&str]; 8] = [
+            &["get-token"],
+            &["login"],
+            &["logout"],
+            &["status"],
+            &["setup"],
+            &["whoami"],
+            &["completion", "bash"],
+            &["man"],
+        ];
+        let claps: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|sub| sub.get_name().to_string())
+            .collect();
+        assert_eq!(
+            claps.len(),
+            argv.len(),
+            "a command is missing here: {claps:?}"
+        );
+        for args in argv {
+            let cli = Cli::try_parse_from(std::iter::once("kubecred").chain(args.iter().copied()))
+                .unwrap();
+            assert_eq!(cli.command.name(), args[0]);
         }
     }
 

@@ -1,7 +1,8 @@
 //! kubecred: a Kubernetes client-go exec credential plugin for OpenID Connect / OAuth 2.0.
 //!
-//! The binary (`main.rs`) parses the command line and calls [`run`]; everything else lives here so
-//! that integration tests and examples can use it. See ARCHITECTURE.md for the map.
+//! The two binaries (`main.rs`: `kubecred`; `bin/kubecred-tools.rs`) are a few lines each that
+//! call [`entry`] with their dispatch ([`run`], [`commands::run_tools`]); everything else lives
+//! here so that integration tests and examples can use it. See ARCHITECTURE.md for the map.
 
 pub mod acquire;
 pub mod authn_config;
@@ -13,6 +14,7 @@ pub mod commands;
 pub mod config;
 pub mod digest;
 pub mod duration;
+pub mod entry;
 pub mod env_vars;
 pub mod error;
 pub mod exec_credential;

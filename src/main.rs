@@ -1,78 +1,17 @@
-//! The `kubecred` binary: parse, run, print the result or one error line.
-//!
-//! On unix the binary defines the C `main` itself (`no_main`): std's start-up, which this skips,
-//! reads `/proc/self/maps` to find the main thread's stack for its overflow guard — about a tenth
-//! of a cache hit's instructions. What it also did that kubecred needs is done here: SIGPIPE is
-//! ignored (a write to a closed pipe is an error we report, not a silent death), and stdout is
-//! flushed before returning. A stack overflow then ends in a plain SIGSEGV instead of std's
-//! message.
+//! The `kubecred` binary: what kubectl runs on every command (`get-token`), and `login`,
+//! `logout` and `status`. `setup`, `whoami`, `completion` and `man` are handed to the sibling
+//! binary `kubecred-tools` (commands/tools_binary.rs), so that their code and dependencies (CEL,
+//! YAML, the man page and completion generators) are not in this one: every cache hit would pay
+//! for loading them. The process wrapper is `entry.rs`, shared by both.
 #![cfg_attr(unix, no_main)]
-
-use kubecred::cli::{usage_error_line, Cli};
-use kubecred::error::{exit_code_of, one_line, Exit};
-use std::io::Write;
-#[cfg(not(unix))]
-use std::process::ExitCode;
 
 #[cfg(unix)]
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    // SAFETY: setting a signal's disposition to "ignore" before any thread exists.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-    // std reads the arguments itself (from glibc's .init_array hook), so argc/argv go unused.
-    let code = run();
-    let _ = std::io::stdout().flush();
-    i32::from(code)
+    kubecred::entry::c_main(kubecred::commands::run)
 }
 
 #[cfg(not(unix))]
-fn main() -> ExitCode {
-    ExitCode::from(run())
-}
-
-fn run() -> u8 {
-    // A kubelogin stanza moved over by changing only `command:` still reads
-    // `args: [oidc-login, get-token, ...]` (kubelogin runs as `kubectl oidc-login`): the parse
-    // drops that first `oidc-login` and takes kubelogin's `-v1` (see Cli::try_parse_command_line).
-    let cli = match Cli::try_parse_command_line(std::env::args_os()) {
-        Ok(cli) => cli,
-        Err(err) => return clap_error(err),
-    };
-    match kubecred::run(cli) {
-        Ok(Some(document)) => {
-            // One write of the whole document: stdout carries the ExecCredential and nothing else.
-            let mut stdout = std::io::stdout().lock();
-            if let Err(err) = stdout
-                .write_all(document.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                // stderr may be gone too (kubectl died): never panic over reporting it.
-                kubecred::log::error_line(format_args!(
-                    "writing the credential to stdout failed: {err}; kubectl may have gone away"
-                ));
-                return Exit::Input as u8;
-            }
-            0
-        }
-        Ok(None) => 0,
-        Err(err) => {
-            kubecred::log::error_line(one_line(&err));
-            exit_code_of(&err) as u8
-        }
-    }
-}
-
-/// `--help` and `--version` print as usual; a usage error becomes one line on stderr.
-fn clap_error(err: clap::Error) -> u8 {
-    use clap::error::ErrorKind;
-    match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = err.print();
-            0
-        }
-        _ => {
-            kubecred::log::error_line(usage_error_line(&err));
-            Exit::Usage as u8
-        }
-    }
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(kubecred::entry::run(kubecred::commands::run))
 }

@@ -1,8 +1,9 @@
-//! The commands, dispatched in one place: [`run`] reads `KUBERNETES_EXEC_INFO`, resolves the
-//! settings once, sets the log level, and hands the [`Config`] to the command's own module. A
-//! command returns what to print on stdout, if anything (`get-token`: the ExecCredential;
-//! `status`, `completion`, `man`, and `setup` and `whoami`, which kubectl never runs: their output
-//! for a person or a script); everything else it says goes to stderr.
+//! The commands, dispatched in one place per binary: [`run`] for `kubecred`, [`run_tools`] for
+//! `kubecred-tools` (tools_binary.rs says why there are two). Each reads `KUBERNETES_EXEC_INFO`,
+//! resolves the settings once, sets the log level, and hands the [`Config`] to the command's own
+//! module. A command returns what to print on stdout, if anything (`get-token`: the
+//! ExecCredential; `status`, `completion`, `man`, and `setup` and `whoami`, which kubectl never
+//! runs: their output for a person or a script); everything else it says goes to stderr.
 
 mod claims_table;
 mod docs;
@@ -11,6 +12,7 @@ mod login;
 mod logout;
 mod setup;
 mod status;
+pub mod tools_binary;
 mod whoami;
 
 use crate::cli::{Cli, Command, TokenArgs};
@@ -19,7 +21,9 @@ use crate::config::{Config, Environment};
 use crate::env_vars;
 use crate::exec_credential::ExecInfo;
 
-/// Runs one command; returns what to print on stdout, if anything.
+/// `kubecred`: runs one command, or hands a tools command to `kubecred-tools`; returns what to
+/// print on stdout, if anything. Naming a tools command's code here would link it, and its
+/// dependencies, into the binary kubectl starts on every command.
 pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
@@ -31,10 +35,28 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         ),
         Command::Logout(args) => logout::run(&args, &clock),
         Command::Status(args) => status::run(&args, &clock),
+        tools_command => tools_binary::hand_over(tools_command.name()),
+    }
+}
+
+/// `kubecred-tools`: runs setup, whoami, completion or man; refuses the others, which belong to
+/// `kubecred` (never handed back, so the two binaries cannot loop).
+pub fn run_tools(cli: Cli) -> anyhow::Result<Option<String>> {
+    let clock = SystemClock;
+    match cli.command {
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
         Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
         Command::Whoami(args) => whoami::run(&args, &clock),
+        other => Err(crate::error::fail(
+            crate::error::Exit::Usage,
+            format!(
+                "{tools} runs setup, whoami, completion and man; run `{main} {command}` instead",
+                tools = tools_binary::TOOLS_BINARY,
+                main = tools_binary::MAIN_BINARY,
+                command = other.name()
+            ),
+        )),
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod binaries;
 mod cache_hit_io;
 mod cache_storage;
 mod cli_behaviour;
