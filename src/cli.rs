@@ -533,14 +533,20 @@ fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
         return None;
     }
     // Help and version flags would only send the run to the full parser anyway.
-    let command = TokenArgs::augment_args(
+    let mut command = TokenArgs::augment_args(
         clap::Command::new("get-token")
             .disable_help_flag(true)
             .disable_version_flag(true)
             .args_override_self(true),
     );
-    let matches = command.try_get_matches_from(&argv[1..]).ok()?;
-    let args = TokenArgs::from_arg_matches(&matches).ok()?;
+    let mut matches = command.try_get_matches_from_mut(&argv[1..]).ok()?;
+    // Taking the values out of the matches saves cloning them all (`from_arg_matches` clones).
+    let args = TokenArgs::from_arg_matches_mut(&mut matches).ok()?;
+    // Freeing clap's command tree and matches, hundreds of small allocations, was a tenth of a
+    // cache hit's own instructions; the process exits soon after, so they are left to it (once
+    // per process, a few tens of KiB).
+    std::mem::forget(command);
+    std::mem::forget(matches);
     Some(Cli {
         command: Command::GetToken(args),
     })
