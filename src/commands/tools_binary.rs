@@ -5,9 +5,10 @@
 //!
 //! Why two binaries: the loader maps and relocates the whole binary before `main`, whatever the
 //! command. With CEL, YAML and the generators linked in, `kubecred` was 10.3 MB with 22,000
-//! relocations, and a cache hit cost 1.8× `cat`; without them, 7 MB, 5,900 relocations and
-//! about 1.2× (bench/RESULTS.md). The split is kept by `commands::run` never naming a tools-only
-//! command's code, so the linker drops it (tests/it/binaries.rs checks).
+//! relocations, and a cache hit cost 1.8× `cat`; without them, 7 MB, 5,800 relocations and
+//! 1.4× (bench/RESULTS.md; side by side, 0.8× the time of the single binary). The split is kept
+//! by `commands::run` never naming a tools-only command's code, so the linker drops it
+//! (tests/it/binaries.rs checks).
 
 use crate::error::{fail, Exit};
 use std::path::PathBuf;
