@@ -90,7 +90,9 @@ rm -rf "$work/cache" "$work/bed.stdin"
 start_testbed "$work" "{$long_ttl}"
 cc_args=(get-token "--issuer-url=$(bed_field issuer)" --client-id=kubecred-cc
     --grant-type=client-credentials --resource=https://kubernetes.testbed "--cache-dir=$work/cache")
-token=$("$kubecred" "${cc_args[@]}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"]["token"])')
+# One credential for all three kubeconfigs: kubecred's cache, `cat`'s file and the static token.
+"$kubecred" "${cc_args[@]}" > "$work/credential.json"
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"]["token"])' "$work/credential.json")
 kubeconfig() { # kubeconfig FILE USER_YAML
     cat > "$1" <<YAML
 apiVersion: v1
@@ -114,7 +116,6 @@ kubeconfig "$work/static.kubeconfig" "    token: \"$token\""
 # The floor of any exec plugin: kubectl running `cat` of a file that holds the same credential.
 # What kubectl itself spends on an exec plugin (a child process, pipes, a transport that is not
 # shared with the static-token path) shows here, apart from what kubecred spends.
-"$kubecred" "${cc_args[@]}" > "$work/credential.json"
 kubeconfig "$work/cat.kubeconfig" "    exec: {apiVersion: client.authentication.k8s.io/v1, command: cat, args: [\"$work/credential.json\"], interactiveMode: Never}"
 kubectl_home="$work/kubectl-home"
 mkdir -p "$kubectl_home"

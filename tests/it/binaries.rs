@@ -5,10 +5,6 @@
 use crate::support::*;
 use std::process::Command;
 
-fn tools_bin() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_kubecred-tools"))
-}
-
 /// Texts that only tools-only code carries: ours (setup, whoami, the tools dispatch) and its
 /// dependencies' (CEL, YAML, the completion and man page generators).
 const TOOLS_ONLY_TEXTS: [&str; 7] = [
@@ -31,7 +27,7 @@ fn contains(binary: &[u8], text: &str) -> bool {
 #[test]
 fn kubecred_links_none_of_the_tools_code() {
     let kubecred = std::fs::read(kubecred_bin()).unwrap();
-    let tools = std::fs::read(tools_bin()).unwrap();
+    let tools = std::fs::read(kubecred_tools_bin()).unwrap();
     for text in TOOLS_ONLY_TEXTS {
         // Each marker is real: the tools binary has it...
         assert!(
@@ -97,7 +93,7 @@ fn kubecred_alone_says_to_install_kubecred_tools_and_still_works() {
 #[test]
 fn kubecred_tools_refuses_kubectls_commands() {
     let env = TestEnv::new();
-    env.client(&tools_bin())
+    env.client(&kubecred_tools_bin())
         .args([
             "get-token",
             "--issuer-url=https://idp.example",
@@ -107,7 +103,7 @@ fn kubecred_tools_refuses_kubectls_commands() {
         .failure(2)
         .stderr_contains("run `kubecred get-token` instead");
     // It is the same command line: `--version` names the product and its commit.
-    let version = Command::new(tools_bin())
+    let version = Command::new(kubecred_tools_bin())
         .arg("--version")
         .output()
         .unwrap()

@@ -27,6 +27,11 @@ pub fn kubecred_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kubecred"))
 }
 
+/// The second binary (setup, whoami, completion, man), which kubecred hands those commands to.
+pub fn kubecred_tools_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kubecred-tools"))
+}
+
 /// Whether this is a CI run (`CI` set, as GitHub, GitLab and our `.ci/run` set it). Under CI a
 /// missing prerequisite fails the test instead of skipping it, so a green run never hides one.
 pub fn is_ci() -> bool {
