@@ -6,6 +6,7 @@
 //! `config/` sees these types: `Config::resolve` turns them, the exec info and the cluster
 //! extension into one plain struct with the domain's own types.
 
+mod fast_get_token;
 mod federation;
 
 pub use federation::{CiTokenSourceArg, FederationArgs};
@@ -262,7 +263,7 @@ pub enum ClientAuthMethodArg {
 
 /// On/off flags take `KUBECRED_FORCE_REFRESH=1` (or true/yes/on, and 0/false/no/off) from the
 /// environment: clap alone would take only `true` and `false` there.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct TokenArgs {
     /// Issuer URL of the OpenID Provider (HTTPS, or http on a loopback address).
     #[arg(
@@ -524,14 +525,26 @@ impl Cli {
 /// The file name kubectl looks for on PATH for `kubectl kubecred` (`.exe` on Windows).
 pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
 
-/// kubectl runs `get-token` on every command, so it is parsed with only its own flags built
-/// (clap builds every flag of every subcommand otherwise). Anything but a clean parse returns
-/// `None`, and the full parser runs: help, `--version` and every error come from it, unchanged.
+/// kubectl runs `get-token` on every command, so its plain command lines are read without clap
+/// (see fast_get_token.rs), and the others with only get-token's flags built (clap builds every
+/// flag of every subcommand otherwise). Anything but a clean parse returns `None`, and the full
+/// parser runs: help, `--version` and every error come from it, unchanged.
 fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
-    use clap::FromArgMatches;
     if argv.get(1)?.to_str()? != "get-token" {
         return None;
     }
+    let args = match fast_get_token::parse(&argv[2..], |name| std::env::var_os(name)) {
+        Some(args) => args,
+        None => parse_get_token_with_clap(argv)?,
+    };
+    Some(Cli {
+        command: Command::GetToken(args),
+    })
+}
+
+/// get-token's command line through clap, with only get-token's own flags built.
+fn parse_get_token_with_clap(argv: &[OsString]) -> Option<TokenArgs> {
+    use clap::FromArgMatches;
     // Help and version flags would only send the run to the full parser anyway.
     let mut command = TokenArgs::augment_args(
         clap::Command::new("get-token")
@@ -547,9 +560,7 @@ fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
     // per process, a few tens of KiB).
     std::mem::forget(command);
     std::mem::forget(matches);
-    Some(Cli {
-        command: Command::GetToken(args),
-    })
+    Some(args)
 }
 
 /// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).

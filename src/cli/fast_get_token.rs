@@ -1,0 +1,764 @@
+//! get-token's command line read without clap, for the cache hit.
+//!
+//! kubectl runs `kubecred get-token` before its requests, and a hit is answered in about a
+//! millisecond, so the parse is a large share of it: building clap's command for get-token's
+//! 54 flags (each with its help text and environment variable) and matching against it was two
+//! thirds of a hit's own instructions. This parser reads the plain command lines a kubeconfig
+//! holds (`--flag=value`, `--flag value`, `--switch`, `-v`) and the flags' `KUBECRED_*`
+//! variables, and returns `None` for anything else: help, an unknown flag, a value clap would
+//! refuse, an empty value, conflicting flags. The caller then runs clap, so every message and
+//! every unusual case is clap's own.
+//!
+//! clap's definition in `cli.rs` stays the one source of truth. [`FLAGS`] repeats each flag's
+//! names and kind only so that nothing has to be built at run time; the tests below check every
+//! row against clap's definition (a flag added to `TokenArgs` without a row fails them) and
+//! compare both parsers on every row, every variable and thousands of generated command lines.
+
+use super::TokenArgs;
+use clap::builder::{BoolishValueParser, TypedValueParser};
+use clap::ValueEnum;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+/// Parses get-token's arguments (those after `get-token`), reading each flag's variable through
+/// `env` (`std::env::var_os` in the binary); `None` leaves the command line to clap.
+pub(super) fn parse(
+    args: &[OsString],
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Option<TokenArgs> {
+    let mut parsed = TokenArgs::default();
+    // Which rows the command line gave: their variables are then not read, as in clap.
+    let mut given = [false; FLAGS.len()];
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let arg = arg.to_str()?;
+        if let Some(shorts) = arg.strip_prefix('-').filter(|s| !s.starts_with('-')) {
+            // -v, -vv: verbose is the only flag with a short name (checked in the tests).
+            if shorts.is_empty() || shorts.bytes().any(|b| b != b'v') {
+                return None;
+            }
+            given[VERBOSE] = true;
+            for _ in shorts.bytes() {
+                (FLAGS[VERBOSE].store)(&mut parsed, "")?;
+            }
+            continue;
+        }
+        // Neither a positional argument nor `--` belongs to get-token: clap refuses them.
+        let body = arg.strip_prefix("--")?;
+        let (name, inline) = match body.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (body, None),
+        };
+        let row = FLAGS
+            .iter()
+            .position(|flag| flag.long == name || flag.aliases.contains(&name))?;
+        given[row] = true;
+        let flag = &FLAGS[row];
+        let value = match (flag.takes, inline) {
+            (Takes::Switch | Takes::Count, None) => "true",
+            // clap would say the switch takes no value.
+            (Takes::Switch | Takes::Count, Some(_)) => return None,
+            (Takes::OptionalBool, Some(value)) => value,
+            // clap would take the next word as the value unless it is a flag: only a next long
+            // flag (or none) keeps this plain.
+            (Takes::OptionalBool, None) => match rest.as_slice().first() {
+                None => "true",
+                Some(next) if next.to_str()?.starts_with("--") => "true",
+                Some(_) => return None,
+            },
+            (Takes::Value | Takes::Values { .. }, Some(value)) => value,
+            (Takes::Value | Takes::Values { .. }, None) => {
+                let next = rest.next()?.to_str()?;
+                // clap reads a word starting with `-` as the next flag (or `-` as a value).
+                if next.starts_with('-') {
+                    return None;
+                }
+                next
+            }
+        };
+        store(flag, &mut parsed, value)?;
+    }
+    let mut name = EnvVarName::new();
+    let mut present = given;
+    for (row, flag) in FLAGS.iter().enumerate() {
+        if given[row] || !flag.env {
+            continue;
+        }
+        let Some(value) = env(name.of(flag.long)?) else {
+            continue;
+        };
+        store(flag, &mut parsed, value.to_str()?)?;
+        present[row] = true;
+    }
+    let both_present = |(one, other): &(&str, &str)| {
+        let present_row = |long: &str| FLAGS.iter().zip(present).any(|(f, p)| p && f.long == long);
+        present_row(one) && present_row(other)
+    };
+    if CONFLICTS.iter().any(both_present) {
+        return None;
+    }
+    Some(parsed)
+}
+
+/// Stores one occurrence's value; an empty value is left to clap, whose rules for it differ
+/// from one value type to another.
+fn store(flag: &Flag, parsed: &mut TokenArgs, value: &str) -> Option<()> {
+    if value.is_empty() && flag.takes != Takes::Count {
+        return None;
+    }
+    match flag.takes {
+        Takes::Values { split: true } => value
+            .split(',')
+            .try_for_each(|part| (flag.store)(parsed, part)),
+        _ => (flag.store)(parsed, value),
+    }
+}
+
+/// What a flag takes on the command line, as its clap action and value count say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Takes {
+    /// One value, `--flag=v` or `--flag v`; given again, the later value wins.
+    Value,
+    /// One value per occurrence, accumulated; `split` also splits each value at commas.
+    Values { split: bool },
+    /// No value on the command line; its variable takes clap's boolish words (1, no, on, ...).
+    Switch,
+    /// `--flag` alone means true; `--flag=BOOL` says which.
+    OptionalBool,
+    /// `--flag` or `-v`, `-vv`: counted. No variable.
+    Count,
+}
+
+/// One of get-token's flags: its names, what it takes, and where its value goes.
+struct Flag {
+    long: &'static str,
+    aliases: &'static [&'static str],
+    /// Whether it reads `KUBECRED_<LONG>` (kubelogin's hidden flags and -v do not).
+    env: bool,
+    takes: Takes,
+    /// Stores one value (a switch or count is given "true"); `None` where clap would refuse it.
+    store: fn(&mut TokenArgs, &str) -> Option<()>,
+}
+
+type Store = fn(&mut TokenArgs, &str) -> Option<()>;
+
+impl Flag {
+    const fn new(long: &'static str, takes: Takes, store: Store) -> Flag {
+        Flag {
+            long,
+            aliases: &[],
+            env: true,
+            takes,
+            store,
+        }
+    }
+
+    const fn alias(mut self, aliases: &'static [&'static str]) -> Flag {
+        self.aliases = aliases;
+        self
+    }
+
+    /// int128/kubelogin's hidden flags: a value each, no variable.
+    const fn kubelogin(long: &'static str, store: Store) -> Flag {
+        Flag {
+            env: false,
+            ..Flag::new(long, Takes::Value, store)
+        }
+    }
+}
+
+use Takes::{Count, OptionalBool, Switch, Value, Values};
+
+/// Every flag of get-token, in `TokenArgs` order (the tests check it against clap's definition).
+const FLAGS: [Flag; 54] = [
+    Flag::new("issuer-url", Value, |a, v| text(&mut a.issuer_url, v)).alias(&["oidc-issuer-url"]),
+    Flag::new("client-id", Value, |a, v| text(&mut a.client_id, v)).alias(&["oidc-client-id"]),
+    Flag::new("client-secret", Value, |a, v| text(&mut a.client_secret, v))
+        .alias(&["oidc-client-secret"]),
+    Flag::new("client-secret-file", Value, |a, v| {
+        path(&mut a.client_secret_file, v)
+    }),
+    Flag::new("scope", Values { split: true }, |a, v| {
+        add_text(&mut a.scopes, v)
+    })
+    .alias(&["oidc-extra-scope"]),
+    Flag::new("grant-type", Value, |a, v| choice(&mut a.grant_type, v)),
+    Flag::new("use-access-token", Switch, |a, v| {
+        switch(&mut a.use_access_token, v)
+    })
+    .alias(&["oidc-use-access-token"]),
+    Flag::new("audience", Value, |a, v| text(&mut a.audience, v)),
+    Flag::new("resource", Value, |a, v| text(&mut a.resource, v)),
+    Flag::new("client-auth-method", Value, |a, v| {
+        choice(&mut a.client_auth_method, v)
+    }),
+    Flag::new("cache-dir", Value, |a, v| path(&mut a.cache.cache_dir, v))
+        .alias(&["token-cache-dir"]),
+    Flag::new("cache-storage", Value, |a, v| {
+        choice(&mut a.cache_storage, v)
+    })
+    .alias(&["token-cache-storage"]),
+    Flag::new("certificate-authority", Values { split: false }, |a, v| {
+        add_path(&mut a.certificate_authority, v)
+    }),
+    Flag::new(
+        "certificate-authority-data",
+        Values { split: true },
+        |a, v| add_text(&mut a.certificate_authority_data, v),
+    ),
+    Flag::new("insecure-skip-tls-verify", Switch, |a, v| {
+        switch(&mut a.insecure_skip_tls_verify, v)
+    }),
+    Flag::new("force-refresh", Switch, |a, v| {
+        switch(&mut a.force_refresh, v)
+    }),
+    Flag::new("min-validity", Value, |a, v| text(&mut a.min_validity, v)),
+    Flag::new("http-timeout", Value, |a, v| text(&mut a.http_timeout, v)),
+    Flag::new("lock-timeout", Value, |a, v| text(&mut a.lock_timeout, v)),
+    Flag::new("redirect-url", Value, |a, v| text(&mut a.redirect_url, v))
+        .alias(&["oidc-redirect-url"]),
+    Flag::new("listen-address", Values { split: true }, |a, v| {
+        add_text(&mut a.listen_address, v)
+    }),
+    Flag::new("pkce", OptionalBool, |a, v| {
+        a.pkce = Some(boolish(v)?);
+        Some(())
+    })
+    .alias(&["oidc-use-pkce"]),
+    Flag::new("browser-command", Value, |a, v| {
+        text(&mut a.browser_command, v)
+    }),
+    Flag::new("skip-open-browser", Switch, |a, v| {
+        switch(&mut a.skip_open_browser, v)
+    }),
+    Flag::new("auth-timeout", Value, |a, v| text(&mut a.auth_timeout, v))
+        .alias(&["authentication-timeout-sec"]),
+    Flag::new("login-cooldown", Value, |a, v| {
+        text(&mut a.login_cooldown, v)
+    }),
+    Flag::new("auth-param", Values { split: false }, |a, v| {
+        add_text(&mut a.auth_params, v)
+    })
+    .alias(&["oidc-auth-request-extra-params"]),
+    Flag::new("account", Value, |a, v| text(&mut a.account, v)),
+    Flag::new("login-hint", Value, |a, v| text(&mut a.login_hint, v)),
+    Flag::new("prompt", Value, |a, v| text(&mut a.prompt, v)),
+    Flag {
+        env: false,
+        ..Flag::new("verbose", Count, |a, _| {
+            a.verbose = a.verbose.checked_add(1)?;
+            Some(())
+        })
+    },
+    // FederationArgs
+    Flag::new("subject-token-file", Value, |a, v| {
+        path(&mut a.federation.subject_token_file, v)
+    }),
+    Flag::new("subject-token-env", Value, |a, v| {
+        text(&mut a.federation.subject_token_env, v)
+    }),
+    Flag::new("subject-token-source", Value, |a, v| {
+        choice(&mut a.federation.subject_token_source, v)
+    }),
+    Flag::new("subject-token-audience", Value, |a, v| {
+        text(&mut a.federation.subject_token_audience, v)
+    }),
+    Flag::new("subject-token-type", Value, |a, v| {
+        text(&mut a.federation.subject_token_type, v)
+    }),
+    Flag::new("requested-token-type", Value, |a, v| {
+        text(&mut a.federation.requested_token_type, v)
+    }),
+    Flag::new("token-endpoint", Value, |a, v| {
+        text(&mut a.federation.token_endpoint, v)
+    }),
+    Flag::new("client-private-key-file", Value, |a, v| {
+        path(&mut a.federation.client_private_key_file, v)
+    }),
+    Flag::new("client-key-id", Value, |a, v| {
+        text(&mut a.federation.client_key_id, v)
+    }),
+    Flag::new("client-assertion-file", Value, |a, v| {
+        path(&mut a.federation.client_assertion_file, v)
+    }),
+    Flag::new("client-assertion-env", Value, |a, v| {
+        text(&mut a.federation.client_assertion_env, v)
+    }),
+    Flag::new("client-assertion-source", Value, |a, v| {
+        choice(&mut a.federation.client_assertion_source, v)
+    }),
+    Flag::new("client-assertion-audience", Value, |a, v| {
+        text(&mut a.federation.client_assertion_audience, v)
+    }),
+    Flag::new("gitlab-id-token-variable", Value, |a, v| {
+        text(&mut a.federation.gitlab_id_token_variable, v)
+    }),
+    Flag::new("username", Value, |a, v| {
+        text(&mut a.federation.username, v)
+    }),
+    Flag::new("password-file", Value, |a, v| {
+        path(&mut a.federation.password_file, v)
+    }),
+    // KubeloginFlags
+    Flag::kubelogin("oidc-pkce-method", |a, v| {
+        text(&mut a.kubelogin.oidc_pkce_method, v)
+    }),
+    Flag::kubelogin("oidc-redirect-url-hostname", |a, v| {
+        text(&mut a.kubelogin.oidc_redirect_url_hostname, v)
+    }),
+    Flag::kubelogin("open-url-after-authentication", |a, v| {
+        text(&mut a.kubelogin.open_url_after_authentication, v)
+    }),
+    Flag::kubelogin("tls-renegotiation", |a, v| {
+        text(&mut a.kubelogin.tls_renegotiation, v)
+    }),
+    Flag::kubelogin("password", |a, v| text(&mut a.kubelogin.password, v)),
+    Flag::kubelogin("local-server-cert", |a, v| {
+        path(&mut a.kubelogin.local_server_cert, v)
+    }),
+    Flag::kubelogin("local-server-key", |a, v| {
+        path(&mut a.kubelogin.local_server_key, v)
+    }),
+];
+
+/// The row of `--verbose`, the flag `-v` counts.
+const VERBOSE: usize = 30;
+
+/// Pairs of flags clap refuses together (`conflicts_with`), by long name.
+const CONFLICTS: &[(&str, &str)] = &[("client-secret", "client-secret-file")];
+
+fn text(slot: &mut Option<String>, value: &str) -> Option<()> {
+    *slot = Some(value.to_owned());
+    Some(())
+}
+
+fn path(slot: &mut Option<PathBuf>, value: &str) -> Option<()> {
+    *slot = Some(PathBuf::from(value));
+    Some(())
+}
+
+fn add_text(list: &mut Vec<String>, value: &str) -> Option<()> {
+    list.push(value.to_owned());
+    Some(())
+}
+
+fn add_path(list: &mut Vec<PathBuf>, value: &str) -> Option<()> {
+    list.push(PathBuf::from(value));
+    Some(())
+}
+
+/// A `ValueEnum` value exactly as clap's own parser for it matches one (case-sensitive).
+fn choice<E: ValueEnum>(slot: &mut Option<E>, value: &str) -> Option<()> {
+    *slot = Some(E::from_str(value, false).ok()?);
+    Some(())
+}
+
+fn switch(slot: &mut bool, value: &str) -> Option<()> {
+    *slot = boolish(value)?;
+    Some(())
+}
+
+/// clap's own boolish parser, the one the switches and `--pkce` are defined with.
+fn boolish(value: &str) -> Option<bool> {
+    let command = clap::Command::new("get-token");
+    BoolishValueParser::new()
+        .parse_ref(&command, None, OsStr::new(value))
+        .ok()
+}
+
+/// `KUBECRED_<LONG>` built in place: the hit reads about fifty of them.
+struct EnvVarName {
+    buffer: [u8; 64],
+}
+
+impl EnvVarName {
+    fn new() -> EnvVarName {
+        EnvVarName { buffer: [0; 64] }
+    }
+
+    fn of(&mut self, long: &str) -> Option<&str> {
+        const PREFIX: &[u8] = b"KUBECRED_";
+        let name = self.buffer.get_mut(..PREFIX.len() + long.len())?;
+        let (prefix, rest) = name.split_at_mut(PREFIX.len());
+        prefix.copy_from_slice(PREFIX);
+        for (to, from) in rest.iter_mut().zip(long.bytes()) {
+            *to = if from == b'-' {
+                b'_'
+            } else {
+                from.to_ascii_uppercase()
+            };
+        }
+        std::str::from_utf8(name).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::builder::ValueRange;
+    use clap::{ArgAction, CommandFactory, FromArgMatches};
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, Mutex};
+
+    /// The tests that set variables take turns (each case sets and removes its own).
+    static VARIABLES: Mutex<()> = Mutex::new(());
+
+    /// A flag's variable as the tests set it, so that the process's own `KUBECRED_*` play no part.
+    fn test_variable(name: &OsStr) -> String {
+        let name = name.to_str().unwrap();
+        format!(
+            "KUBECRED_FASTTEST_{}",
+            name.strip_prefix("KUBECRED_").unwrap()
+        )
+    }
+
+    /// clap's get-token (from the whole `Cli`, as the binary builds it), reading the test names.
+    fn clap_get_token() -> clap::Command {
+        // clap keeps only `'static` names: each test name is made (and leaked) once.
+        static TEST_NAMES: LazyLock<HashMap<String, &'static str>> = LazyLock::new(|| {
+            let variables = FLAGS.iter().filter(|flag| flag.env).map(variable_of);
+            let renamed = |name: String| {
+                let test_name = test_variable(OsStr::new(&name));
+                (name, &*Box::leak(test_name.into_boxed_str()))
+            };
+            variables.map(renamed).collect()
+        });
+        let mut command = Cli::command().mut_subcommand("get-token", |sub| {
+            sub.mut_args(|arg| {
+                let name = arg.get_env().and_then(OsStr::to_str);
+                match name.and_then(|name| TEST_NAMES.get(name)) {
+                    Some(test_name) => arg.env(*test_name),
+                    None => arg,
+                }
+            })
+        });
+        command.build();
+        command
+    }
+
+    /// Both parsers on get-token's `args` with `vars` (`KUBECRED_*` name, value) set. The fast
+    /// one may decline (false); whatever it answers must be clap's answer (true).
+    fn compare(args: &[&str], vars: &[(&str, &str)]) -> bool {
+        let full = {
+            let _turn = VARIABLES
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            for (name, value) in vars {
+                std::env::set_var(test_variable(OsStr::new(name)), value);
+            }
+            let argv = ["kubecred", "get-token"].iter().chain(args);
+            let matches = clap_get_token().try_get_matches_from(argv);
+            for (name, _) in vars {
+                std::env::remove_var(test_variable(OsStr::new(name)));
+            }
+            matches.map(|matches| Cli::from_arg_matches(&matches).unwrap())
+        };
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let lookup = |name: &str| {
+            let found = vars.iter().rev().find(|(var, _)| *var == name);
+            found.map(|(_, value)| OsString::from(value))
+        };
+        let Some(fast) = parse(&args, lookup) else {
+            return false;
+        };
+        match full {
+            Ok(Cli {
+                command: Command::GetToken(full),
+            }) => assert_eq!(
+                format!("{fast:?}"),
+                format!("{full:?}"),
+                "{args:?} with {vars:?}"
+            ),
+            Ok(other) => panic!("{args:?}: clap parsed {other:?}"),
+            Err(err) => panic!("{args:?} with {vars:?}: fast parse of what clap refuses: {err}"),
+        }
+        true
+    }
+
+    fn variable_of(flag: &Flag) -> String {
+        EnvVarName::new().of(flag.long).unwrap().to_owned()
+    }
+
+    /// Values for a flag: its clap possible values (names and aliases) or a few plain words.
+    fn samples(flag: &Flag) -> Vec<String> {
+        let command = clap_get_token();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        let arg = get_token
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(flag.long))
+            .unwrap();
+        let possible: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .flat_map(|value| value.get_name_and_aliases().map(str::to_owned))
+            .collect();
+        match flag.takes {
+            Switch | OptionalBool => ["true", "false", "1", "no", "OFF", "Yes"]
+                .map(String::from)
+                .to_vec(),
+            Count => Vec::new(),
+            _ if !possible.is_empty() => possible,
+            _ => ["x", "https://idp.example/a,b", "a b=c"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+
+    #[test]
+    fn every_row_is_clap_s_flag_of_get_token() {
+        let command = clap_get_token();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        let args: Vec<&clap::Arg> = get_token
+            .get_arguments()
+            .filter(|arg| !matches!(arg.get_action(), ArgAction::Help))
+            .collect();
+        assert_eq!(args.len(), FLAGS.len(), "a get-token flag without a row");
+        let mut conflicts = Vec::new();
+        for (arg, flag) in args.iter().zip(&FLAGS) {
+            let long = arg.get_long().unwrap();
+            assert_eq!(flag.long, long, "rows are in TokenArgs order");
+            let mut aliases = arg.get_all_aliases().unwrap_or_default();
+            aliases.sort_unstable();
+            let mut row_aliases = flag.aliases.to_vec();
+            row_aliases.sort_unstable();
+            assert_eq!(row_aliases, aliases, "--{long}");
+            let variable = arg.get_env().map(|name| name.to_str().unwrap().to_owned());
+            let expected = flag
+                .env
+                .then(|| test_variable(OsStr::new(&variable_of(flag))));
+            assert_eq!(variable, expected, "--{long}");
+            assert_eq!(arg.get_short(), (flag.takes == Count).then_some('v'));
+            assert!(!arg.is_positional() && !arg.is_global_set() && !arg.is_last_set());
+            assert!(!arg.is_ignore_case_set() && !arg.is_require_equals_set());
+            assert!(!arg.is_allow_hyphen_values_set() && !arg.is_allow_negative_numbers_set());
+            assert!(
+                !arg.is_required_set() && !arg.is_exclusive_set(),
+                "--{long}"
+            );
+            let values = arg.get_num_args().unwrap();
+            let one = ValueRange::new(1);
+            match flag.takes {
+                Value => {
+                    assert!(matches!(arg.get_action(), ArgAction::Set), "--{long}");
+                    assert_eq!((values, arg.get_value_delimiter()), (one, None));
+                    assert!(arg.get_default_values().is_empty(), "--{long}");
+                }
+                Values { split } => {
+                    assert!(matches!(arg.get_action(), ArgAction::Append), "--{long}");
+                    let delimiter = split.then_some(',');
+                    assert_eq!((values, arg.get_value_delimiter()), (one, delimiter));
+                    assert!(arg.get_default_values().is_empty(), "--{long}");
+                }
+                Switch => assert!(matches!(arg.get_action(), ArgAction::SetTrue), "--{long}"),
+                OptionalBool => {
+                    assert!(matches!(arg.get_action(), ArgAction::Set), "--{long}");
+                    assert_eq!(values, ValueRange::new(0..=1));
+                    assert!(arg.get_default_values().is_empty(), "--{long}");
+                }
+                Count => assert!(matches!(arg.get_action(), ArgAction::Count), "--{long}"),
+            }
+            for other in get_token.get_arg_conflicts_with(arg) {
+                let other = other.get_long().unwrap();
+                conflicts.push(if long < other {
+                    (long, other)
+                } else {
+                    (other, long)
+                });
+            }
+        }
+        conflicts.sort_unstable();
+        conflicts.dedup();
+        assert_eq!(
+            conflicts, CONFLICTS,
+            "clap's conflicts_with pairs, in order"
+        );
+        assert_eq!(FLAGS[VERBOSE].long, "verbose");
+        // The groups clap's derive makes of the flattened structs restrict nothing.
+        for group in get_token.get_groups() {
+            assert!(group.clone().is_multiple() && !group.is_required_set());
+        }
+        assert!(get_token.get_subcommands().next().is_none());
+    }
+
+    #[test]
+    fn every_flag_and_alias_parses_as_clap_parses() {
+        for flag in &FLAGS {
+            let names = std::iter::once(flag.long).chain(flag.aliases.iter().copied());
+            for name in names {
+                let long = format!("--{name}");
+                let mut forms: Vec<Vec<String>> = Vec::new();
+                if matches!(flag.takes, Switch | Count | OptionalBool) {
+                    forms.push(vec![long.clone()]);
+                    forms.push(vec![long.clone(), long.clone(), "--account=a".into()]);
+                }
+                let values = match flag.takes {
+                    Switch | Count => Vec::new(),
+                    _ => samples(flag),
+                };
+                for value in &values {
+                    forms.push(vec![format!("{long}={value}")]);
+                    if flag.takes != OptionalBool {
+                        forms.push(vec![long.clone(), value.clone()]);
+                    }
+                    // Given twice: the later value wins, or both are kept.
+                    forms.push(vec![
+                        format!("{long}={}", values[0]),
+                        format!("{long}={value}"),
+                    ]);
+                }
+                for form in &forms {
+                    let args: Vec<&str> = form.iter().map(String::as_str).collect();
+                    assert!(compare(&args, &[]), "the fast parse declined {args:?}");
+                }
+            }
+        }
+        for short in [&["-v"][..], &["-vv"], &["-v", "-vvv", "--verbose"]] {
+            assert!(compare(short, &[]), "{short:?}");
+        }
+        assert!(compare(&[], &[]), "no flags at all");
+    }
+
+    #[test]
+    fn every_variable_parses_as_clap_parses() {
+        for flag in FLAGS.iter().filter(|flag| flag.env) {
+            let variable = variable_of(flag);
+            for value in samples(flag) {
+                let vars = [(variable.as_str(), value.as_str())];
+                assert!(compare(&[], &vars), "{vars:?}");
+                // The command line wins over the variable.
+                let given = match flag.takes {
+                    Switch | OptionalBool => format!("--{}", flag.long),
+                    _ => format!("--{}={value}", flag.long),
+                };
+                assert!(compare(&[given.as_str()], &vars), "{given} {vars:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn what_the_fast_parse_leaves_to_clap() {
+        type Variables<'a> = &'a [(&'a str, &'a str)];
+        let declined: &[(&[&str], Variables)] = &[
+            (&["--help"], &[]),
+            (&["-h"], &[]),
+            (&["--version"], &[]),
+            (&["--nope"], &[]),
+            (&["stray"], &[]),
+            (&["--", "--issuer-url=x"], &[]),
+            (&["--issuer-url"], &[]),
+            (&["--issuer-url", "-v"], &[]),
+            (&["--issuer-url="], &[]),
+            (&["--grant-type=magic"], &[]),
+            (&["--force-refresh=true"], &[]),
+            (&["--pkce", "no"], &[]),
+            (&["-vx"], &[]),
+            (&["--client-secret=s", "--client-secret-file=f"], &[]),
+            (
+                &["--client-secret-file=f"],
+                &[("KUBECRED_CLIENT_SECRET", "s")],
+            ),
+            (&[], &[("KUBECRED_ISSUER_URL", "")]),
+            (&[], &[("KUBECRED_FORCE_REFRESH", "maybe")]),
+            (&[], &[("KUBECRED_GRANT_TYPE", "Device-Code")]),
+        ];
+        for (args, vars) in declined {
+            assert!(!compare(args, vars), "{args:?} {vars:?} should go to clap");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt;
+            let not_unicode = OsString::from_vec(vec![b'-', b'-', 0xff]);
+            assert!(parse(&[not_unicode], |_| None).is_none());
+        }
+    }
+
+    /// A small deterministic generator (xorshift64): the same cases on every run.
+    struct Cases(u64);
+
+    impl Cases {
+        fn below(&mut self, bound: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % bound as u64) as usize
+        }
+
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            from[self.below(from.len())]
+        }
+    }
+
+    #[test]
+    fn generated_command_lines_parse_as_clap_parses() {
+        const VALUES: &[&str] = &[
+            "x",
+            "a,b",
+            "a,,b",
+            "",
+            "-x",
+            "--y",
+            "-",
+            "true",
+            "NO",
+            "1",
+            "magic",
+            "=",
+            "k=v",
+            "authcode",
+            "device-code",
+            "disk",
+            "post",
+            "gitlab",
+        ];
+        const OTHERS: &[&str] = &[
+            "-v",
+            "-vv",
+            "-h",
+            "-x",
+            "-",
+            "--",
+            "stray",
+            "--help",
+            "--nope=1",
+            "--verbose",
+        ];
+        let mut cases = Cases(0x6b75_6265_6372_6564);
+        let (mut total, mut taken) = (0, 0);
+        for _ in 0..2000 {
+            let mut words: Vec<String> = Vec::new();
+            for _ in 0..cases.below(5) {
+                let flag = &FLAGS[cases.below(FLAGS.len())];
+                let names: Vec<&str> = std::iter::once(flag.long)
+                    .chain(flag.aliases.iter().copied())
+                    .collect();
+                let name = cases.pick(&names);
+                match cases.below(8) {
+                    0 => words.push(cases.pick(OTHERS).into()),
+                    1 | 2 => {
+                        words.push(format!("--{name}"));
+                        words.push(cases.pick(VALUES).into());
+                    }
+                    3 => words.push(format!("--{name}")),
+                    _ => words.push(format!("--{name}={}", cases.pick(VALUES))),
+                }
+            }
+            let mut vars: Vec<(String, &str)> = Vec::new();
+            for _ in 0..cases.below(3) {
+                let flag = &FLAGS[cases.below(FLAGS.len())];
+                if flag.env {
+                    vars.push((variable_of(flag), cases.pick(VALUES)));
+                }
+            }
+            let args: Vec<&str> = words.iter().map(String::as_str).collect();
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+            total += 1;
+            taken += usize::from(compare(&args, &vars));
+        }
+        // Not vacuous: a good share of the cases takes the fast parse.
+        assert!(
+            taken * 5 > total,
+            "only {taken} of {total} cases parsed fast"
+        );
+    }
+}
