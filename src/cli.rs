@@ -922,6 +922,7 @@ mod tests {
             .map(OsString::from)
             .collect();
         assert!(parse_get_token_alone(&argv).is_some());
+        assert!(fast_get_token::parse(&argv[2..], |_| None).is_some());
         assert!(parse_get_token_alone(&argv[..1]).is_none());
         let later = token_args(&[
             "kubecred",

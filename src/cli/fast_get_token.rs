@@ -129,6 +129,10 @@ enum Takes {
     Count,
 }
 
+/// Stores one value in its field (a switch or count is given "true"); `None` where clap would
+/// refuse the value.
+type Store = fn(&mut TokenArgs, &str) -> Option<()>;
+
 /// One of get-token's flags: its names, what it takes, and where its value goes.
 struct Flag {
     long: &'static str,
@@ -136,11 +140,8 @@ struct Flag {
     /// Whether it reads `KUBECRED_<LONG>` (kubelogin's hidden flags and -v do not).
     env: bool,
     takes: Takes,
-    /// Stores one value (a switch or count is given "true"); `None` where clap would refuse it.
-    store: fn(&mut TokenArgs, &str) -> Option<()>,
+    store: Store,
 }
-
-type Store = fn(&mut TokenArgs, &str) -> Option<()>;
 
 impl Flag {
     const fn new(long: &'static str, takes: Takes, store: Store) -> Flag {
