@@ -19,7 +19,9 @@ cd "$root"
 . bench/lib.sh
 
 quick=${1:-}
-hit_rounds=5 hit_runs=300 slow_rounds=3 slow_runs=30 crowd_rounds=5
+# Many short rounds rather than a few long ones: this machine's speed drifts within seconds, and
+# a ratio is taken inside each round, so more rounds give a steadier median.
+hit_rounds=15 hit_runs=100 slow_rounds=6 slow_runs=15 crowd_rounds=5
 if [ "$quick" = --quick ]; then
     hit_rounds=2 hit_runs=50 slow_rounds=1 slow_runs=5 crowd_rounds=1
 fi
