@@ -39,7 +39,7 @@ pub(super) fn parse(
             }
             given[VERBOSE] = true;
             for _ in shorts.bytes() {
-                (FLAGS[VERBOSE].store)(&mut parsed, "")?;
+                store(&FLAGS[VERBOSE], &mut parsed, "true")?;
             }
             continue;
         }
@@ -103,7 +103,7 @@ pub(super) fn parse(
 /// Stores one occurrence's value; an empty value is left to clap, whose rules for it differ
 /// from one value type to another.
 fn store(flag: &Flag, parsed: &mut TokenArgs, value: &str) -> Option<()> {
-    if value.is_empty() && flag.takes != Takes::Count {
+    if value.is_empty() {
         return None;
     }
     match flag.takes {
