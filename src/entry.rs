@@ -1,6 +1,6 @@
-//! The process around a command, shared by the two binaries (`kubecred` and `kubecred-tools`):
-//! parse the command line, run the binary's dispatch, print the document on stdout or one error
-//! line on stderr, and turn the outcome into the exit code.
+//! The process around a command: parse the command line, run the dispatch, print the document on
+//! stdout or one error line on stderr, and turn the outcome into the exit code (`kubecred-full`,
+//! [`run`]). The `kubecred` front (front.rs) shares the C `main` and the printing.
 //!
 //! On unix both binaries define the C `main` themselves (`no_main`) and call [`c_main`]: std's
 //! start-up, which this skips, reads `/proc/self/maps` to find the main thread's stack for its
@@ -16,13 +16,14 @@ use std::io::Write;
 /// What a binary runs for a parsed command line: the document for stdout, if any.
 pub type Dispatch = fn(Cli) -> anyhow::Result<Option<String>>;
 
-/// The whole process for a `no_main` binary's C `main`: returns its exit status.
+/// The whole process for a `no_main` binary's C `main`: `process` is the binary's work
+/// (`|| run(commands::run)`, `front::run`); returns its exit status.
 #[cfg(unix)]
-pub fn c_main(dispatch: Dispatch) -> libc::c_int {
+pub fn c_main(process: fn() -> u8) -> libc::c_int {
     // SAFETY: setting a signal's disposition to "ignore" before any thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     // std reads the arguments itself (from glibc's .init_array hook), so argc/argv go unused.
-    let code = run(dispatch);
+    let code = process();
     let _ = std::io::stdout().flush();
     libc::c_int::from(code)
 }
@@ -37,25 +38,30 @@ pub fn run(dispatch: Dispatch) -> u8 {
         Err(err) => return clap_error(err),
     };
     match dispatch(cli) {
-        Ok(Some(document)) => {
-            // One write of the whole document: stdout carries the ExecCredential and nothing else.
-            let mut stdout = std::io::stdout().lock();
-            if let Err(err) = stdout
-                .write_all(document.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                // stderr may be gone too (kubectl died): never panic over reporting it.
-                crate::log::error_line(format_args!(
-                    "writing the credential to stdout failed: {err}; kubectl may have gone away"
-                ));
-                return Exit::Input as u8;
-            }
-            0
-        }
+        Ok(Some(document)) => print_document(&document),
         Ok(None) => 0,
         Err(err) => {
             crate::log::error_line(one_line(&err));
             exit_code_of(&err) as u8
+        }
+    }
+}
+
+/// Writes the document to stdout in one write; the exit code.
+pub fn print_document(document: &str) -> u8 {
+    // One write of the whole document: stdout carries the ExecCredential and nothing else.
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(document.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => 0,
+        Err(err) => {
+            // stderr may be gone too (kubectl died): never panic over reporting it.
+            crate::log::error_line(format_args!(
+                "writing the credential to stdout failed: {err}; kubectl may have gone away"
+            ));
+            Exit::Input as u8
         }
     }
 }

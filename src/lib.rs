@@ -1,7 +1,7 @@
 //! kubecred: a Kubernetes client-go exec credential plugin for OpenID Connect / OAuth 2.0.
 //!
-//! The two binaries (`main.rs`: `kubecred`; `bin/kubecred-tools.rs`) are a few lines each that
-//! call [`entry`] with their dispatch ([`run`], [`commands::run_tools`]); everything else lives
+//! The two binaries are a few lines each: `main.rs` (`kubecred`, the cache-hit front: [`front`])
+//! and `bin/kubecred-full.rs` (every command: [`entry`] with [`run`]); everything else lives
 //! here so that integration tests and examples can use it. See ARCHITECTURE.md for the map.
 
 pub mod acquire;
@@ -18,6 +18,7 @@ pub mod entry;
 pub mod env_vars;
 pub mod error;
 pub mod exec_credential;
+pub mod front;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grants;

@@ -93,6 +93,50 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
     render(config, &tokens, clock)
 }
 
+/// A credential the `kubecred` front can hand out without `kubecred-full` (front.rs).
+pub struct FrontHit {
+    document: String,
+    cache: TokenCache,
+    /// The hand-out stamp to set: when (seconds) and the mark.
+    stamp: Option<(i64, u32)>,
+}
+
+/// The front's cache hit: what [`credential`] would print from the cache, or `None` wherever
+/// `credential` would do more than that — `--force-refresh`, a storage whose hit is not a file,
+/// no fresh entry, an entry it would refuse, a client's re-run after a 401 — which
+/// `kubecred-full` then does. Nothing is written before [`FrontHit::hand_out`].
+pub fn front_hit(config: &Config, clock: &dyn Clock) -> Option<FrontHit> {
+    if config.force_refresh {
+        return None;
+    }
+    let cache = TokenCache::entry_files_only(config)?;
+    let (document, obtained_at) = cached_credential(config, &cache, clock).ok()??;
+    let now = clock.now();
+    let parent = hand_out::parent(config.exec.from_client);
+    let stamp = match parent
+        .map(|parent| hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at))
+    {
+        Some(hand_out::OnHit::Refresh) => return None,
+        Some(hand_out::OnHit::Serve { stamp: Some(mark) }) => Some((now.timestamp(), mark)),
+        Some(hand_out::OnHit::Serve { stamp: None }) | None => None,
+    };
+    Some(FrontHit {
+        document,
+        cache,
+        stamp,
+    })
+}
+
+impl FrontHit {
+    /// Records the hand-out (the 401 stamp, as [`credential`] does) and returns the document.
+    pub fn hand_out(self) -> String {
+        if let Some((seconds, mark)) = self.stamp {
+            self.cache.set_loaded_stamp(seconds, mark);
+        }
+        self.document
+    }
+}
+
 /// A new login (or grant) now, never a refresh, bypassing the cool-down.
 pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     let cache = TokenCache::new(config);

@@ -1,5 +1,5 @@
-//! The commands, dispatched in one place per binary: [`run`] for `kubecred`, [`run_tools`] for
-//! `kubecred-tools` (tools_binary.rs says why there are two). Each reads `KUBERNETES_EXEC_INFO`,
+//! The commands, dispatched in one place ([`run`], in `kubecred-full`; front.rs says why the
+//! `kubecred` binary answers only cache hits). Each reads `KUBERNETES_EXEC_INFO`,
 //! resolves the settings once, sets the log level, and hands the [`Config`] to the command's own
 //! module. A command returns what to print on stdout, if anything (`get-token`: the
 //! ExecCredential; `status`, `completion`, `man`, and `setup` and `whoami`, which kubectl never
@@ -12,7 +12,6 @@ mod login;
 mod logout;
 mod setup;
 mod status;
-pub mod tools_binary;
 mod whoami;
 
 use crate::cli::{Cli, Command, TokenArgs};
@@ -21,9 +20,8 @@ use crate::config::{Config, Environment};
 use crate::env_vars;
 use crate::exec_credential::ExecInfo;
 
-/// `kubecred`: runs one command, or hands a tools command to `kubecred-tools`; returns what to
-/// print on stdout, if anything. Naming a tools command's code here would link it, and its
-/// dependencies, into the binary kubectl starts on every command.
+/// Runs one command (in `kubecred-full`; the `kubecred` front, front.rs, answers cache hits
+/// itself and hands every other run here); returns what to print on stdout, if anything.
 pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
@@ -35,29 +33,16 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         ),
         Command::Logout(args) => logout::run(&args, &clock),
         Command::Status(args) => status::run(&args, &clock),
-        tools_command => tools_binary::hand_over(tools_command.name()),
-    }
-}
-
-/// `kubecred-tools`: runs setup, whoami, completion or man; refuses the others, which belong to
-/// `kubecred` (never handed back, so the two binaries cannot loop).
-pub fn run_tools(cli: Cli) -> anyhow::Result<Option<String>> {
-    let clock = SystemClock;
-    match cli.command {
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
         Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
         Command::Whoami(args) => whoami::run(&args, &clock),
-        other => Err(crate::error::fail(
-            crate::error::Exit::Usage,
-            format!(
-                "{tools} runs setup, whoami, completion and man; run `{main} {command}` instead",
-                tools = tools_binary::TOOLS_BINARY,
-                main = tools_binary::MAIN_BINARY,
-                command = other.name()
-            ),
-        )),
     }
+}
+
+/// get-token's settings, resolved as [`run`] resolves them (the front's, front.rs).
+pub fn get_token_settings(args: &TokenArgs) -> anyhow::Result<Config> {
+    resolve(args, Run::ByKubectl)
 }
 
 /// Who runs the command, which decides what an absent `KUBERNETES_EXEC_INFO` means.

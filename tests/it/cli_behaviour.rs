@@ -157,7 +157,7 @@ fn runs_as_a_kubectl_plugin_through_a_symlink_on_path() {
     kubectl(&["--help"])
         .success()
         .stdout_contains("kubectl kubecred");
-    // A tools command through the symlink: kubecred finds kubecred-tools beside its real path.
+    // Another command through the symlink: kubecred finds kubecred-full beside its real path.
     kubectl(&["completion", "bash"])
         .success()
         .stdout_contains("complete -F");

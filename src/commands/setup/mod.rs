@@ -61,8 +61,8 @@ pub(super) fn run(
         .expect("of_credential found the credential");
     let signing_alg = crate::tokens::unverified_jwt_segment(token.expose(), 0)
         .and_then(|header| header.get("alg")?.as_str().map(String::from));
-    // setup runs in kubecred-tools; kubectl must run kubecred.
-    let command = super::tools_binary::main_binary()?;
+    // setup runs in kubecred-full; kubectl must run the kubecred front.
+    let command = crate::front::main_binary()?;
     let inputs = advice::Inputs {
         args: &args.token,
         user_name: &args.user_name,

@@ -27,9 +27,9 @@ pub fn kubecred_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kubecred"))
 }
 
-/// The second binary (setup, whoami, completion, man), which kubecred hands those commands to.
-pub fn kubecred_tools_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_kubecred-tools"))
+/// The binary with every command, which the kubecred front hands all but cache hits to.
+pub fn kubecred_full_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kubecred-full"))
 }
 
 /// Whether this is a CI run (`CI` set, as GitHub, GitLab and our `.ci/run` set it). Under CI a
