@@ -13,7 +13,7 @@ cd "$root"
 runs=${1:-500}
 command -v hyperfine >/dev/null || { echo "bench: hyperfine is required (apt-get install hyperfine)" >&2; exit 1; }
 
-cargo build --release --quiet --bin kubecred
+cargo build --release --quiet --bins  # kubecred-full too: the first run is a miss
 kubecred="$root/target/release/kubecred"
 ensure_node_deps "$root"
 
