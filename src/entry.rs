@@ -33,7 +33,7 @@ pub fn run(dispatch: Dispatch) -> u8 {
     // A kubelogin stanza moved over by changing only `command:` still reads
     // `args: [oidc-login, get-token, ...]` (kubelogin runs as `kubectl oidc-login`): the parse
     // drops that first `oidc-login` and takes kubelogin's `-v1` (see Cli::try_parse_command_line).
-    let cli = match Cli::try_parse_command_line(std::env::args_os()) {
+    let cli = match Cli::try_parse_command_line(crate::binaries::full_binary_argv()) {
         Ok(cli) => cli,
         Err(err) => return clap_error(err),
     };

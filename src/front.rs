@@ -1,6 +1,7 @@
 //! The `kubecred` binary, the one kubectl starts on every command: it answers `get-token` from
 //! the cache, and hands every other run to `kubecred-full`, installed beside it, by replacing
-//! itself with it (exec: same arguments, environment, terminal and exit code).
+//! itself with it (exec: same argv[0], arguments, environment, terminal and exit code; on
+//! Windows a child whose exit code it passes on). binaries.rs finds it.
 //!
 //! Why two binaries: the loader maps and relocates the whole binary before `main`, and a cache
 //! hit touches code spread across it. With every command linked in (clap, the HTTP and TLS
@@ -19,21 +20,31 @@
 //! - any run with something to say on stderr (`-v`, a notice): the front holds stderr back
 //!   ([`log::hold_back`]) and kubecred-full says it, once.
 //!
-//! Nothing is written (not even the hand-out stamp) before the front knows it answers, so
-//! kubecred-full starts from the state the front found. tests/it/binaries.rs checks that the
-//! front links none of the code only a miss needs.
+//! The front neither stamps nor saves before it knows it answers (reading an entry may tighten
+//! a loose file to 0600, as any read does), so kubecred-full judges the state the front found:
+//! a stamp set before a hand-over would look like this client's re-run after a 401. A front
+//! started in kubecred-full's place (a copy or link of `kubecred`) sees the hand-over marker
+//! ([`HANDED_OVER`]) and fails with one line instead of exec'ing itself for ever.
+//! tests/it/binaries.rs checks these, and that the front links none of the code only a miss
+//! needs.
 
+use crate::binaries::{sibling, FULL_BINARY, HANDED_OVER, MAIN_BINARY};
 use crate::error::Exit;
 use crate::{acquire, commands, log};
-use std::path::PathBuf;
-
-/// The binary kubectl runs: this front.
-pub const MAIN_BINARY: &str = "kubecred";
-/// The binary with every command, which the front hands all but cache hits to.
-pub const FULL_BINARY: &str = "kubecred-full";
 
 /// The whole `kubecred` process: the exit code.
 pub fn run() -> u8 {
+    if std::env::var_os(HANDED_OVER).is_some() {
+        // A front handed this run over to "kubecred-full", and that is a front too: stop here,
+        // or the two would exec each other for ever.
+        let me = std::env::current_exe().unwrap_or_else(|_| FULL_BINARY.into());
+        log::error_line(format_args!(
+            "{} is a copy of {MAIN_BINARY}, not {FULL_BINARY}; install the {FULL_BINARY} binary \
+             built with {MAIN_BINARY} in its place (`cargo install --path .` installs both)",
+            me.display()
+        ));
+        return Exit::Input as u8;
+    }
     log::hold_back();
     let answer = answer_from_cache();
     log::stop_holding_back();
@@ -70,16 +81,6 @@ fn answer_from_cache() -> Option<String> {
     Some(hit.hand_out())
 }
 
-/// `name` in the directory of the running binary (symlinks resolved: `kubectl-kubecred` linked
-/// into PATH by krew still finds its sibling in the install directory).
-fn sibling(name: &str) -> std::io::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let dir = exe
-        .parent()
-        .ok_or_else(|| std::io::Error::other("the running binary has no directory"))?;
-    Ok(dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)))
-}
-
 /// Runs this process's command line in `kubecred-full` instead. On unix the process becomes
 /// kubecred-full, and this returns only when that cannot start; elsewhere it runs it as a child
 /// and exits with its code.
@@ -91,7 +92,7 @@ fn hand_over() -> String {
     let mut args = std::env::args_os();
     let argv0 = args.next().unwrap_or_else(|| MAIN_BINARY.into());
     let mut child = std::process::Command::new(&full);
-    child.args(args);
+    child.args(args).env(HANDED_OVER, &argv0);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -102,25 +103,10 @@ fn hand_over() -> String {
     }
     #[cfg(not(unix))]
     {
-        let _ = argv0;
+        // argv[0] goes by HANDED_OVER alone: a child's argv[0] is its own path.
         match child.status() {
             Ok(status) => std::process::exit(status.code().unwrap_or(Exit::Input as i32)),
             Err(err) => format!("{}: {err}", full.display()),
         }
     }
-}
-
-/// The `kubecred` binary beside `kubecred-full`, for the kubeconfig `setup` prints (kubectl must
-/// run the front).
-pub fn main_binary() -> anyhow::Result<PathBuf> {
-    sibling(MAIN_BINARY)
-        .and_then(std::fs::canonicalize)
-        .map_err(|err| {
-            crate::error::fail(
-                Exit::Input,
-                format!(
-                    "cannot find the {MAIN_BINARY} binary beside {FULL_BINARY} for the printed kubeconfig: {err}; install both in one directory"
-                ),
-            )
-        })
 }

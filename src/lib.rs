@@ -6,6 +6,7 @@
 
 pub mod acquire;
 pub mod authn_config;
+pub mod binaries;
 pub mod cache;
 pub mod ci_token;
 pub mod cli;

@@ -104,7 +104,7 @@ pub struct FrontHit {
 /// The front's cache hit: what [`credential`] would print from the cache, or `None` wherever
 /// `credential` would do more than that — `--force-refresh`, a storage whose hit is not a file,
 /// no fresh entry, an entry it would refuse, a client's re-run after a 401 — which
-/// `kubecred-full` then does. Nothing is written before [`FrontHit::hand_out`].
+/// `kubecred-full` then does. No stamp is set before [`FrontHit::hand_out`], and nothing saved.
 pub fn front_hit(config: &Config, clock: &dyn Clock) -> Option<FrontHit> {
     if config.force_refresh {
         return None;

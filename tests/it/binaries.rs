@@ -67,12 +67,19 @@ fn other_commands_are_handed_over_with_arguments_and_exit_code() {
         .run()
         .failure(1)
         .stderr_contains("no current-context is set");
-    // Help and usage errors come from kubecred-full's parser, under the name the user ran.
+    // Help and usage errors come from kubecred-full's parser (clap, which the front does not
+    // link), under the name the user ran, with kubecred-full's exit code for them.
     env.client(&kubecred_bin())
         .args(["setup", "--help"])
         .run()
         .success()
         .stdout_contains("Usage: kubecred setup");
+    env.client(&kubecred_bin())
+        .args(["whoami", "--no-such-flag"])
+        .run()
+        .failure(2)
+        .stderr_contains("unexpected argument '--no-such-flag'")
+        .stderr_contains("(see kubecred --help)");
 }
 
 /// A cache entry filled through both binaries, and the provider gone: only a hit can succeed.
@@ -95,6 +102,7 @@ fn kubecred_alone_answers_hits_and_says_to_install_kubecred_full_for_the_rest() 
     std::fs::copy(kubecred_bin(), &kubecred).unwrap();
     let entry = cache_token_files(&env.cache_dir()).remove(0);
     let before = std::fs::read(&entry).unwrap();
+    let modified = std::fs::metadata(&entry).unwrap().modified().unwrap();
 
     // The hit is the front's alone.
     let hit = env.client(&kubecred).args(&args).run().success();
@@ -111,6 +119,22 @@ fn kubecred_alone_answers_hits_and_says_to_install_kubecred_full_for_the_rest() 
             .stderr_contains("install kubecred-full in the same directory as kubecred");
     }
     assert_eq!(std::fs::read(&entry).unwrap(), before, "the entry changed");
+    let now_modified = std::fs::metadata(&entry).unwrap().modified().unwrap();
+    assert_eq!(now_modified, modified, "the entry was stamped");
+}
+
+#[test]
+fn a_copy_of_kubecred_in_kubecred_full_s_place_fails_instead_of_looping() {
+    let env = TestEnv::new();
+    let dir = env.dir.path().join("two-fronts");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(kubecred_bin(), dir.join("kubecred")).unwrap();
+    std::fs::copy(kubecred_bin(), dir.join("kubecred-full")).unwrap();
+    // Bounded: a front exec'ing a front would never end.
+    let mut two_fronts = env.client(&dir.join("kubecred"));
+    run_bounded(two_fronts.arg("man"), std::time::Duration::from_secs(20))
+        .failure(1)
+        .stderr_contains("kubecred-full is a copy of kubecred, not kubecred-full");
 }
 
 #[test]
@@ -118,34 +142,42 @@ fn what_the_front_would_say_is_said_once_by_kubecred_full() {
     let env = TestEnv::new();
     let bed = Testbed::start();
     let args = env.cc_args(&bed);
-    let token = env.kubecred_owned(&args).run().success().token();
+    // Every run as a client's: the front's hit judges and stamps the entry for 401 recovery.
+    let run = |args: &[String]| {
+        env.kubecred_owned(args)
+            .env("KUBERNETES_EXEC_INFO", exec_info(V1, false))
+            .run()
+            .success()
+    };
+    let token = run(&args).token();
     // -v: kubecred-full's hit says so, once (the front holds back and hands over).
-    let mut verbose = args.clone();
-    verbose.push("-v".into());
-    let run = env.kubecred_owned(&verbose).run().success();
-    assert_eq!(run.token(), token);
-    assert_eq!(
-        run.stderr().matches("cache hit").count(),
-        1,
-        "{}",
-        run.stderr()
-    );
-    // A notice from the settings (a kubelogin flag kubecred ignores), on a hit and on a run the
-    // front hands over: once each.
-    let mut ignored = args.clone();
-    ignored.push("--tls-renegotiation=never".into());
-    let mut forced = ignored.clone();
-    forced.push("--force-refresh".into());
-    for run_args in [ignored, forced] {
-        let run = env.kubecred_owned(&run_args).run().success();
-        run.credential();
-        let notices = run
+    let verbose = run(&with_flag(&args, "-v"));
+    assert_eq!(verbose.token(), token);
+    let hits = verbose.stderr().matches("cache hit").count();
+    assert_eq!(hits, 1, "{}", verbose.stderr());
+    // A notice from the settings (a kubelogin flag kubecred ignores) on a hit: said once, and
+    // the front stamps nothing before handing over. An old token (past the 401 rule's minimum
+    // age) makes that visible: a stamp by the front would look to kubecred-full like this
+    // parent's re-run after a 401, and cost a refresh.
+    let entry = cache_token_files(&env.cache_dir()).remove(0);
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
+    doc["obtained_at"] = (chrono::Utc::now() - chrono::Duration::minutes(5))
+        .to_rfc3339()
+        .into();
+    std::fs::write(&entry, doc.to_string()).unwrap();
+    let ignored = with_flag(&args, "--tls-renegotiation=never");
+    let forced = with_flag(&ignored, "--force-refresh");
+    for (run_args, requests) in [(&ignored, 1), (&forced, 2)] {
+        let notice = run(run_args);
+        notice.credential();
+        let notices = notice
             .stderr()
             .matches("ignoring kubelogin's --tls-renegotiation")
             .count();
-        assert_eq!(notices, 1, "{run_args:?}: {}", run.stderr());
+        assert_eq!(notices, 1, "{run_args:?}: {}", notice.stderr());
+        assert_eq!(bed.total_token_requests(), requests, "{run_args:?}");
     }
-    assert_eq!(bed.total_token_requests(), 2, "one grant, one forced grant");
 }
 
 #[test]
@@ -156,9 +188,10 @@ fn kubecred_full_runs_every_command_itself() {
     args.push(format!("--cache-dir={}", env.cache_dir().display()));
     args.push("--cache-storage=disk".into());
     let first = env.client(&kubecred_full_bin()).args(&args).run().success();
-    // Its entry is the front's: the same key, the same document.
+    // Its entry is the front's: the same key, the same document, answered from the cache.
     let hit = env.kubecred_owned(&args).run().success();
-    assert_eq!(hit.token(), first.token());
+    assert_eq!(hit.stdout(), first.stdout());
+    assert_eq!(bed.total_token_requests(), 1);
     // It is the same command line: `--version` names the product and its commit.
     let version = Command::new(kubecred_full_bin())
         .arg("--version")
@@ -170,4 +203,17 @@ fn kubecred_full_runs_every_command_itself() {
         version.starts_with("kubecred 0.") && version.contains("(commit "),
         "{version}"
     );
+}
+
+#[test]
+fn kubecred_full_names_the_program_the_front_was_run_as() {
+    // Where the hand-over cannot keep argv[0] (Windows starts a child), the front's marker
+    // carries it: help then names `kubectl kubecred` for the kubectl plugin, as it would have.
+    let env = TestEnv::new();
+    env.client(&kubecred_full_bin())
+        .arg("--help")
+        .env("KUBECRED_HANDED_OVER_ARGV0", "/somewhere/kubectl-kubecred")
+        .run()
+        .success()
+        .stdout_contains("Usage: kubectl kubecred");
 }

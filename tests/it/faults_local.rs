@@ -22,35 +22,6 @@ fn mode_of(path: &Path) -> u32 {
     fs::symlink_metadata(path).unwrap().mode() & 0o777
 }
 
-fn with_flag(args: &[String], flag: &str) -> Vec<String> {
-    let mut args = args.to_vec();
-    args.push(flag.into());
-    args
-}
-
-/// Runs `command` for at most `limit`: a hang is a test failure, not a hung test run.
-fn run_bounded(command: &mut Command, limit: Duration) -> Run {
-    let description = format!("{command:?}");
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{description} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Run {
-        command: description,
-        output: child.wait_with_output().unwrap(),
-    }
-}
-
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }

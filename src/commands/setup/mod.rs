@@ -62,7 +62,7 @@ pub(super) fn run(
     let signing_alg = crate::tokens::unverified_jwt_segment(token.expose(), 0)
         .and_then(|header| header.get("alg")?.as_str().map(String::from));
     // setup runs in kubecred-full; kubectl must run the kubecred front.
-    let command = crate::front::main_binary()?;
+    let command = crate::binaries::main_binary()?;
     let inputs = advice::Inputs {
         args: &args.token,
         user_name: &args.user_name,
