@@ -15,8 +15,8 @@ pub const FULL_BINARY: &str = "kubecred-full";
 /// front that finds it that the "kubecred-full" it was started as is another front (a copy or a
 /// link of `kubecred`), which would otherwise exec itself for ever; and it carries argv[0] where
 /// the hand-over cannot (Windows starts a child, whose argv[0] is its own path), so that help
-/// still names `kubectl kubecred`. kubecred-full removes it at start, so nothing it starts (a
-/// browser, kubectl running kubecred again for `setup`) inherits it.
+/// still names `kubectl kubecred`. kubecred-full removes it at start, so nothing it starts (the
+/// browser, or a shell whose kubectl runs kubecred again) inherits it.
 pub const HANDED_OVER: &str = "KUBECRED_HANDED_OVER_ARGV0";
 
 /// `name` in the directory of the running binary, after symlinks: `kubectl-kubecred` linked into
