@@ -514,10 +514,8 @@ pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
 /// flag of every subcommand otherwise). Anything but a clean parse returns `None`, and the full
 /// parser runs: help, `--version` and every error come from it, unchanged.
 fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
-    if argv.get(1)?.to_str()? != "get-token" {
-        return None;
-    }
-    let args = match fast_get_token::parse(&argv[2..], |name| std::env::var_os(name)) {
+    let words = get_token_words(argv)?;
+    let args = match fast_get_token::parse(words, |name| std::env::var_os(name)) {
         Some(args) => args,
         None => parse_get_token_with_clap(argv)?,
     };
@@ -530,10 +528,12 @@ fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
 /// line the table reads; `None` for anything else, which kubecred-full then parses with clap.
 pub fn plain_get_token_args(argv: impl Iterator<Item = OsString>) -> Option<TokenArgs> {
     let argv = kubelogin::rewrite_argv(argv.collect());
-    if argv.get(1)?.to_str()? != "get-token" {
-        return None;
-    }
-    fast_get_token::parse(&argv[2..], |name| std::env::var_os(name))
+    fast_get_token::parse(get_token_words(&argv)?, |name| std::env::var_os(name))
+}
+
+/// The words after `get-token`, when `argv` (rewritten from kubelogin's) runs get-token.
+fn get_token_words(argv: &[OsString]) -> Option<&[OsString]> {
+    (argv.get(1)?.to_str()? == "get-token").then(|| &argv[2..])
 }
 
 /// get-token's command line through clap, with only get-token's own flags built.

@@ -74,11 +74,7 @@ fn answer_from_cache() -> Option<String> {
     if log::enabled(1) {
         return None;
     }
-    let hit = acquire::front_hit(&config, &crate::clock::SystemClock)?;
-    if log::withheld() {
-        return None;
-    }
-    Some(hit.hand_out())
+    acquire::front_hit(&config, &crate::clock::SystemClock, || !log::withheld())
 }
 
 /// Runs this process's command line in `kubecred-full` instead. On unix the process becomes

@@ -44,29 +44,21 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
     // provider unreachable, or a client that runs us twice for no 401), never lost over it.
     let mut rerun_fallback = None;
     if !forced {
-        if let Some((document, obtained_at)) = cached_credential(config, &cache, clock)? {
-            let now = clock.now();
-            let verdict = parent
-                .map(|parent| hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at));
-            match verdict {
-                Some(hand_out::OnHit::Refresh) => {
-                    crate::debug!(
-                        1,
-                        "the same client asks again right after getting this token: the API server probably refused it (401); refreshing once"
-                    );
-                    forced = true;
-                    rerun_fallback = parent.map(|parent| (document, parent));
-                }
-                Some(hand_out::OnHit::Serve { stamp: Some(mark) }) => {
-                    cache.set_loaded_stamp(now.timestamp(), mark);
-                    crate::debug!(1, "cache hit");
-                    return Ok(document);
-                }
-                _ => {
-                    crate::debug!(1, "cache hit");
-                    return Ok(document);
-                }
+        match from_cache(config, &cache, parent, clock)? {
+            Some(FromCache::Hit(hit)) => {
+                let document = hit.hand_out();
+                crate::debug!(1, "cache hit");
+                return Ok(document);
             }
+            Some(FromCache::RerunAfter401 { document, parent }) => {
+                crate::debug!(
+                    1,
+                    "the same client asks again right after getting this token: the API server probably refused it (401); refreshing once"
+                );
+                forced = true;
+                rerun_fallback = Some((document, parent));
+            }
+            None => {}
         }
     }
     let tokens = match obtain_under_lock(config, &cache, Trigger::GetToken, forced, clock) {
@@ -93,47 +85,82 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
     render(config, &tokens, clock)
 }
 
-/// A credential the `kubecred` front can hand out without `kubecred-full` (front.rs).
-pub struct FrontHit {
+/// What the cache answers a get-token run, decided in one place for [`credential`] and the
+/// front's [`front_hit`].
+enum FromCache<'a> {
+    /// A fresh credential to hand out.
+    Hit(CachedHit<'a>),
+    /// The same client asks again right after it was handed this credential: the API server
+    /// probably refused it (401), so refresh once (`hand_out.rs`).
+    RerunAfter401 { document: String, parent: u32 },
+}
+
+/// A fresh cached credential and the hand-out stamp it is due.
+struct CachedHit<'a> {
     document: String,
-    cache: TokenCache,
+    cache: &'a TokenCache,
     /// The hand-out stamp to set: when (seconds) and the mark.
     stamp: Option<(i64, u32)>,
 }
 
-/// The front's cache hit: what [`credential`] would print from the cache, or `None` wherever
-/// `credential` would do more than that — `--force-refresh`, a storage whose hit is not a file,
-/// no fresh entry, an entry it would refuse, a client's re-run after a 401 — which
-/// `kubecred-full` then does. No stamp is set before [`FrontHit::hand_out`], and nothing saved.
-pub fn front_hit(config: &Config, clock: &dyn Clock) -> Option<FrontHit> {
-    if config.force_refresh {
-        return None;
-    }
-    let cache = TokenCache::entry_files_only(config)?;
-    let (document, obtained_at) = cached_credential(config, &cache, clock).ok()??;
-    let now = clock.now();
-    let parent = hand_out::parent(config.exec.from_client);
-    let stamp = match parent
-        .map(|parent| hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at))
-    {
-        Some(hand_out::OnHit::Refresh) => return None,
-        Some(hand_out::OnHit::Serve { stamp: Some(mark) }) => Some((now.timestamp(), mark)),
-        Some(hand_out::OnHit::Serve { stamp: None }) | None => None,
-    };
-    Some(FrontHit {
-        document,
-        cache,
-        stamp,
-    })
-}
-
-impl FrontHit {
-    /// Records the hand-out (the 401 stamp, as [`credential`] does) and returns the document.
-    pub fn hand_out(self) -> String {
+impl CachedHit<'_> {
+    /// Records the hand-out (the 401 stamp) and returns the document.
+    fn hand_out(self) -> String {
         if let Some((seconds, mark)) = self.stamp {
             self.cache.set_loaded_stamp(seconds, mark);
         }
         self.document
+    }
+}
+
+/// Reads the cache and judges the run of a client with `parent` by the hand-out stamp; writes
+/// nothing. `None`: no fresh credential.
+fn from_cache<'a>(
+    config: &Config,
+    cache: &'a TokenCache,
+    parent: Option<u32>,
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<FromCache<'a>>> {
+    let Some((document, obtained_at)) = cached_credential(config, cache, clock)? else {
+        return Ok(None);
+    };
+    let now = clock.now();
+    let judged = parent.map(|parent| {
+        let verdict = hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at);
+        (parent, verdict)
+    });
+    let stamp = match judged {
+        Some((parent, hand_out::OnHit::Refresh)) => {
+            return Ok(Some(FromCache::RerunAfter401 { document, parent }))
+        }
+        Some((_, hand_out::OnHit::Serve { stamp: Some(mark) })) => Some((now.timestamp(), mark)),
+        Some((_, hand_out::OnHit::Serve { stamp: None })) | None => None,
+    };
+    Ok(Some(FromCache::Hit(CachedHit {
+        document,
+        cache,
+        stamp,
+    })))
+}
+
+/// The front's cache hit (front.rs): what [`credential`] would print from the cache, or `None`
+/// wherever `credential` would do more than that — `--force-refresh`, a storage whose hit is not
+/// a file, no fresh entry, an entry it would refuse, a client's re-run after a 401 — which
+/// `kubecred-full` then does. `may_hand_out` is asked once the hit is known: `false` (the front
+/// has something to say) returns `None` with the entry unstamped; nothing is ever saved.
+pub fn front_hit(
+    config: &Config,
+    clock: &dyn Clock,
+    may_hand_out: impl FnOnce() -> bool,
+) -> Option<String> {
+    if config.force_refresh {
+        return None;
+    }
+    let cache = TokenCache::entry_files_only(config)?;
+    let parent = hand_out::parent(config.exec.from_client);
+    match from_cache(config, &cache, parent, clock) {
+        Ok(Some(FromCache::Hit(hit))) if may_hand_out() => Some(hit.hand_out()),
+        _ => None,
     }
 }
 
