@@ -12,8 +12,8 @@ for tool in cargo node npm kubectl; do
     command -v "$tool" >/dev/null 2>&1 || { echo "demo: $tool is required" >&2; exit 1; }
 done
 
-echo "==> building kubecred (and kubecred-full, which it hands every cache miss to)"
-cargo build --quiet --bins
+echo "==> building kubecred"
+cargo build --quiet
 kubecred="$root/target/debug/kubecred"
 ensure_node_deps "$root"
 

@@ -524,13 +524,6 @@ fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
     })
 }
 
-/// The `kubecred` front's parse (front.rs): get-token's flags when `argv` is a plain get-token
-/// line the table reads; `None` for anything else, which kubecred-full then parses with clap.
-pub fn plain_get_token_args(argv: impl Iterator<Item = OsString>) -> Option<TokenArgs> {
-    let argv = kubelogin::rewrite_argv(argv.collect());
-    fast_get_token::parse(get_token_words(&argv)?, |name| std::env::var_os(name))
-}
-
 /// The words after `get-token`, when `argv` (rewritten from kubelogin's) runs get-token.
 fn get_token_words(argv: &[OsString]) -> Option<&[OsString]> {
     (argv.get(1)?.to_str()? == "get-token").then(|| &argv[2..])

@@ -9,15 +9,9 @@
 //! it.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 static LEVEL: AtomicU8 = AtomicU8::new(0);
-
-/// Set by the `kubecred` front (front.rs) while it tries to answer from the cache alone: nothing
-/// is written, and [`SOMETHING_WITHHELD`] records that there was something to say. The front
-/// then hands the run to `kubecred-full`, which says it (once) and does the rest.
-static HOLDING_BACK: AtomicBool = AtomicBool::new(false);
-static SOMETHING_WITHHELD: AtomicBool = AtomicBool::new(false);
 
 pub fn set_level(level: u8) {
     LEVEL.store(level, Ordering::Relaxed);
@@ -27,29 +21,10 @@ pub fn enabled(level: u8) -> bool {
     LEVEL.load(Ordering::Relaxed) >= level
 }
 
-/// From now on, nothing is written to stderr; [`withheld`] tells whether something would have been.
-pub fn hold_back() {
-    HOLDING_BACK.store(true, Ordering::Relaxed);
-}
-
-/// Writes to stderr again (the front's own error line when the hand-over fails).
-pub fn stop_holding_back() {
-    HOLDING_BACK.store(false, Ordering::Relaxed);
-}
-
-/// Whether something was held back since [`hold_back`].
-pub fn withheld() -> bool {
-    SOMETHING_WITHHELD.load(Ordering::Relaxed)
-}
-
 /// Writes `text` to stderr and flushes it, ignoring every error: stderr is for people, and a
 /// reader that went away must not cost the credential on stdout (SIGPIPE is ignored in `main`,
 /// so a closed pipe is an `EPIPE` error here, dropped).
 pub fn stderr(text: std::fmt::Arguments<'_>) {
-    if HOLDING_BACK.load(Ordering::Relaxed) {
-        SOMETHING_WITHHELD.store(true, Ordering::Relaxed);
-        return;
-    }
     // Unit tests: through the test harness's capture (which sees only the print macros), so
     // that passing tests stay quiet.
     #[cfg(test)]

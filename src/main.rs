@@ -1,15 +1,8 @@
-//! The `kubecred` binary: what kubectl runs on every command. It answers `get-token` from the
-//! cache and hands every other run to `kubecred-full` beside it; see front.rs for why, and for
-//! how the two stay in agreement.
-#![cfg_attr(unix, no_main)]
+//! The `kubecred` binary, the one kubectl runs: a plain `main` around [`kubecred::main`], which
+//! parses the command line, runs the command and turns its outcome into the exit code. Every
+//! command, the cache hit included, runs in this one binary (ARCHITECTURE.md, "What keeps the
+//! cache hit fast", says why one binary is enough).
 
-#[cfg(unix)]
-#[no_mangle]
-pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    kubecred::entry::c_main(kubecred::front::run)
-}
-
-#[cfg(not(unix))]
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(kubecred::front::run())
+    std::process::ExitCode::from(kubecred::main())
 }

@@ -85,8 +85,7 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
     render(config, &tokens, clock)
 }
 
-/// What the cache answers a get-token run, decided in one place for [`credential`] and the
-/// front's [`front_hit`].
+/// What the cache answers a get-token run.
 enum FromCache<'a> {
     /// A fresh credential to hand out.
     Hit(CachedHit<'a>),
@@ -141,27 +140,6 @@ fn from_cache<'a>(
         cache,
         stamp,
     })))
-}
-
-/// The front's cache hit (front.rs): what [`credential`] would print from the cache, or `None`
-/// wherever `credential` would do more than that — `--force-refresh`, a storage whose hit is not
-/// a file, no fresh entry, an entry it would refuse, a client's re-run after a 401 — which
-/// `kubecred-full` then does. `may_hand_out` is asked once the hit is known: `false` (the front
-/// has something to say) returns `None` with the entry unstamped; nothing is ever saved.
-pub fn front_hit(
-    config: &Config,
-    clock: &dyn Clock,
-    may_hand_out: impl FnOnce() -> bool,
-) -> Option<String> {
-    if config.force_refresh {
-        return None;
-    }
-    let cache = TokenCache::entry_files_only(config)?;
-    let parent = hand_out::parent(config.exec.from_client);
-    match from_cache(config, &cache, parent, clock) {
-        Ok(Some(FromCache::Hit(hit))) if may_hand_out() => Some(hit.hand_out()),
-        _ => None,
-    }
 }
 
 /// A new login (or grant) now, never a refresh, bypassing the cool-down.

@@ -39,40 +39,6 @@ pub(super) fn for_storage(storage: CacheStorage) -> &'static dyn Backend {
     }
 }
 
-/// The `kubecred` front's backend for `auto` and `disk` ([`TokenCache::entry_files_only`]).
-pub(super) fn read_only_files() -> &'static dyn Backend {
-    &ReadOnlyFiles
-}
-
-/// Loads entry files; saving and removing are `kubecred-full`'s, which every miss is handed to.
-#[derive(Debug)]
-struct ReadOnlyFiles;
-
-impl Backend for ReadOnlyFiles {
-    fn load(&self, cache: &TokenCache) -> anyhow::Result<Option<StoredEntry>> {
-        cache.read_entry_file()
-    }
-
-    fn save(&self, _: &TokenCache, _: &Tokens) -> anyhow::Result<()> {
-        Err(read_only())
-    }
-
-    fn remove(&self, _: &TokenCache) -> anyhow::Result<()> {
-        Err(read_only())
-    }
-
-    fn keeps_files(&self) -> bool {
-        true
-    }
-}
-
-fn read_only() -> anyhow::Error {
-    crate::error::fail(
-        crate::error::Exit::Cache,
-        "internal error: the cache-hit front tried to change the cache; please report it",
-    )
-}
-
 /// `none`: nothing is loaded, saved or removed, and nothing is locked.
 #[derive(Debug)]
 struct Nothing;

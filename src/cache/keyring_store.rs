@@ -104,16 +104,6 @@ impl Default for Keyring {
 }
 
 impl Keyring {
-    /// A client with no stores, for a cache that never calls the keyring: the front's
-    /// ([`TokenCache::entry_files_only`](super::TokenCache::entry_files_only)), which must not
-    /// even list the platform's stores.
-    pub(crate) fn without_stores() -> Keyring {
-        Keyring {
-            stores: Vec::new(),
-            timeout: KEYRING_TIMEOUT,
-        }
-    }
-
     /// A client limited to some stores and another timeout (tests).
     #[cfg(test)]
     pub(crate) fn with_stores(stores: Vec<Store>, timeout: Duration) -> Keyring {

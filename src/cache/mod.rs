@@ -102,28 +102,6 @@ impl TokenCache {
         }
     }
 
-    /// The cache as the `kubecred` front reads it (front.rs): `auto` and `disk` entry files,
-    /// loaded and stamped but never saved or removed, with no keyring. A cache opened by
-    /// [`new`](TokenCache::new) names every backend, and so links the keyring and its D-Bus
-    /// client into the binary; this one links only the file reader. `None` for the storages
-    /// whose hit is not a file (`keyring`, `none`).
-    pub fn entry_files_only(config: &Config) -> Option<TokenCache> {
-        let storage = config.cache.storage;
-        if !matches!(storage, CacheStorage::Auto | CacheStorage::Disk) {
-            return None;
-        }
-        Some(TokenCache {
-            storage,
-            backend: backends::read_only_files(),
-            dir: config.cache.dir.clone(),
-            key: CacheKey::for_config(config),
-            keyring: Keyring::without_stores(),
-            dir_unusable: std::cell::Cell::new(false),
-            last_read: std::cell::RefCell::new(None),
-            about: None,
-        })
-    }
-
     /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
     /// wrote it, whatever the current settings would choose. `auto` removes a `disk` entry too.
     pub fn for_session(dir: &Path, session: &Session) -> TokenCache {

@@ -1,5 +1,4 @@
-//! The commands, dispatched in one place ([`run`], in `kubecred-full`; front.rs says why the
-//! `kubecred` binary answers only cache hits). Each reads `KUBERNETES_EXEC_INFO`,
+//! The commands, dispatched in one place ([`run`]). Each reads `KUBERNETES_EXEC_INFO`,
 //! resolves the settings once, sets the log level, and hands the [`Config`] to the command's own
 //! module. A command returns what to print on stdout, if anything (`get-token`: the
 //! ExecCredential; `status`, `completion`, `man`, and `setup` and `whoami`, which kubectl never
@@ -20,8 +19,7 @@ use crate::config::{Config, Environment};
 use crate::env_vars;
 use crate::exec_credential::ExecInfo;
 
-/// Runs one command (in `kubecred-full`; the `kubecred` front, front.rs, answers cache hits
-/// itself and hands every other run here); returns what to print on stdout, if anything.
+/// Runs one command; returns what to print on stdout, if anything.
 pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
@@ -38,11 +36,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
         Command::Whoami(args) => whoami::run(&args, &clock),
     }
-}
-
-/// get-token's settings, resolved as [`run`] resolves them (the front's, front.rs).
-pub fn get_token_settings(args: &TokenArgs) -> anyhow::Result<Config> {
-    resolve(args, Run::ByKubectl)
 }
 
 /// Who runs the command, which decides what an absent `KUBERNETES_EXEC_INFO` means.

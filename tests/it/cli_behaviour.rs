@@ -157,8 +157,82 @@ fn runs_as_a_kubectl_plugin_through_a_symlink_on_path() {
     kubectl(&["--help"])
         .success()
         .stdout_contains("kubectl kubecred");
-    // Another command through the symlink: kubecred finds kubecred-full beside its real path.
+    // Another command through the symlink.
     kubectl(&["completion", "bash"])
         .success()
         .stdout_contains("complete -F");
+}
+
+#[test]
+fn the_binary_copied_alone_into_an_empty_directory_runs_every_command() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let alone = env.dir.path().join("bin");
+    std::fs::create_dir(&alone).unwrap();
+    let copy = alone.join(format!("kubecred{}", std::env::consts::EXE_SUFFIX));
+    std::fs::copy(kubecred_bin(), &copy).unwrap();
+    let run = |args: &[String]| {
+        let mut cmd = env.client(&copy);
+        cmd.args(args)
+            .arg(format!("--cache-dir={}", env.cache_dir().display()));
+        cmd.run()
+    };
+    let args = env.cc_args(&bed);
+    // A miss (a grant), then a hit from the cache: one token request.
+    let first = run(&args).success().token();
+    assert_eq!(run(&args).success().token(), first);
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+    run(&["status".into()])
+        .success()
+        .stdout_contains(&bed.issuer);
+    let mut logout = args.clone();
+    logout[0] = "logout".into();
+    run(&logout).success();
+    run(&["status".into()])
+        .success()
+        .stdout_contains("no cached logins");
+    // Help and usage errors come from the same binary.
+    run(&["--help".into()]).success().stdout_contains("get-token");
+    run(&["get-tokn".into()]).failure(2);
+}
+
+/// kubecred with stdout a pipe whose reader is already gone.
+fn with_stdout_closed(cmd: &mut Command) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (child.wait().unwrap().code(), stderr)
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_a_report_quietly_and_fails_a_credential() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // `kubecred man | head`: the page is cut short on purpose; nothing to report.
+    for args in [&["man"][..], &["completion", "bash"], &["--help"]] {
+        let (code, stderr) = with_stdout_closed(&mut kubecred_plain(&env, args));
+        assert_eq!((code, stderr.as_str()), (Some(0), ""), "{args:?}");
+    }
+    // A credential nobody read is a failure kubectl must hear of, in one line.
+    let args = env.cc_args(&bed);
+    env.kubecred_owned(&args).run().success();
+    let (code, stderr) = with_stdout_closed(&mut env.kubecred_owned(&args));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("kubecred: error: writing the credential to stdout failed: ")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
 }

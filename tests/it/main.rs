@@ -7,7 +7,6 @@
 
 mod support;
 
-mod binaries;
 mod cache_hit_io;
 mod cache_storage;
 mod cli_behaviour;

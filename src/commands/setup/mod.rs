@@ -21,6 +21,20 @@ use crate::config::{Config, TokenKind};
 use crate::error::{fail, Exit};
 use std::fmt::Write;
 
+/// This binary's real path, for the kubeconfig and kuberc setup prints: kubectl's credential
+/// plugin policy matches exact paths, and a link (`kubectl-kubecred`) is resolved to its target.
+/// `current_exe` returns the link itself on some systems (macOS), hence the canonicalize.
+fn this_binary() -> anyhow::Result<std::path::PathBuf> {
+    std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|err| {
+            fail(
+                Exit::Input,
+                format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
+            )
+        })
+}
+
 pub(super) fn run(
     args: &SetupArgs,
     config: &Config,
@@ -61,8 +75,7 @@ pub(super) fn run(
         .expect("of_credential found the credential");
     let signing_alg = crate::tokens::unverified_jwt_segment(token.expose(), 0)
         .and_then(|header| header.get("alg")?.as_str().map(String::from));
-    // setup runs in kubecred-full; kubectl must run the kubecred front.
-    let command = crate::binaries::main_binary()?;
+    let command = this_binary()?;
     let inputs = advice::Inputs {
         args: &args.token,
         user_name: &args.user_name,

@@ -23,14 +23,16 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The kubecred binary under test: cargo's build, or the one `KUBECRED_TEST_BINARY` names
+/// (scripts/test.sh runs the suites again with the static release build copied alone into an
+/// empty directory, the way a downloaded binary is installed).
 pub fn kubecred_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_kubecred"))
+    match std::env::var_os("KUBECRED_TEST_BINARY") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_kubecred")),
+    }
 }
 
-/// The binary with every command, which the kubecred front hands all but cache hits to.
-pub fn kubecred_full_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_kubecred-full"))
-}
 
 /// Whether this is a CI run (`CI` set, as GitHub, GitLab and our `.ci/run` set it). Under CI a
 /// missing prerequisite fails the test instead of skipping it, so a green run never hides one.
