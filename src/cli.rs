@@ -91,8 +91,10 @@ pub struct LogoutArgs {
     pub token: TokenArgs,
 }
 
-/// `--cache-dir`, defined once for the token commands and for `status`.
+/// `--cache-dir`, defined once for the token commands and for `status`. The group's id is the
+/// field's name where it is flattened (the get-token flag table is generated from it).
 #[derive(Debug, Clone, Default, Args)]
+#[group(id = "cache")]
 pub struct CacheDirArg {
     /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
     #[arg(

@@ -18,7 +18,10 @@ use std::path::PathBuf;
 const KUBELOGIN_SUBCOMMAND: &str = "oidc-login";
 
 /// kubelogin `get-token` flags that have no kubecred flag of the same meaning.
+// The group's id is the field's name in `TokenArgs`: the get-token flag table is generated
+// from it (cli/fast_get_token.rs).
 #[derive(Debug, Clone, Default, Args)]
+#[group(id = "kubelogin")]
 pub struct KubeloginFlags {
     /// kubelogin's PKCE choice: `auto` (the default), `no` (= --pkce=false), `S256` (= --pkce).
     /// --pkce, when given, wins.

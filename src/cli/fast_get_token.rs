@@ -1,22 +1,26 @@
 //! get-token's command line read without clap, for the cache hit.
 //!
-//! kubectl runs `kubecred get-token` before its requests, and a hit is answered in about a
+//! kubectl runs `kubecred get-token` before its requests, and a hit is answered in about half a
 //! millisecond, so the parse is a large share of it: building clap's command for get-token's
-//! 54 flags (each with its help text and environment variable) and matching against it was two
-//! thirds of a hit's own instructions. This parser reads the plain command lines a kubeconfig
-//! holds (`--flag=value`, `--flag value`, `--switch`, `-v`) and the flags' `KUBECRED_*`
-//! variables, and returns `None` for anything else: help, an unknown flag, a value clap would
-//! refuse, an empty value, conflicting flags. The caller then runs clap, so every message and
-//! every unusual case is clap's own.
+//! 54 flags (each with its help text and environment variable) and matching against it costs
+//! about a third more instructions than the whole hit otherwise takes (bench/RESULTS.md). This
+//! parser reads the plain command lines a kubeconfig holds (`--flag=value`, `--flag value`,
+//! `--switch`, `-v`) and the flags' `KUBECRED_*` variables, and returns `None` for anything
+//! else: help, an unknown flag, a value clap would refuse, an empty value, conflicting flags. The
+//! caller then runs clap, so every message and every unusual case is clap's own.
 //!
-//! clap's definition in `cli.rs` stays the one source of truth. [`FLAGS`] repeats each flag's
-//! names and kind only so that nothing has to be built at run time; the tests below check every
-//! row against clap's definition (a flag added to `TokenArgs` without a row fails them) and
-//! compare both parsers on every row, every variable and thousands of generated command lines.
+//! clap's definition in `cli.rs` stays the one source of truth: the table of flags this parser
+//! reads (`fast_get_token/flags.rs`) is generated from it by the test
+//! `the_flag_table_is_generated_from_clap`, which rewrites the file and fails when it was out of
+//! date, so nobody keeps rows in step by hand. The other tests compare both parsers on every flag,
+//! alias and variable and on thousands of generated command lines.
+
+mod flags;
 
 use super::TokenArgs;
 use clap::builder::{BoolishValueParser, TypedValueParser};
 use clap::ValueEnum;
+use flags::{CONFLICTS, FLAGS, VERBOSE};
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
@@ -143,191 +147,6 @@ struct Flag {
     store: Store,
 }
 
-impl Flag {
-    const fn new(long: &'static str, takes: Takes, store: Store) -> Flag {
-        Flag {
-            long,
-            aliases: &[],
-            env: true,
-            takes,
-            store,
-        }
-    }
-
-    const fn alias(mut self, aliases: &'static [&'static str]) -> Flag {
-        self.aliases = aliases;
-        self
-    }
-
-    /// int128/kubelogin's hidden flags: a value each, no variable.
-    const fn kubelogin(long: &'static str, store: Store) -> Flag {
-        Flag {
-            env: false,
-            ..Flag::new(long, Takes::Value, store)
-        }
-    }
-}
-
-use Takes::{Count, OptionalBool, Switch, Value, Values};
-
-/// Every flag of get-token, in `TokenArgs` order (the tests check it against clap's definition).
-const FLAGS: [Flag; 54] = [
-    Flag::new("issuer-url", Value, |a, v| text(&mut a.issuer_url, v)).alias(&["oidc-issuer-url"]),
-    Flag::new("client-id", Value, |a, v| text(&mut a.client_id, v)).alias(&["oidc-client-id"]),
-    Flag::new("client-secret", Value, |a, v| text(&mut a.client_secret, v))
-        .alias(&["oidc-client-secret"]),
-    Flag::new("client-secret-file", Value, |a, v| {
-        path(&mut a.client_secret_file, v)
-    }),
-    Flag::new("scope", Values { split: true }, |a, v| {
-        add_text(&mut a.scopes, v)
-    })
-    .alias(&["oidc-extra-scope"]),
-    Flag::new("grant-type", Value, |a, v| choice(&mut a.grant_type, v)),
-    Flag::new("use-access-token", Switch, |a, v| {
-        switch(&mut a.use_access_token, v)
-    })
-    .alias(&["oidc-use-access-token"]),
-    Flag::new("audience", Value, |a, v| text(&mut a.audience, v)),
-    Flag::new("resource", Value, |a, v| text(&mut a.resource, v)),
-    Flag::new("client-auth-method", Value, |a, v| {
-        choice(&mut a.client_auth_method, v)
-    }),
-    Flag::new("cache-dir", Value, |a, v| path(&mut a.cache.cache_dir, v))
-        .alias(&["token-cache-dir"]),
-    Flag::new("cache-storage", Value, |a, v| {
-        choice(&mut a.cache_storage, v)
-    })
-    .alias(&["token-cache-storage"]),
-    Flag::new("certificate-authority", Values { split: false }, |a, v| {
-        add_path(&mut a.certificate_authority, v)
-    }),
-    Flag::new(
-        "certificate-authority-data",
-        Values { split: true },
-        |a, v| add_text(&mut a.certificate_authority_data, v),
-    ),
-    Flag::new("insecure-skip-tls-verify", Switch, |a, v| {
-        switch(&mut a.insecure_skip_tls_verify, v)
-    }),
-    Flag::new("force-refresh", Switch, |a, v| {
-        switch(&mut a.force_refresh, v)
-    }),
-    Flag::new("min-validity", Value, |a, v| text(&mut a.min_validity, v)),
-    Flag::new("http-timeout", Value, |a, v| text(&mut a.http_timeout, v)),
-    Flag::new("lock-timeout", Value, |a, v| text(&mut a.lock_timeout, v)),
-    Flag::new("redirect-url", Value, |a, v| text(&mut a.redirect_url, v))
-        .alias(&["oidc-redirect-url"]),
-    Flag::new("listen-address", Values { split: true }, |a, v| {
-        add_text(&mut a.listen_address, v)
-    }),
-    Flag::new("pkce", OptionalBool, |a, v| {
-        a.pkce = Some(boolish(v)?);
-        Some(())
-    })
-    .alias(&["oidc-use-pkce"]),
-    Flag::new("browser-command", Value, |a, v| {
-        text(&mut a.browser_command, v)
-    }),
-    Flag::new("skip-open-browser", Switch, |a, v| {
-        switch(&mut a.skip_open_browser, v)
-    }),
-    Flag::new("auth-timeout", Value, |a, v| text(&mut a.auth_timeout, v))
-        .alias(&["authentication-timeout-sec"]),
-    Flag::new("login-cooldown", Value, |a, v| {
-        text(&mut a.login_cooldown, v)
-    }),
-    Flag::new("auth-param", Values { split: false }, |a, v| {
-        add_text(&mut a.auth_params, v)
-    })
-    .alias(&["oidc-auth-request-extra-params"]),
-    Flag::new("account", Value, |a, v| text(&mut a.account, v)),
-    Flag::new("login-hint", Value, |a, v| text(&mut a.login_hint, v)),
-    Flag::new("prompt", Value, |a, v| text(&mut a.prompt, v)),
-    Flag {
-        env: false,
-        ..Flag::new("verbose", Count, |a, _| {
-            a.verbose = a.verbose.checked_add(1)?;
-            Some(())
-        })
-    },
-    // FederationArgs
-    Flag::new("subject-token-file", Value, |a, v| {
-        path(&mut a.federation.subject_token_file, v)
-    }),
-    Flag::new("subject-token-env", Value, |a, v| {
-        text(&mut a.federation.subject_token_env, v)
-    }),
-    Flag::new("subject-token-source", Value, |a, v| {
-        choice(&mut a.federation.subject_token_source, v)
-    }),
-    Flag::new("subject-token-audience", Value, |a, v| {
-        text(&mut a.federation.subject_token_audience, v)
-    }),
-    Flag::new("subject-token-type", Value, |a, v| {
-        text(&mut a.federation.subject_token_type, v)
-    }),
-    Flag::new("requested-token-type", Value, |a, v| {
-        text(&mut a.federation.requested_token_type, v)
-    }),
-    Flag::new("token-endpoint", Value, |a, v| {
-        text(&mut a.federation.token_endpoint, v)
-    }),
-    Flag::new("client-private-key-file", Value, |a, v| {
-        path(&mut a.federation.client_private_key_file, v)
-    }),
-    Flag::new("client-key-id", Value, |a, v| {
-        text(&mut a.federation.client_key_id, v)
-    }),
-    Flag::new("client-assertion-file", Value, |a, v| {
-        path(&mut a.federation.client_assertion_file, v)
-    }),
-    Flag::new("client-assertion-env", Value, |a, v| {
-        text(&mut a.federation.client_assertion_env, v)
-    }),
-    Flag::new("client-assertion-source", Value, |a, v| {
-        choice(&mut a.federation.client_assertion_source, v)
-    }),
-    Flag::new("client-assertion-audience", Value, |a, v| {
-        text(&mut a.federation.client_assertion_audience, v)
-    }),
-    Flag::new("gitlab-id-token-variable", Value, |a, v| {
-        text(&mut a.federation.gitlab_id_token_variable, v)
-    }),
-    Flag::new("username", Value, |a, v| {
-        text(&mut a.federation.username, v)
-    }),
-    Flag::new("password-file", Value, |a, v| {
-        path(&mut a.federation.password_file, v)
-    }),
-    // KubeloginFlags
-    Flag::kubelogin("oidc-pkce-method", |a, v| {
-        text(&mut a.kubelogin.oidc_pkce_method, v)
-    }),
-    Flag::kubelogin("oidc-redirect-url-hostname", |a, v| {
-        text(&mut a.kubelogin.oidc_redirect_url_hostname, v)
-    }),
-    Flag::kubelogin("open-url-after-authentication", |a, v| {
-        text(&mut a.kubelogin.open_url_after_authentication, v)
-    }),
-    Flag::kubelogin("tls-renegotiation", |a, v| {
-        text(&mut a.kubelogin.tls_renegotiation, v)
-    }),
-    Flag::kubelogin("password", |a, v| text(&mut a.kubelogin.password, v)),
-    Flag::kubelogin("local-server-cert", |a, v| {
-        path(&mut a.kubelogin.local_server_cert, v)
-    }),
-    Flag::kubelogin("local-server-key", |a, v| {
-        path(&mut a.kubelogin.local_server_key, v)
-    }),
-];
-
-/// The row of `--verbose`, the flag `-v` counts.
-const VERBOSE: usize = 30;
-
-/// Pairs of flags clap refuses together (`conflicts_with`), by long name.
-const CONFLICTS: &[(&str, &str)] = &[("client-secret", "client-secret-file")];
-
 fn text(slot: &mut Option<String>, value: &str) -> Option<()> {
     *slot = Some(value.to_owned());
     Some(())
@@ -356,6 +175,18 @@ fn choice<E: ValueEnum>(slot: &mut Option<E>, value: &str) -> Option<()> {
 
 fn switch(slot: &mut bool, value: &str) -> Option<()> {
     *slot = boolish(value)?;
+    Some(())
+}
+
+/// `--pkce` alone (given "true") or `--pkce=BOOL`.
+fn optional_bool(slot: &mut Option<bool>, value: &str) -> Option<()> {
+    *slot = Some(boolish(value)?);
+    Some(())
+}
+
+/// `-v`, `-vv`, `--verbose`: one more each time.
+fn count(slot: &mut u8) -> Option<()> {
+    *slot = slot.checked_add(1)?;
     Some(())
 }
 
@@ -395,6 +226,7 @@ impl EnvVarName {
 
 #[cfg(test)]
 mod tests {
+    use super::Takes::{Count, OptionalBool, Switch, Value, Values};
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::builder::ValueRange;
@@ -506,59 +338,54 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_row_is_clap_s_flag_of_get_token() {
-        let command = clap_get_token();
+    /// Where the generated table lives.
+    fn flag_table_path() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli/fast_get_token/flags.rs")
+    }
+
+    /// The table `flags.rs` holds, rendered from clap's definition of get-token: one row per
+    /// flag, in `TokenArgs` order. Panics on a flag whose shape the parse cannot read, naming it:
+    /// teach `parse` that shape (and this generator) first.
+    fn render_flag_table() -> String {
+        let mut command = Cli::command();
+        command.build();
         let get_token = command.find_subcommand("get-token").unwrap();
-        let args: Vec<&clap::Arg> = get_token
-            .get_arguments()
-            .filter(|arg| !matches!(arg.get_action(), ArgAction::Help))
-            .collect();
-        assert_eq!(args.len(), FLAGS.len(), "a get-token flag without a row");
+        assert!(get_token.get_subcommands().next().is_none());
+        for group in get_token.get_groups() {
+            // The groups clap's derive makes of the flattened structs restrict nothing.
+            assert!(group.clone().is_multiple() && !group.is_required_set());
+        }
+        let mut rows = String::new();
+        let mut verbose = None;
         let mut conflicts = Vec::new();
-        for (arg, flag) in args.iter().zip(&FLAGS) {
-            let long = arg.get_long().unwrap();
-            assert_eq!(flag.long, long, "rows are in TokenArgs order");
+        let args = get_token
+            .get_arguments()
+            .filter(|arg| !matches!(arg.get_action(), ArgAction::Help));
+        for (row, arg) in args.enumerate() {
+            let long = arg.get_long().expect("the fast parse reads long flags");
+            let (takes, setter) = shape_of(arg, long);
+            if takes == Count {
+                assert!(verbose.is_none(), "--{long}: a second counted flag");
+                verbose = Some(row);
+            }
             let mut aliases = arg.get_all_aliases().unwrap_or_default();
             aliases.sort_unstable();
-            let mut row_aliases = flag.aliases.to_vec();
-            row_aliases.sort_unstable();
-            assert_eq!(row_aliases, aliases, "--{long}");
-            let variable = arg.get_env().map(|name| name.to_str().unwrap().to_owned());
-            let expected = flag
-                .env
-                .then(|| test_variable(OsStr::new(&variable_of(flag))));
-            assert_eq!(variable, expected, "--{long}");
-            assert_eq!(arg.get_short(), (flag.takes == Count).then_some('v'));
-            assert!(!arg.is_positional() && !arg.is_global_set() && !arg.is_last_set());
-            assert!(!arg.is_ignore_case_set() && !arg.is_require_equals_set());
-            assert!(!arg.is_allow_hyphen_values_set() && !arg.is_allow_negative_numbers_set());
-            assert!(
-                !arg.is_required_set() && !arg.is_exclusive_set(),
-                "--{long}"
-            );
-            let values = arg.get_num_args().unwrap();
-            let one = ValueRange::new(1);
-            match flag.takes {
-                Value => {
-                    assert!(matches!(arg.get_action(), ArgAction::Set), "--{long}");
-                    assert_eq!((values, arg.get_value_delimiter()), (one, None));
-                    assert!(arg.get_default_values().is_empty(), "--{long}");
+            let env = match arg.get_env() {
+                None => false,
+                Some(name) => {
+                    let expected = EnvVarName::new().of(long).unwrap().to_owned();
+                    assert_eq!(name.to_str(), Some(expected.as_str()), "--{long}");
+                    true
                 }
-                Values { split } => {
-                    assert!(matches!(arg.get_action(), ArgAction::Append), "--{long}");
-                    let delimiter = split.then_some(',');
-                    assert_eq!((values, arg.get_value_delimiter()), (one, delimiter));
-                    assert!(arg.get_default_values().is_empty(), "--{long}");
-                }
-                Switch => assert!(matches!(arg.get_action(), ArgAction::SetTrue), "--{long}"),
-                OptionalBool => {
-                    assert!(matches!(arg.get_action(), ArgAction::Set), "--{long}");
-                    assert_eq!(values, ValueRange::new(0..=1));
-                    assert!(arg.get_default_values().is_empty(), "--{long}");
-                }
-                Count => assert!(matches!(arg.get_action(), ArgAction::Count), "--{long}"),
-            }
+            };
+            let field = field_of(get_token, arg);
+            let store = match setter {
+                "count" => format!("|a, _| count(&mut a.{field})"),
+                _ => format!("|a, v| {setter}(&mut a.{field}, v)"),
+            };
+            rows.push_str(&format!(
+                "    Flag {{ long: {long:?}, aliases: &{aliases:?}, env: {env}, takes: {takes:?}, store: {store} }},\n"
+            ));
             for other in get_token.get_arg_conflicts_with(arg) {
                 let other = other.get_long().unwrap();
                 conflicts.push(if long < other {
@@ -570,21 +397,156 @@ mod tests {
         }
         conflicts.sort_unstable();
         conflicts.dedup();
-        assert_eq!(
-            conflicts, CONFLICTS,
-            "clap's conflicts_with pairs, in order"
+        let verbose = verbose.expect("get-token has -v");
+        let conflicts: Vec<String> = conflicts.iter().map(|pair| format!("{pair:?}")).collect();
+        let source = format!(
+            "//! get-token's flags for the cache hit's parse (fast_get_token.rs), GENERATED from\n\
+             //! clap's definition in cli.rs by the test `the_flag_table_is_generated_from_clap`.\n\
+             //! Do not edit: change the flag in cli.rs and run `cargo test`, which rewrites this file.\n\
+             //! (A flag removed or renamed there leaves a row here that no longer compiles: delete\n\
+             //! that row, then run `cargo test`.)\n\n\
+             use super::Takes::{{Count, OptionalBool, Switch, Value, Values}};\n\
+             use super::{{add_path, add_text, choice, count, optional_bool, path, switch, text, Flag}};\n\n\
+             /// Every flag of get-token, in `TokenArgs` order.\n\
+             pub(super) const FLAGS: &[Flag] = &[\n{rows}];\n\n\
+             /// The row of `--verbose`, the flag `-v` counts.\n\
+             pub(super) const VERBOSE: usize = {verbose};\n\n\
+             /// Pairs of flags clap refuses together (`conflicts_with`), by long name.\n\
+             pub(super) const CONFLICTS: &[(&str, &str)] = &[{}];\n",
+            conflicts.join(", ")
         );
-        assert_eq!(FLAGS[VERBOSE].long, "verbose");
-        // The groups clap's derive makes of the flattened structs restrict nothing.
-        for group in get_token.get_groups() {
-            assert!(group.clone().is_multiple() && !group.is_required_set());
+        rustfmt(&source)
+    }
+
+    /// What a flag takes and the setter that stores its value, from its clap definition.
+    fn shape_of(arg: &clap::Arg, long: &str) -> (Takes, &'static str) {
+        use std::any::TypeId;
+        assert!(
+            !arg.is_positional() && !arg.is_global_set() && !arg.is_last_set(),
+            "--{long}"
+        );
+        assert!(
+            !arg.is_ignore_case_set() && !arg.is_require_equals_set(),
+            "--{long}"
+        );
+        assert!(!arg.is_allow_hyphen_values_set() && !arg.is_allow_negative_numbers_set());
+        assert!(
+            !arg.is_required_set() && !arg.is_exclusive_set(),
+            "--{long}"
+        );
+        let counted = matches!(arg.get_action(), ArgAction::Count);
+        assert_eq!(
+            arg.get_short(),
+            counted.then_some('v'),
+            "--{long}: short names"
+        );
+        let value = arg.get_value_parser().type_id();
+        let values = arg.get_num_args().unwrap();
+        let one = ValueRange::new(1);
+        let plain = values == one && arg.get_default_values().is_empty();
+        let delimiter = arg.get_value_delimiter();
+        let enumerated = !arg.get_possible_values().is_empty() && value != TypeId::of::<bool>();
+        let shape = match arg.get_action() {
+            ArgAction::Count => Some((Count, "count")),
+            ArgAction::SetTrue if value == TypeId::of::<bool>() => Some((Switch, "switch")),
+            ArgAction::Set if value == TypeId::of::<bool>() && values == ValueRange::new(0..=1) => {
+                Some((OptionalBool, "optional_bool"))
+            }
+            ArgAction::Set if plain && delimiter.is_none() => {
+                if enumerated {
+                    Some((Value, "choice"))
+                } else if value == TypeId::of::<String>() {
+                    Some((Value, "text"))
+                } else if value == TypeId::of::<std::path::PathBuf>() {
+                    Some((Value, "path"))
+                } else {
+                    None
+                }
+            }
+            ArgAction::Append if plain && matches!(delimiter, None | Some(',')) => {
+                let takes = Values {
+                    split: delimiter.is_some(),
+                };
+                if value == TypeId::of::<String>() {
+                    Some((takes, "add_text"))
+                } else if value == TypeId::of::<std::path::PathBuf>() {
+                    Some((takes, "add_path"))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        shape.unwrap_or_else(|| {
+            panic!("--{long}: a shape the fast parse cannot read; teach parse() and this generator")
+        })
+    }
+
+    /// The field of `TokenArgs` an argument fills: its id (the field's name), behind the group of
+    /// the flattened struct it is in (each such group's id is the field's name in `TokenArgs`).
+    fn field_of(get_token: &clap::Command, arg: &clap::Arg) -> String {
+        let id = arg.get_id();
+        let groups: Vec<&str> = get_token
+            .get_groups()
+            .filter(|group| group.get_args().any(|member| member == id))
+            .map(|group| group.get_id().as_str())
+            .collect();
+        match groups.as_slice() {
+            [] => id.to_string(),
+            [group] => format!("{group}.{id}"),
+            _ => panic!("{id} is in several groups: {groups:?}"),
         }
-        assert!(get_token.get_subcommands().next().is_none());
+    }
+
+    /// `source` as `cargo fmt` leaves it, so that the generated file passes `cargo fmt --check`.
+    fn rustfmt(source: &str) -> String {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("rustfmt")
+            .args(["--edition", "2021", "--emit", "stdout"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("rustfmt (rustup component add rustfmt)");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(source.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "rustfmt refused the generated table:\n{source}"
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// The sourcegen check (rust-analyzer's pattern): the committed table is what clap's
+    /// definition renders to. When it is not, the file is rewritten and the test fails, so a flag
+    /// added, renamed or changed in cli.rs reaches the fast parse by running `cargo test` once
+    /// and committing the result.
+    #[test]
+    fn the_flag_table_is_generated_from_clap() {
+        let path = flag_table_path();
+        let rendered = render_flag_table();
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != rendered {
+            std::fs::write(&path, &rendered).unwrap();
+            panic!(
+                "{} was out of date with clap's definition of get-token and has been \
+                 regenerated: review the change, commit it and run the tests again",
+                path.display()
+            );
+        }
+        // The table the parser was compiled with is the one rendered (not a stale build).
+        assert_eq!(FLAGS.len(), rendered.matches("    Flag {").count());
+        assert_eq!(FLAGS[VERBOSE].takes, Count);
     }
 
     #[test]
     fn every_flag_and_alias_parses_as_clap_parses() {
-        for flag in &FLAGS {
+        for flag in FLAGS {
             let names = std::iter::once(flag.long).chain(flag.aliases.iter().copied());
             for name in names {
                 let long = format!("--{name}");

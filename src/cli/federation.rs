@@ -14,7 +14,10 @@ pub enum CiTokenSourceArg {
     Gitlab,
 }
 
+// The group's id is the field's name in `TokenArgs`: the get-token flag table is generated
+// from it (fast_get_token.rs).
 #[derive(Debug, Clone, Default, Args)]
+#[group(id = "federation")]
 pub struct FederationArgs {
     /// File holding the subject token for token-exchange / federated-token, read again on every
     /// grant (projected service-account tokens and federated-token files rotate).

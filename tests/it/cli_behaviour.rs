@@ -192,7 +192,9 @@ fn the_binary_copied_alone_into_an_empty_directory_runs_every_command() {
         .success()
         .stdout_contains("no cached logins");
     // Help and usage errors come from the same binary.
-    run(&["--help".into()]).success().stdout_contains("get-token");
+    run(&["--help".into()])
+        .success()
+        .stdout_contains("get-token");
     run(&["get-tokn".into()]).failure(2);
 }
 

@@ -33,7 +33,6 @@ pub fn kubecred_bin() -> PathBuf {
     }
 }
 
-
 /// Whether this is a CI run (`CI` set, as GitHub, GitLab and our `.ci/run` set it). Under CI a
 /// missing prerequisite fails the test instead of skipping it, so a green run never hides one.
 pub fn is_ci() -> bool {
