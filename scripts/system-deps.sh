@@ -8,6 +8,7 @@
 #   python3-venv     the venv of the Python-client test
 #   hyperfine, time, strace  benchmarks and the cache-hit syscall check
 #   zsh              loads the generated zsh completion (fish's is checked where installed)
+#   musl-tools       musl-gcc, for ring's C code in the static musl build (scripts/static-build.sh)
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -20,6 +21,7 @@ KUBECRED_SYSTEM_DEPS=(
     "strace:strace -V"
     "ca-certificates:test -s /etc/ssl/certs/ca-certificates.crt"
     "zsh:zsh"
+    "musl-tools:musl-gcc"
 )
 
 # Prints the packages whose command is missing, one per line.

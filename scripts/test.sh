@@ -6,7 +6,9 @@
 # Installs what the tests need first: the Debian packages (with apt-get when run as root; else
 # it prints the command), the test bed's npm packages, the Python client's venv and the kube-rs
 # client (examples/kube-client, its own crate).
-# Extra arguments go to `cargo test`.
+# Then the build a Linux user downloads, the static musl release binary copied alone into an empty
+# directory, runs the integration tests again (they run KUBECRED_TEST_BINARY when it is set).
+# Extra arguments go to `cargo test` (and skip the static binary's run: a subset is being tried).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,6 +16,7 @@ cd "$root"
 . scripts/node-deps.sh
 . scripts/python-deps.sh
 . scripts/kube-client.sh
+. scripts/static-build.sh
 
 for tool in cargo node npm python3 kubectl; do
     command -v "$tool" >/dev/null 2>&1 || {
@@ -28,6 +31,12 @@ ensure_kube_client "$root"
 
 # Build first so the test clock does not include compilation.
 cargo test --no-run --quiet
+alone=""
+if [ $# -eq 0 ]; then
+    static_binary=$(build_static "$root")
+    alone=$(mktemp -d)
+    cp "$static_binary" "$alone/kubecred"
+fi
 
 # The kernel keyring store, in a private session keyring with no D-Bus in reach (the
 # headless SSH case).
@@ -38,8 +47,12 @@ env -u DBUS_SESSION_BUS_ADDRESS -u XDG_RUNTIME_DIR KUBECRED_TEST_KEYUTILS=1 \
 # keyrings live in a throwaway XDG_DATA_HOME, so a developer's own login keyring (locked, with
 # another password) cannot get in the way.
 keyring_home=$(mktemp -d)
-trap 'rm -rf "$keyring_home"' EXIT
-dbus-run-session -- sh -c '
+trap 'rm -rf "$keyring_home" ${alone:+"$alone"}' EXIT
+ALONE="$alone" dbus-run-session -- sh -c '
     echo -n kubecred-test | XDG_DATA_HOME="$0" gnome-keyring-daemon --unlock --components=secrets >/dev/null
-    KUBECRED_TEST_KEYRING=1 exec cargo test "$@"
+    export KUBECRED_TEST_KEYRING=1
+    cargo test "$@" || exit
+    [ -n "$1" ] && exit
+    echo "==> the integration tests again, with the static release binary alone in $ALONE" >&2
+    KUBECRED_TEST_BINARY="$ALONE/kubecred" cargo test --test it
 ' "$keyring_home" "$@"

@@ -53,28 +53,16 @@ pub(crate) fn set_modified_at(path: &Path, seconds: i64, nanos: u32) -> bool {
     open_no_follow(path).is_ok_and(|file| set_modified(&file, seconds, nanos))
 }
 
+/// std's `set_modified` is `futimens` on the descriptor with the access time omitted (on unix),
+/// `SetFileTime` on Windows.
 fn set_modified(file: &File, seconds: i64, nanos: u32) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd;
-        let times = [
-            libc::timespec {
-                tv_sec: 0,
-                tv_nsec: libc::UTIME_OMIT,
-            },
-            libc::timespec {
-                tv_sec: seconds as libc::time_t,
-                tv_nsec: nanos.min(999_999_999) as libc::c_long,
-            },
-        ];
-        // SAFETY: a valid open descriptor and a two-element array, as futimens requires.
-        unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) == 0 }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (file, seconds, nanos);
-        false
-    }
+    let Ok(seconds) = u64::try_from(seconds) else {
+        return false;
+    };
+    let since_epoch = std::time::Duration::new(seconds, nanos.min(999_999_999));
+    std::time::UNIX_EPOCH
+        .checked_add(since_epoch)
+        .is_some_and(|time| file.set_modified(time).is_ok())
 }
 
 /// [`read`], keeping the file open for [`OpenedFile::set_modified`]: the same system calls.

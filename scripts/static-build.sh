@@ -1,0 +1,25 @@
+# Sourced by scripts/test.sh and bench/: the build a Linux user downloads, a static musl binary
+# (static-pie: no dynamic loader, no shared libraries to map at every start, which is most of a
+# cache hit's cost; bench/RESULTS.md). ring's C code is compiled with musl-gcc (Debian's
+# musl-tools, installed by scripts/system-deps.sh). Messages go to stderr.
+
+# The musl target for this machine's architecture: x86_64-unknown-linux-musl on x86_64.
+static_target() {
+    local host
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    echo "${host%-gnu}-musl"
+}
+
+# build_static ROOT: builds the release binary for static_target (adding the target's standard
+# library with rustup when it is missing) and prints its path.
+build_static() {
+    local root="${1:?usage: build_static ROOT}" target
+    target=$(static_target)
+    if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+        echo "adding the Rust target $target (rustup)..." >&2
+        rustup target add "$target" >&2
+    fi
+    echo "building the static release binary ($target)..." >&2
+    cargo build --quiet --release --locked --target "$target" --manifest-path "$root/Cargo.toml" >&2
+    echo "$root/target/$target/release/kubecred"
+}
