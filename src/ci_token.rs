@@ -118,7 +118,7 @@ fn github_actions_id_token(audience: Option<&str>, http: Http<'_>) -> anyhow::Re
     if let Some(audience) = audience {
         url.query_pairs_mut().append_pair("audience", audience);
     }
-    let shown = crate::http::display_url(&url);
+    let shown = crate::text::display_url(&url);
     crate::debug!(1, "requesting the GitHub Actions ID token from {shown}");
     let built;
     let http = match http {

@@ -133,13 +133,13 @@ fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Url> {
 /// in messages, and the provider authenticates the client by its own means. Messages about a bad
 /// issuer never repeat the password.
 fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
-    let shown = crate::http::redact_userinfo(raw.trim());
+    let shown = crate::text::redact_userinfo(raw.trim());
     let url = Url::parse(raw.trim())
         .map_err(|err| input(format!("issuer URL {shown:?} is not a URL: {err}")))?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err(input(format!(
             "issuer URL {} contains a user name or password (user:password@); remove it: kubecred authenticates with --client-id and the client secret",
-            crate::http::display_url(&url)
+            crate::text::display_url(&url)
         )));
     }
     match url.scheme() {

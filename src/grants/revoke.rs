@@ -33,7 +33,7 @@ impl ProviderClient<'_> {
             ("token_type_hint", "refresh_token".to_string()),
         ];
         let request = self.authenticated_form(endpoint, form)?;
-        let shown = crate::http::display_url(endpoint);
+        let shown = crate::text::display_url(endpoint);
         crate::debug!(1, "revoking the refresh token at {shown}");
         // Revoking twice is harmless: a lost answer may be resent.
         let call = self.http.oauth("the revocation request", Replay::Safe);

@@ -98,42 +98,11 @@ fn warn_insecure_once() {
     }
 }
 
-/// A URL as the user typed it, with any `user:password@` before the host replaced by `****@`,
-/// for messages about a URL that may not even parse.
-pub fn redact_userinfo(raw: &str) -> std::borrow::Cow<'_, str> {
-    let Some(scheme_end) = raw.find("://") else {
-        return raw.into();
-    };
-    let authority_start = scheme_end + 3;
-    let authority_end = raw[authority_start..]
-        .find(['/', '?', '#'])
-        .map_or(raw.len(), |end| authority_start + end);
-    match raw[authority_start..authority_end].rfind('@') {
-        Some(at) => format!(
-            "{}****{}",
-            &raw[..authority_start],
-            &raw[authority_start + at..]
-        )
-        .into(),
-        None => raw.into(),
-    }
-}
-
-/// A URL fit for an error message: without credentials, query or fragment.
-pub fn display_url(url: &Url) -> String {
-    let mut shown = url.clone();
-    shown.set_query(None);
-    shown.set_fragment(None);
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.to_string()
-}
-
 /// GETs a JSON document of at most [`MAX_JSON_BODY`] bytes. `what` names it in errors ("the
 /// discovery document"). No answer, a non-2xx answer, a redirect, an oversized or malformed body
 /// are `Exit::Provider` errors that name the URL.
 pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> anyhow::Result<T> {
-    let shown = display_url(url);
+    let shown = crate::text::display_url(url);
     let mut headers = HeaderMap::new();
     headers.insert(
         reqwest::header::ACCEPT,
@@ -176,7 +145,7 @@ pub fn describe_status(status: StatusCode, headers: &HeaderMap) -> String {
             .get(reqwest::header::LOCATION)
             .and_then(|value| value.to_str().ok())
             .map(|value| match Url::parse(value) {
-                Ok(url) => display_url(&url),
+                Ok(url) => crate::text::display_url(&url),
                 Err(_) => value.split(['?', '#']).next().unwrap_or("").to_string(),
             });
         if let Some(location) = location {

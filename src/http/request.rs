@@ -296,7 +296,7 @@ impl oauth2::SyncHttpClient for OAuthCall<'_> {
             },
             attempts: 1,
         })?;
-        let what = format!("{} to {}", self.what, super::display_url(&url));
+        let what = format!("{} to {}", self.what, crate::text::display_url(&url));
         let sent = self.http.send(&Outgoing {
             method: parts.method,
             url: &url,

@@ -138,7 +138,7 @@ impl ProviderMetadata {
                 "http" if is_loopback_host(&url) => Ok(Some(url)),
                 _ => Err(problem(format!(
                     "has {name} {}, which is not https; kubecred sends credentials only over https (plain http only on loopback)",
-                    http::display_url(&url)
+                    crate::text::display_url(&url)
                 ))),
             }
         };

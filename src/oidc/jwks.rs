@@ -85,7 +85,7 @@ impl KeySource {
                 Err(reason) => {
                     return Err(KeyError::Missing(format!(
                         "{reason} (JWKS at {})",
-                        http::display_url(&self.jwks_uri)
+                        crate::text::display_url(&self.jwks_uri)
                     )))
                 }
             }
@@ -112,7 +112,7 @@ impl KeySource {
                 Exit::Provider,
                 format!(
                     "the provider's JWKS at {} has no \"keys\" list; the provider is misconfigured",
-                    http::display_url(&self.jwks_uri)
+                    crate::text::display_url(&self.jwks_uri)
                 ),
             )
         })?;

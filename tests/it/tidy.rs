@@ -1,7 +1,10 @@
 //! House rules checked on the source tree itself: every file under `src/` opens with a `//!`
-//! paragraph that says what the module is for (ARCHITECTURE.md's code map points at them).
+//! paragraph that says what the module is for (ARCHITECTURE.md's code map points at them), and
+//! imports between modules follow ARCHITECTURE.md's module layers (no cycles). The package
+//! builds one binary, `kubecred`.
 
 use crate::support::repo_root;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -51,4 +54,210 @@ fn the_purpose_check_can_fail() {
     assert!(!opens_with_purpose("use x;\n//! Too late."));
     assert!(!opens_with_purpose("// A plain comment.\nfn f() {}"));
     assert!(!opens_with_purpose("//!\nfn f() {}"));
+}
+
+/// ARCHITECTURE.md's module layers, top first: the modules of each line.
+fn documented_layers() -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(repo_root().join("ARCHITECTURE.md")).unwrap();
+    let section = text
+        .split("### Module layers")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a \"### Module layers\" section");
+    let block = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the module layers are in a ```text block");
+    block
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            line.split(',')
+                .map(|name| name.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The top-level module a file under `src/` belongs to (`cache/lock.rs` → `cache`); `None` for
+/// the crate root and the binary.
+fn module_of(relative: &Path) -> Option<String> {
+    let first = relative.components().next()?.as_os_str().to_str()?;
+    match first {
+        "lib.rs" | "main.rs" => None,
+        file => Some(file.trim_end_matches(".rs").to_string()),
+    }
+}
+
+/// The modules `text` (Rust source, its tests cut off) names as `crate::<module>`, comments
+/// aside: `use crate::a::b`, `crate::a::f()`, `use crate::{a, b::c}`.
+fn crate_imports(text: &str) -> Vec<String> {
+    let code = match text.find("#[cfg(test)]\nmod tests {") {
+        Some(tests) => &text[..tests],
+        None => text,
+    };
+    let mut found = Vec::new();
+    for line in code.lines() {
+        let line = line.trim_start();
+        if line.starts_with("//") {
+            continue;
+        }
+        let line = line.split(" // ").next().unwrap_or(line);
+        for (index, _) in line.match_indices("crate::") {
+            // `$crate::` is a macro's own path (debug! naming log), not an import of this file's.
+            if line[..index].ends_with('$') {
+                continue;
+            }
+            let rest = &line[index + "crate::".len()..];
+            let names = match rest.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+                None => vec![rest],
+            };
+            for name in names {
+                let module: String = name
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !module.is_empty() && module != "debug" {
+                    found.push(module);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Every import that goes up or sideways in `layers`, and every module `layers` lacks.
+fn layer_violations(layers: &[Vec<String>], sources: &[(PathBuf, String)]) -> Vec<String> {
+    let layer_of: BTreeMap<&str, usize> = layers
+        .iter()
+        .enumerate()
+        .flat_map(|(depth, names)| names.iter().map(move |name| (name.as_str(), depth)))
+        .collect();
+    let mut violations = Vec::new();
+    for (relative, text) in sources {
+        let Some(module) = module_of(relative) else {
+            continue;
+        };
+        let Some(&own) = layer_of.get(module.as_str()) else {
+            violations.push(format!(
+                "{}: module {module} is in no layer",
+                relative.display()
+            ));
+            continue;
+        };
+        let in_tests = relative.ends_with("tests.rs")
+            || relative.components().any(|c| c.as_os_str() == "tests");
+        if in_tests {
+            continue;
+        }
+        for import in crate_imports(text) {
+            if import == module {
+                continue;
+            }
+            match layer_of.get(import.as_str()) {
+                Some(&other) if other > own => {}
+                Some(_) => violations.push(format!(
+                    "{}: {module} uses crate::{import}, which is not below it",
+                    relative.display()
+                )),
+                None => violations.push(format!(
+                    "{}: crate::{import} is in no layer",
+                    relative.display()
+                )),
+            }
+        }
+    }
+    violations.sort();
+    violations.dedup();
+    violations
+}
+
+#[test]
+fn imports_follow_the_documented_module_layers() {
+    let layers = documented_layers();
+    assert!(layers.len() > 5, "{layers:?}");
+    let src = repo_root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let sources: Vec<(PathBuf, String)> = files
+        .iter()
+        .map(|path| {
+            let relative = path.strip_prefix(&src).unwrap().to_path_buf();
+            (relative, std::fs::read_to_string(path).unwrap())
+        })
+        .collect();
+    let violations = layer_violations(&layers, &sources);
+    assert!(
+        violations.is_empty(),
+        "imports against ARCHITECTURE.md's module layers:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_check_can_fail() {
+    let layers: Vec<Vec<String>> = [&["acquire"][..], &["cache", "oidc"], &["log"]]
+        .iter()
+        .map(|line| line.iter().map(|name| name.to_string()).collect())
+        .collect();
+    let source = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
+    let clean = [
+        source(
+            "acquire/mod.rs",
+            "use crate::cache::TokenCache;\nuse crate::{log, oidc::X};",
+        ),
+        source(
+            "cache/mod.rs",
+            "// crate::acquire in a comment\ncrate::log::notice(x);",
+        ),
+        source("cache/tests.rs", "use crate::acquire;"),
+        source(
+            "log.rs",
+            "#[cfg(test)]\nmod tests {\n    use crate::acquire;\n}",
+        ),
+    ];
+    assert_eq!(layer_violations(&layers, &clean), Vec::<String>::new());
+    let up = [source("log.rs", "use crate::acquire::credential;")];
+    assert_eq!(layer_violations(&layers, &up).len(), 1);
+    let sideways = [source("cache/key.rs", "use crate::{oidc, log};")];
+    assert_eq!(layer_violations(&layers, &sideways).len(), 1);
+    // A test module declared at the top does not hide the imports below it.
+    let after_tests = [source(
+        "log.rs",
+        "#[cfg(test)]\nmod tests;\nuse crate::cache;",
+    )];
+    assert_eq!(layer_violations(&layers, &after_tests).len(), 1);
+    let unlisted = [source("new.rs", "")];
+    assert_eq!(layer_violations(&layers, &unlisted).len(), 1);
+}
+
+#[test]
+fn the_package_builds_one_binary() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version=1", "--offline"])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let binaries: Vec<&str> = metadata["packages"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|target| {
+            target["kind"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|k| k == "bin")
+        })
+        .map(|target| target["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(binaries, ["kubecred"], "one binary, installed alone");
 }

@@ -53,7 +53,7 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
 
     let client = http::client(&config.http, config.http.timeout)?;
     let url = oidc::well_known_url(&config.issuer);
-    let shown = http::display_url(&url);
+    let shown = crate::text::display_url(&url);
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::ACCEPT,
