@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh minimize        shrink fuzz/corpus/* to inputs that add coverage (cargo fuzz cmin)
 #
 # New inputs go to fuzz/work/<target>/ (not committed), seeded from the committed corpus in
-# fuzz/corpus/<target>/, which tests/it/fuzz_corpus.rs replays on stable. A crash leaves its
+# fuzz/corpus/<target>/, which the unit tests of src/fuzzing.rs replay on stable. A crash leaves its
 # input in fuzz/artifacts/<target>/ and fails the script; add that input to the corpus with the
 # fix. A summary line per target (executions, corpus size, crashes) ends the output.
 # Needs: rustup's nightly toolchain and cargo-fuzz (installed here if absent).

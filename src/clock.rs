@@ -20,9 +20,11 @@ impl Clock for SystemClock {
 }
 
 /// A clock that says what it is told (tests).
+#[cfg(test)]
 #[derive(Debug)]
 pub struct FixedClock(std::sync::Mutex<DateTime<Utc>>);
 
+#[cfg(test)]
 impl FixedClock {
     pub fn at(now: DateTime<Utc>) -> Self {
         FixedClock(std::sync::Mutex::new(now))
@@ -35,6 +37,7 @@ impl FixedClock {
     }
 }
 
+#[cfg(test)]
 impl Clock for FixedClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().unwrap_or_else(|p| p.into_inner())

@@ -23,32 +23,32 @@ pub enum Exit {
 
 /// An error with an exit code. Its message is one line that says what failed and what to do.
 #[derive(Debug)]
-pub struct Failure {
+pub struct ExitError {
     pub exit: Exit,
     pub message: String,
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for ExitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Failure {}
+impl std::error::Error for ExitError {}
 
 /// Builds an error that ends the process with `exit`.
 pub fn fail(exit: Exit, message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Failure {
+    anyhow::Error::new(ExitError {
         exit,
         message: message.into(),
     })
 }
 
-/// The exit code for an error: the first [`Failure`] in its chain, otherwise [`Exit::Input`].
+/// The exit code for an error: the first [`ExitError`] in its chain, otherwise [`Exit::Input`].
 pub fn exit_code_of(error: &anyhow::Error) -> Exit {
     error
         .chain()
-        .find_map(|cause| cause.downcast_ref::<Failure>())
+        .find_map(|cause| cause.downcast_ref::<ExitError>())
         .map(|failure| failure.exit)
         .unwrap_or(Exit::Input)
 }

@@ -1,5 +1,5 @@
 //! The fuzz targets' way in (`fuzz/`, `cargo +nightly fuzz`) and the corpus replay on stable
-//! (`tests/it/fuzz_corpus.rs`): one function per kind of untrusted input, each taking arbitrary
+//! (its `tests` below): one function per kind of untrusted input, each taking arbitrary
 //! bytes through the very code that handles that input in kubecred. Errors are expected
 //! outcomes; the only failures are a panic, a hang or runaway memory. Not kubecred's API
 //! (hidden from the docs); nothing here does I/O.
@@ -199,5 +199,55 @@ pub fn duration(data: &[u8]) {
         let _ = crate::duration::in_words(duration);
         let _ = crate::duration::display_elapsed(duration);
         let _ = crate::duration::display_whole_seconds(duration);
+    }
+}
+
+/// The fuzz corpus as a regression test on stable: every file of `fuzz/corpus/<target>/` goes
+/// through the same entry function as the nightly fuzz target, and none may panic. Inputs that
+/// once crashed a target are kept there with their fix.
+#[cfg(test)]
+mod tests {
+    use super::TARGETS;
+    use std::collections::BTreeSet;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    #[test]
+    fn every_corpus_input_runs_through_its_target_without_a_panic() {
+        let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+        let mut failures = Vec::new();
+        let mut total = 0;
+        for (name, target) in TARGETS {
+            let dir = fuzz.join("corpus").join(name);
+            let files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|err| panic!("{}: {err}", dir.display()))
+                .map(|entry| entry.unwrap().path())
+                .collect();
+            assert!(!files.is_empty(), "{} is empty", dir.display());
+            for file in files {
+                let data = std::fs::read(&file).unwrap();
+                total += 1;
+                if catch_unwind(AssertUnwindSafe(|| target(&data))).is_err() {
+                    failures.push(file.display().to_string());
+                }
+            }
+        }
+        assert!(failures.is_empty(), "panicked on: {failures:#?}");
+        assert!(total >= TARGETS.len());
+    }
+
+    /// The nightly targets and the list the replay walks are the same set.
+    #[test]
+    fn every_fuzz_target_is_replayed() {
+        let files: BTreeSet<String> = std::fs::read_dir(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets"),
+        )
+        .unwrap()
+        .map(|entry| {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            name.trim_end_matches(".rs").to_string()
+        })
+        .collect();
+        let listed: BTreeSet<String> = TARGETS.iter().map(|(name, _)| name.to_string()).collect();
+        assert_eq!(files, listed);
     }
 }

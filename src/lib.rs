@@ -3,32 +3,36 @@
 //! The binary is a few lines (`main.rs` calls [`main`]); everything else lives here so that
 //! integration tests and examples can use it. See ARCHITECTURE.md for the map.
 
-pub mod acquire;
-pub mod authn_config;
+pub(crate) mod acquire;
+pub(crate) mod authn_config;
 pub mod cache;
-pub mod ci_token;
+pub(crate) mod ci_token;
 pub mod cli;
-pub mod clock;
-pub mod commands;
+pub(crate) mod clock;
+pub(crate) mod commands;
 pub mod config;
-pub mod digest;
-pub mod duration;
+pub(crate) mod digest;
+pub(crate) mod duration;
 pub mod env_vars;
-pub mod error;
+pub(crate) mod error;
 pub mod exec_credential;
+pub(crate) mod grants;
+pub(crate) mod http;
+pub(crate) mod kubeconfig;
+pub(crate) mod kubelogin;
+pub(crate) mod log;
+pub(crate) mod login;
+pub(crate) mod oidc;
+pub(crate) mod private_file;
+pub(crate) mod process;
+pub mod secret;
+pub(crate) mod text;
+pub mod tokens;
+
+/// The fuzz targets' way in (fuzz/, built by cargo-fuzz with `--cfg fuzzing`) and the corpus
+/// replay of the unit tests; not part of the library otherwise.
+#[cfg(any(test, fuzzing))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod grants;
-pub mod http;
-pub mod kubeconfig;
-pub mod kubelogin;
-pub mod log;
-pub mod login;
-pub mod oidc;
-pub mod private_file;
-pub mod process;
-pub mod secret;
-pub mod text;
-pub mod tokens;
 
 pub use process::main;

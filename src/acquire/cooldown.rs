@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A record is a few hundred bytes; anything much larger is not ours.
@@ -37,7 +37,8 @@ impl Cooldown {
         Cooldown { path: path.into() }
     }
 
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub fn path(&self) -> &std::path::Path {
         &self.path
     }
 
@@ -241,7 +242,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cooldown = cooldown_in(&dir);
         cooldown.record_failure(REASON, at(0));
-        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let mode =
+            |path: &std::path::Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(cooldown.path()), 0o600);
         assert_eq!(mode(cooldown.path().parent().unwrap()), 0o700);
         // Only the record is left behind: the temporary file was renamed over it.

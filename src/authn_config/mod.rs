@@ -17,5 +17,5 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-pub use evaluate::{evaluate, AuthenticatedUser, Rejection};
-pub use types::{AuthenticationConfiguration, JwtAuthenticator};
+pub use evaluate::{evaluate, AuthenticatedUser};
+pub use types::AuthenticationConfiguration;

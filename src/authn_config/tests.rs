@@ -1,6 +1,7 @@
 //! Unit tests of the AuthenticationConfiguration checks and evaluation: each rule kind passing
 //! and failing, with the field path and message kube-apiserver would give.
 
+use super::evaluate::Rejection;
 use super::*;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};

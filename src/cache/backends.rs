@@ -3,7 +3,7 @@
 //! whole entry in the keyring, `none` keeps nothing. [`for_storage`] is the one place that
 //! chooses; every backend reads and writes through the [`TokenCache`]'s paths and keyring.
 
-use super::entry::{RefreshAt, StoredEntry, StoredRefresh};
+use super::stored_entry::{RefreshPlace, StoredEntry, StoredRefresh};
 use super::{no_keyring, sessions, TokenCache};
 use crate::config::CacheStorage;
 use crate::private_file;
@@ -104,7 +104,7 @@ impl Backend for Files {
                     cache.about(tokens),
                 ))?;
                 // Say it once: when the entry did not already keep its refresh token in the file.
-                if previous != Some(RefreshAt::Entry) {
+                if previous != Some(RefreshPlace::Entry) {
                     crate::log::notice(format!(
                         "no OS keyring is reachable ({reason}); keeping the refresh token in the private file {}",
                         cache.entry_path().display()
@@ -120,7 +120,7 @@ impl Backend for Files {
         let previous = cache.previous_refresh_location();
         cache.remove_entry_file()?;
         match previous {
-            Some(RefreshAt::Keyring { store }) => cache
+            Some(RefreshPlace::Keyring(store)) => cache
                 .keyring
                 .delete_from(store, &cache.refresh_account())
                 .map_err(|reason| {

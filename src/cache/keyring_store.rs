@@ -337,7 +337,7 @@ fn describe(store: Store, err: &KeyringError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::entry::RefreshAt;
+    use crate::cache::stored_entry::RefreshPlace;
     use crate::cache::tests::{cache_in, file_text, lock, stored_refresh, tokens};
     use std::process::Command;
 
@@ -550,7 +550,7 @@ mod tests {
                 first >= timeout && first < Duration::from_secs(3),
                 "{first:?}"
             );
-            assert_eq!(stored_refresh(&auto), RefreshAt::Entry);
+            assert_eq!(stored_refresh(&auto), RefreshPlace::Entry);
 
             // The store that hung is not asked again in this process.
             let mut keyring_cache = cache_in(dir.path(), "keyring");
@@ -675,7 +675,7 @@ mod tests {
         assert!(text.contains("id-token-auto"));
         assert_eq!(
             stored_refresh(&cache),
-            RefreshAt::Keyring { store: expected },
+            RefreshPlace::Keyring(expected),
             "{}",
             wrong_store_hint(expected)
         );
@@ -703,7 +703,7 @@ mod tests {
 
         // An entry without a refresh token leaves none behind in the keyring.
         cache.save(&tokens("auto3", false), &guard).unwrap();
-        assert_eq!(stored_refresh(&cache), RefreshAt::None);
+        assert_eq!(stored_refresh(&cache), RefreshPlace::None);
         assert_eq!(read_with_os_tool(expected, &cache.refresh_account()), None);
     }
 

@@ -19,19 +19,19 @@
 //! caller should [`load`](TokenCache::load) again: another process may have refreshed meanwhile.
 
 mod backends;
-mod entry;
 mod key;
 mod keyring_store;
 mod lock;
 mod sessions;
+mod stored_entry;
 #[cfg(test)]
 mod tests;
 
-pub use entry::EntryAbout;
 pub use key::CacheKey;
 pub use keyring_store::Store;
 pub use lock::EntryLock;
-pub use sessions::{list_sessions, RefreshPlace, Session, SessionPlace};
+pub use sessions::{list_sessions, Session, SessionPlace};
+pub use stored_entry::{EntryAbout, RefreshPlace};
 
 use crate::config::{CacheStorage, Config};
 use crate::error::{fail, Exit};
@@ -39,10 +39,10 @@ use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use backends::Backend;
-use entry::{RefreshAt, StoredEntry};
 use keyring_store::Keyring;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use stored_entry::StoredEntry;
 
 /// An entry larger than this is not one kubecred wrote (ID tokens are a few KB).
 const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
@@ -52,13 +52,13 @@ const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct Cached {
     pub tokens: Tokens,
-    refresh: RefreshAt,
+    refresh: RefreshPlace,
 }
 
 impl Cached {
     /// Whether the entry has a refresh token (possibly in the keyring), without fetching it.
     pub fn has_refresh_token(&self) -> bool {
-        self.refresh != RefreshAt::None
+        self.refresh != RefreshPlace::None
     }
 }
 
@@ -181,9 +181,9 @@ impl TokenCache {
         _lock: &EntryLock,
     ) -> anyhow::Result<Option<Secret>> {
         let store = match cached.refresh {
-            RefreshAt::None => return Ok(None),
-            RefreshAt::Entry => return Ok(cached.tokens.refresh_token.clone()),
-            RefreshAt::Keyring { store } => store,
+            RefreshPlace::None => return Ok(None),
+            RefreshPlace::Entry => return Ok(cached.tokens.refresh_token.clone()),
+            RefreshPlace::Keyring(store) => store,
         };
         match self.keyring.get_from(store, &self.refresh_account()) {
             Ok(Some(token)) => Ok(Some(token)),
@@ -345,7 +345,7 @@ impl TokenCache {
 
     /// Where the current file says the refresh token is (`None`: no readable file). Read under the
     /// lock by writers, to clean up after themselves and to keep notices to one.
-    fn previous_refresh_location(&self) -> Option<RefreshAt> {
+    fn previous_refresh_location(&self) -> Option<RefreshPlace> {
         read_entry_file(&self.entry_path())
             .ok()
             .map(|entry| entry.into_tokens().1)
@@ -354,8 +354,8 @@ impl TokenCache {
     /// Deletes a refresh token that an earlier save put in a keyring store that no longer holds
     /// it (`now`: the store that holds the current one). Best effort: a leftover is a stale token
     /// in the user's own keyring, and the save itself has succeeded.
-    fn forget_stale_keyring_refresh(&self, previous: Option<RefreshAt>, now: Option<Store>) {
-        if let Some(RefreshAt::Keyring { store }) = previous {
+    fn forget_stale_keyring_refresh(&self, previous: Option<RefreshPlace>, now: Option<Store>) {
+        if let Some(RefreshPlace::Keyring(store)) = previous {
             if Some(store) != now {
                 if let Err(reason) = self.keyring.delete_from(store, &self.refresh_account()) {
                     crate::debug!(
@@ -370,6 +370,7 @@ impl TokenCache {
 
 /// The tokens in the bytes of a cache entry (file or keyring item), as [`TokenCache::load`] reads
 /// them; the error says why they are not an entry. For the fuzz targets (`crate::fuzzing`).
+#[cfg(any(test, fuzzing))]
 pub(crate) fn decode_entry(bytes: &[u8]) -> Result<Tokens, String> {
     StoredEntry::parse(bytes).map(|entry| entry.into_tokens().0)
 }

@@ -8,8 +8,8 @@
 //! and expiries. It is written and removed with the keyring item; it is what `status` shows, as of
 //! the last save (a kernel keyring forgets its items at reboot; the next get-token logs in).
 
-use super::entry::{EntryAbout, RefreshAt, StoredEntry};
 use super::keyring_store::Store;
+use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
 use super::{read_entry_file, CacheKey, TokenCache};
 use crate::private_file::{self, ReadError};
 use crate::tokens::Tokens;
@@ -24,16 +24,6 @@ pub enum SessionPlace {
     File,
     /// A whole OS keyring item (`keyring`).
     Keyring { store: Store },
-}
-
-/// Where an entry's refresh token is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefreshPlace {
-    None,
-    /// Beside the other tokens (in the file, or in the one keyring item).
-    Entry,
-    /// In an OS keyring item of its own (`auto`).
-    Keyring(Store),
 }
 
 /// One cached entry as `status` shows it: no secret in it.
@@ -168,11 +158,7 @@ fn from_entry(key: CacheKey, entry: StoredEntry) -> Session {
         id_token_expiry: tokens.id_token_expiry,
         access_token_expiry: tokens.access_token_expiry,
         obtained_at: Some(tokens.obtained_at),
-        refresh_token: match refresh {
-            RefreshAt::None => RefreshPlace::None,
-            RefreshAt::Entry => RefreshPlace::Entry,
-            RefreshAt::Keyring { store } => RefreshPlace::Keyring(store),
-        },
+        refresh_token: refresh,
         unreadable: None,
     }
 }

@@ -62,7 +62,7 @@ pub(super) fn file_text(cache: &TokenCache) -> String {
     std::fs::read_to_string(cache.entry_path()).unwrap()
 }
 
-pub(super) fn stored_refresh(cache: &TokenCache) -> RefreshAt {
+pub(super) fn stored_refresh(cache: &TokenCache) -> RefreshPlace {
     StoredEntry::parse(file_text(cache).as_bytes())
         .unwrap()
         .into_tokens()
@@ -89,7 +89,7 @@ fn disk_round_trip_with_the_refresh_token_in_the_file() {
         cache.refresh_token(&cached, &guard).unwrap(),
         saved.refresh_token
     );
-    assert_eq!(stored_refresh(&cache), RefreshAt::Entry);
+    assert_eq!(stored_refresh(&cache), RefreshPlace::Entry);
     assert!(cache.entry_path().starts_with(dir.path().join("tokens")));
     assert!(cache
         .entry_path()
@@ -241,7 +241,7 @@ fn auto_without_any_keyring_keeps_the_refresh_token_in_the_file() {
     let guard = lock(&cache);
     cache.save(&saved, &guard).unwrap();
     assert!(file_text(&cache).contains(saved.refresh_token.as_ref().unwrap().expose()));
-    assert_eq!(stored_refresh(&cache), RefreshAt::Entry);
+    assert_eq!(stored_refresh(&cache), RefreshPlace::Entry);
     let cached = cache.load().unwrap().unwrap();
     assert_eq!(cached.tokens, saved);
     assert_eq!(
@@ -255,7 +255,7 @@ fn the_file_never_shows_up_in_debug_output() {
     let saved = tokens("debug", true);
     let cached = Cached {
         tokens: saved.clone(),
-        refresh: RefreshAt::Entry,
+        refresh: RefreshPlace::Entry,
     };
     let shown = format!("{cached:?}");
     assert!(

@@ -4,7 +4,7 @@
 //! echoed (they can hold tokens); everything taken from the provider is made printable.
 
 use crate::error::{fail, Exit};
-use crate::http::{AnswerSummary, Failure, OAuthCall};
+use crate::http::{AnswerSummary, OAuthCall, RequestFailure};
 use crate::text::printable_brief;
 use oauth2::{ErrorResponseType, RequestTokenError, StandardErrorResponse};
 use std::fmt;
@@ -24,7 +24,7 @@ pub(super) fn describe_server_error<T: ErrorResponseType + fmt::Display>(
 /// One line for a failed token request, with the next step where kubecred can tell it. `call`
 /// is the client the request went through: it knows the last answer's HTTP status.
 pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
-    err: RequestTokenError<Failure, StandardErrorResponse<T>>,
+    err: RequestTokenError<RequestFailure, StandardErrorResponse<T>>,
     grant: &str,
     issuer: &str,
     call: &OAuthCall,

@@ -252,6 +252,7 @@ impl ProviderClient<'_> {
 
 /// A token endpoint answer parsed as the oauth2 client parses it, with the expiry worked out and
 /// the OAuth error worded: the `token_response` fuzz target (`crate::fuzzing`).
+#[cfg(any(test, fuzzing))]
 pub(crate) fn fuzz_token_response(data: &[u8], now: DateTime<Utc>) {
     if let Ok(response) = serde_json::from_slice::<OidcTokenResponse>(data) {
         let _ = access_token_expiry(response.access_token().secret(), response.expires_in(), now);
@@ -264,6 +265,7 @@ pub(crate) fn fuzz_token_response(data: &[u8], now: DateTime<Utc>) {
 
 /// A device authorization answer parsed as the oauth2 client parses it, and the instructions
 /// rendered from it: the `device_response` fuzz target (`crate::fuzzing`).
+#[cfg(any(test, fuzzing))]
 pub(crate) fn fuzz_device_response(data: &[u8]) {
     if let Ok(details) = serde_json::from_slice::<oauth2::StandardDeviceAuthorizationResponse>(data)
     {

@@ -16,7 +16,7 @@ mod retry;
 mod trust;
 
 pub use errors::{describe, NetworkFailure};
-pub use request::{Answer, AnswerSummary, Client, Failure, OAuthCall, Outgoing, MAX_TOKEN_BODY};
+pub use request::{Answer, AnswerSummary, Client, OAuthCall, Outgoing, RequestFailure};
 pub use retry::Replay;
 
 use crate::config::HttpSettings;

@@ -51,7 +51,7 @@ pub struct Answer {
 
 /// A request that got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub enum RequestFailure {
     /// No answer (after `attempts` tries).
     Network {
         failure: NetworkFailure,
@@ -61,17 +61,17 @@ pub enum Failure {
     TooLarge { cap: u64 },
 }
 
-impl fmt::Display for Failure {
+impl fmt::Display for RequestFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Network { failure, attempts } => {
+            RequestFailure::Network { failure, attempts } => {
                 f.write_str(&failure.explain())?;
                 if *attempts > 1 {
                     write!(f, " (after {attempts} attempts)")?;
                 }
                 Ok(())
             }
-            Failure::TooLarge { cap } => write!(
+            RequestFailure::TooLarge { cap } => write!(
                 f,
                 "the answer is larger than kubecred's limit of {} ({cap} bytes); check the URL",
                 human_size(*cap)
@@ -80,7 +80,7 @@ impl fmt::Display for Failure {
     }
 }
 
-impl std::error::Error for Failure {}
+impl std::error::Error for RequestFailure {}
 
 fn human_size(bytes: u64) -> String {
     if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
@@ -106,7 +106,7 @@ enum Attempt {
 impl Client {
     /// Sends the request, retrying transient failures (see `retry.rs`). Any HTTP answer is
     /// `Ok`, also a 503 after the last retry: the caller words it with its status.
-    pub fn send(&self, request: &Outgoing) -> Result<Answer, Failure> {
+    pub fn send(&self, request: &Outgoing) -> Result<Answer, RequestFailure> {
         let mut seed = retry::jitter_seed();
         let mut retries = 0;
         let mut bound = self.timeout;
@@ -241,11 +241,11 @@ impl Client {
     }
 }
 
-fn finish(outcome: Attempt, attempts: u32, cap: u64) -> Result<Answer, Failure> {
+fn finish(outcome: Attempt, attempts: u32, cap: u64) -> Result<Answer, RequestFailure> {
     match outcome {
         Attempt::Answered(answer) => Ok(answer),
-        Attempt::Failed { failure, .. } => Err(Failure::Network { failure, attempts }),
-        Attempt::TooLarge => Err(Failure::TooLarge { cap }),
+        Attempt::Failed { failure, .. } => Err(RequestFailure::Network { failure, attempts }),
+        Attempt::TooLarge => Err(RequestFailure::TooLarge { cap }),
     }
 }
 
@@ -270,7 +270,7 @@ pub struct OAuthCall<'a> {
     what: &'static str,
     replay: Replay,
     last_answer: RefCell<Option<AnswerSummary>>,
-    last_failure: RefCell<Option<Failure>>,
+    last_failure: RefCell<Option<RequestFailure>>,
 }
 
 impl OAuthCall<'_> {
@@ -280,17 +280,17 @@ impl OAuthCall<'_> {
 
     /// The last request's failure, if the last request failed. oauth2's device polling swallows
     /// failures (it backs off and polls again), so this is the only trace of why it got nowhere.
-    pub fn last_failure(&self) -> Option<Failure> {
+    pub fn last_failure(&self) -> Option<RequestFailure> {
         self.last_failure.borrow().clone()
     }
 }
 
 impl oauth2::SyncHttpClient for OAuthCall<'_> {
-    type Error = Failure;
+    type Error = RequestFailure;
 
-    fn call(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, Failure> {
+    fn call(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, RequestFailure> {
         let (parts, body) = request.into_parts();
-        let url = Url::parse(&parts.uri.to_string()).map_err(|err| Failure::Network {
+        let url = Url::parse(&parts.uri.to_string()).map_err(|err| RequestFailure::Network {
             failure: NetworkFailure::Other {
                 detail: format!("invalid request URL: {err}"),
             },

@@ -1,5 +1,6 @@
 //! Tests of the HTTP client: trust, redirects, status wording, whole-request timeouts, body caps and retries.
 
+use super::request::MAX_TOKEN_BODY;
 use super::test_server::{Answer, TestServer};
 use super::*;
 use crate::cli::{Cli, Command};
@@ -165,7 +166,7 @@ fn url_of(server: &TestServer, path: &str) -> Url {
     Url::parse(&format!("{}{path}", server.base)).unwrap()
 }
 
-fn post(http: &Client, url: &Url, replay: Replay) -> Result<request::Answer, Failure> {
+fn post(http: &Client, url: &Url, replay: Replay) -> Result<request::Answer, RequestFailure> {
     http.send(&Outgoing {
         method: reqwest::Method::POST,
         url,
@@ -210,7 +211,7 @@ fn a_huge_body_is_refused_at_the_cap_without_buffering_it() {
     let err = post(&http, &url_of(&server, "/huge"), Replay::Safe).unwrap_err();
     assert_eq!(
         err,
-        Failure::TooLarge {
+        RequestFailure::TooLarge {
             cap: MAX_TOKEN_BODY
         }
     );
@@ -236,7 +237,7 @@ fn a_huge_body_is_refused_at_the_cap_without_buffering_it() {
     let err = post(&http, &url, Replay::Safe).unwrap_err();
     assert_eq!(
         err,
-        Failure::TooLarge {
+        RequestFailure::TooLarge {
             cap: MAX_TOKEN_BODY
         }
     );
@@ -316,7 +317,7 @@ fn one_time_requests_are_not_resent_when_the_server_may_have_processed_them() {
     let err = post(&quick, &url, Replay::OnlyIfUnprocessed).unwrap_err();
     assert_eq!(
         err,
-        Failure::Network {
+        RequestFailure::Network {
             failure: NetworkFailure::Timeout,
             attempts: 1
         }
@@ -332,7 +333,7 @@ fn refused_connections_are_retried_a_bounded_number_of_times_within_the_window()
     let err = post(&http, &url, Replay::OnlyIfUnprocessed).unwrap_err();
     assert_eq!(
         err,
-        Failure::Network {
+        RequestFailure::Network {
             failure: NetworkFailure::Refused,
             attempts: retry::MAX_RETRIES + 1
         }
@@ -342,7 +343,7 @@ fn refused_connections_are_retried_a_bounded_number_of_times_within_the_window()
     let http = quick_client(Duration::from_secs(5), Duration::ZERO);
     let err = post(&http, &url, Replay::Safe).unwrap_err();
     assert!(
-        matches!(err, Failure::Network { attempts: 1, .. }),
+        matches!(err, RequestFailure::Network { attempts: 1, .. }),
         "{err:?}"
     );
 }

@@ -115,6 +115,7 @@ impl CallbackListener {
     }
 
     /// The addresses actually listened on (one, or two for a `localhost` redirect).
+    #[cfg(test)]
     pub fn local_addresses(&self) -> Vec<SocketAddr> {
         self.sockets
             .iter()

@@ -12,9 +12,8 @@ mod jwks;
 #[cfg(test)]
 mod tests;
 
-pub use discovery::{well_known_url, ProviderMetadata, DISCOVERY_TTL};
+pub use discovery::{well_known_url, ProviderMetadata};
 pub use id_token::IdTokenClaims;
-pub use jwks::JWKS_TTL;
 
 use crate::http::Client;
 use crate::private_file;
@@ -114,6 +113,7 @@ impl Provider {
 
 /// What an ID token from `issuer` for `client_id` must say: the checks of
 /// [`Provider::verify_id_token`], for callers that have the key set at hand.
+#[cfg(any(test, fuzzing))]
 pub(crate) struct Expectation<'a> {
     pub issuer: &'a str,
     pub client_id: &'a str,
@@ -121,6 +121,7 @@ pub(crate) struct Expectation<'a> {
     pub original: Option<&'a Identity>,
 }
 
+#[cfg(any(test, fuzzing))]
 impl<'a> Expectation<'a> {
     fn expected(&self) -> id_token::Expected<'a> {
         id_token::Expected {
@@ -134,6 +135,7 @@ impl<'a> Expectation<'a> {
 
 /// Verifies `token` against the key set `jwks` (a JWKS document) without any fetch: the way
 /// into the verification code for the fuzz targets (`crate::fuzzing`).
+#[cfg(any(test, fuzzing))]
 pub(crate) fn verify_with_jwks(
     jwks: &serde_json::Value,
     token: &Secret,
@@ -153,6 +155,7 @@ pub(crate) fn verify_with_jwks(
 }
 
 /// The claim checks alone, on claims taken as signed (for the fuzz targets).
+#[cfg(any(test, fuzzing))]
 pub(crate) fn check_claims(
     claims: &serde_json::Map<String, serde_json::Value>,
     expectation: &Expectation<'_>,

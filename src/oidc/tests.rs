@@ -1,7 +1,7 @@
 //! Tests of discovery, the JWKS and ID-token verification, against a loopback test server.
 
-use super::discovery::well_known_url;
-use super::jwks::{parse_jwks, select_key};
+use super::discovery::{well_known_url, DISCOVERY_TTL};
+use super::jwks::{parse_jwks, select_key, JWKS_TTL};
 use super::*;
 use crate::config::Config;
 use crate::error::Exit;

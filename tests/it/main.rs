@@ -18,7 +18,6 @@ mod exec_protocol;
 mod faults_local;
 mod faults_network;
 mod federation;
-mod fuzz_corpus;
 mod js_client;
 mod kube_rs_client;
 mod kubectl;

@@ -70,7 +70,7 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
             replay: http::Replay::Safe,
         })
         .map_err(|failure| match failure {
-            http::Failure::Network { failure, .. } => {
+            http::RequestFailure::Network { failure, .. } => {
                 fail(Exit::Provider, unreachable(&shown, &failure))
             }
             other => fail(Exit::Provider, format!("fetching {shown}: {other}")),

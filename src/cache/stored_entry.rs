@@ -73,12 +73,15 @@ pub(super) struct StoredEntry {
     identity: Option<Identity>,
 }
 
-/// Where a loaded entry's refresh token is (the token itself stays in the entry or the keyring).
+/// Where a loaded entry's refresh token is (the token itself stays in the entry or the
+/// keyring); what `status` shows of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RefreshAt {
+pub enum RefreshPlace {
     None,
+    /// Beside the other tokens (in the file, or in the one keyring item).
     Entry,
-    Keyring { store: Store },
+    /// In an OS keyring item of its own (`auto`).
+    Keyring(Store),
 }
 
 impl StoredEntry {
@@ -115,11 +118,11 @@ impl StoredEntry {
 
     /// The domain tokens (with the refresh token when it is inside the entry) and where the
     /// refresh token is.
-    pub(super) fn into_tokens(self) -> (Tokens, RefreshAt) {
+    pub(super) fn into_tokens(self) -> (Tokens, RefreshPlace) {
         let (refresh_token, at) = match self.refresh {
-            StoredRefresh::None => (None, RefreshAt::None),
-            StoredRefresh::Entry { token } => (Some(token), RefreshAt::Entry),
-            StoredRefresh::Keyring { store } => (None, RefreshAt::Keyring { store }),
+            StoredRefresh::None => (None, RefreshPlace::None),
+            StoredRefresh::Entry { token } => (Some(token), RefreshPlace::Entry),
+            StoredRefresh::Keyring { store } => (None, RefreshPlace::Keyring(store)),
         };
         let tokens = Tokens {
             id_token: self.id_token,
@@ -221,7 +224,7 @@ mod tests {
         assert!(json.starts_with(br#"{"v":2,"#));
         let (loaded, at) = StoredEntry::parse(&json).unwrap().into_tokens();
         assert_eq!(loaded, saved);
-        assert_eq!(at, RefreshAt::Entry);
+        assert_eq!(at, RefreshPlace::Entry);
     }
 
     #[test]
@@ -237,12 +240,7 @@ mod tests {
         assert!(!json.contains("must-not-be-stored"), "{json}");
         let (loaded, at) = StoredEntry::parse(json.as_bytes()).unwrap().into_tokens();
         assert_eq!(loaded.refresh_token, None);
-        assert_eq!(
-            at,
-            RefreshAt::Keyring {
-                store: Store::Keyutils
-            }
-        );
+        assert_eq!(at, RefreshPlace::Keyring(Store::Keyutils));
     }
 
     #[test]
@@ -289,15 +287,10 @@ mod tests {
         let mut expected = tokens(Some("r"));
         expected.identity = None;
         assert_eq!(loaded, expected);
-        assert_eq!(at, RefreshAt::Entry);
+        assert_eq!(at, RefreshPlace::Entry);
         let keyring = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"keyring","store":"secret-service"}}"#;
         let (_, at) = StoredEntry::parse(keyring).unwrap().into_tokens();
-        assert_eq!(
-            at,
-            RefreshAt::Keyring {
-                store: Store::SecretService
-            }
-        );
+        assert_eq!(at, RefreshPlace::Keyring(Store::SecretService));
     }
 
     #[test]
