@@ -199,23 +199,23 @@ fn the_binary_copied_alone_into_an_empty_directory_runs_every_command() {
 }
 
 /// kubecred with stdout a pipe whose reader is already gone.
+///
+/// The read end is closed before the child starts: closing it after `spawn`
+/// races a fast child, which may fill the pipe's buffer and exit 0 first.
 fn with_stdout_closed(cmd: &mut Command) -> (Option<i32>, String) {
-    use std::io::Read;
     use std::process::Stdio;
-    let mut child = cmd
-        .stdout(Stdio::piped())
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = cmd
+        .stdin(Stdio::null())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    (child.wait().unwrap().code(), stderr)
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 #[test]
