@@ -168,13 +168,15 @@ mod tests {
     const CHILD_MARKER: &str = "KUBECRED_TEST_BROWSER_CHILD";
     const URL: &str = "https://idp.example/authorize?client_id=k&state=s";
 
-    /// Runs in a child process of the test binary (see below): opens a "browser" that writes to
-    /// its stdout. Does nothing in a normal test run.
+    /// The child half of [`a_browser_commands_stdout_goes_to_stderr`], which runs it: opens a
+    /// "browser" that writes to its stdout.
     #[test]
+    #[ignore = "the child half of a_browser_commands_stdout_goes_to_stderr, run by it"]
     fn child_process_opens_a_noisy_browser() {
-        if std::env::var_os(CHILD_MARKER).is_none() {
-            return;
-        }
+        assert!(
+            std::env::var_os(CHILD_MARKER).is_some(),
+            "the child half of a_browser_commands_stdout_goes_to_stderr, run by it"
+        );
         let noisy = BrowserChoice::Command(vec![
             "sh".into(),
             "-c".into(),
@@ -191,6 +193,7 @@ mod tests {
         let output = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
+                "--ignored",
                 "login::browser::tests::child_process_opens_a_noisy_browser",
                 "--nocapture",
                 "--test-threads=1",
