@@ -2,7 +2,9 @@
 //!
 //! Most code returns `anyhow::Result` and adds context where it reports. Where a failure must end
 //! the process with a particular exit code, it is created with [`fail`]; `main` finds the code by
-//! walking the error chain, so contexts added above it do not hide it. Everything else exits 1.
+//! walking the error chain, so contexts added above it do not hide it. Every failure path gives
+//! its error a class: one without is a bug, which debug builds (and so every test) stop on, and
+//! release builds report as bad input (exit 1).
 
 use std::fmt;
 
@@ -44,13 +46,20 @@ pub fn fail(exit: Exit, message: impl Into<String>) -> anyhow::Error {
     })
 }
 
-/// The exit code for an error: the first [`ExitError`] in its chain, otherwise [`Exit::Input`].
+/// The exit code for an error: the first [`ExitError`] in its chain.
+///
+/// An error with none is a failure path that forgot its class: a debug build panics here so
+/// that the test which reached it fails, naming the error; a release build says "bad input".
 pub fn exit_code_of(error: &anyhow::Error) -> Exit {
-    error
+    let class = error
         .chain()
         .find_map(|cause| cause.downcast_ref::<ExitError>())
-        .map(|failure| failure.exit)
-        .unwrap_or(Exit::Input)
+        .map(|failure| failure.exit);
+    debug_assert!(
+        class.is_some(),
+        "an error without an exit class (create it with error::fail): {error:#}"
+    );
+    class.unwrap_or(Exit::Input)
 }
 
 /// Formats an error chain as the single stderr line kubecred prints: contexts joined by ": ",
@@ -84,9 +93,14 @@ mod tests {
     }
 
     #[test]
-    fn plain_errors_exit_with_input() {
-        let err = anyhow::anyhow!("line one\nline two");
-        assert_eq!(exit_code_of(&err), Exit::Input);
+    fn one_line_folds_line_breaks() {
+        let err = fail(Exit::Input, "line one\nline two");
         assert_eq!(one_line(&err), "line one line two");
+    }
+
+    #[test]
+    #[should_panic(expected = "an error without an exit class")]
+    fn an_error_without_a_class_is_a_bug_debug_builds_stop_on() {
+        exit_code_of(&anyhow::anyhow!("unclassified"));
     }
 }

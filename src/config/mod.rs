@@ -28,7 +28,6 @@ use crate::error::{fail, Exit};
 use crate::exec_credential::ExecInfo;
 use crate::kubelogin::{self, KubeloginSettings};
 use crate::secret::Secret;
-use anyhow::Context;
 use base64::Engine;
 use extension::Extension;
 use std::net::{IpAddr, SocketAddr};
@@ -184,8 +183,12 @@ fn resolve_client(
         }
         (Some(secret), _) => Some(Secret::new(secret.clone())),
         (None, Some(path)) => {
-            let raw = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the client secret file {}", path.display()))?;
+            let raw = std::fs::read_to_string(path).map_err(|err| {
+                input(format!(
+                    "reading the client secret file {}: {err}",
+                    path.display()
+                ))
+            })?;
             let trimmed = raw.trim();
             if trimmed.is_empty() {
                 return Err(input(format!(
@@ -309,7 +312,7 @@ fn resolve_http(args: &TokenArgs, ext: &Extension) -> anyhow::Result<HttpSetting
     let mut extra_ca_pems = Vec::new();
     for path in &args.certificate_authority {
         let pem = std::fs::read(path)
-            .with_context(|| format!("reading the CA file {}", path.display()))?;
+            .map_err(|err| input(format!("reading the CA file {}: {err}", path.display())))?;
         extra_ca_pems.push(pem);
     }
     let ca_data = args
