@@ -3,7 +3,8 @@
 //! kubectl runs `kubecred get-token` before its requests, and a hit is answered in about half a
 //! millisecond, so the parse is a large share of it: building clap's command for get-token's
 //! 54 flags (each with its help text and environment variable) and matching against it costs
-//! about a third more instructions than the whole hit otherwise takes (bench/RESULTS.md). This
+//! about a third more instructions than the whole hit otherwise takes (callgrind, the static
+//! build, the whole process: 726k against 547k; end to end 0.73× against 0.57× `cat`). This
 //! parser reads the plain command lines a kubeconfig holds (`--flag=value`, `--flag value`,
 //! `--switch`, `-v`) and the flags' `KUBECRED_*` variables, and returns `None` for anything
 //! else: help, an unknown flag, a value clap would refuse, an empty value, conflicting flags. The
