@@ -139,6 +139,7 @@ fn from_cache<'a>(
     let Some(CachedCredential {
         document,
         obtained_at,
+        expiry,
         renew_ahead,
     }) = cached_credential(config, cache, clock)?
     else {
@@ -146,7 +147,7 @@ fn from_cache<'a>(
     };
     let now = clock.now();
     let judged = parent.map(|parent| {
-        let verdict = hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at);
+        let verdict = hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at, expiry);
         (parent, verdict)
     });
     let stamp = match judged {
@@ -253,8 +254,9 @@ pub fn forget(
 /// A fresh credential from the cache.
 struct CachedCredential {
     document: String,
-    /// When its token was obtained (the 401 hand-out rule needs it).
+    /// When its token was obtained and really expires (the 401 hand-out rules need them).
     obtained_at: chrono::DateTime<chrono::Utc>,
+    expiry: chrono::DateTime<chrono::Utc>,
     /// In the refresh-ahead window, and renewable without a person.
     renew_ahead: bool,
 }
@@ -279,6 +281,7 @@ fn cached_credential(
                 printed_expiry(expiry, now),
             ),
             obtained_at: cached.tokens.obtained_at,
+            expiry,
             renew_ahead: renew_ahead::due(config, &cached, expiry, now),
         }))
 }

@@ -8,8 +8,9 @@
 //! way, nothing to do — and starts this same binary with the same command line and
 //! [`RENEWAL_ENV`] set, detached from kubectl: its own session, stdin, stdout and stderr on the
 //! null device, so neither kubecred nor client-go (which reads the plugin's pipes to their end)
-//! waits for it. On unix the child inherits the locked file and holds the lock from the start,
-//! so however many hits see the window, one renewal runs; elsewhere it takes the lock itself.
+//! waits for it. On unix the child inherits the locked file (its descriptor number in
+//! `RENEWAL_ENV`) and holds the lock from the start, so however many hits see the window, one
+//! renewal runs; elsewhere it takes the lock itself.
 //!
 //! The renewal ([`run`]) never opens a browser or prompts: it refreshes, or runs a grant that
 //! needs no person (client credentials, token exchange, a password from the environment or a
@@ -30,10 +31,6 @@ use std::process::{Command, Stdio};
 // Set in the renewal's environment: this run is the background renewal. Its value is the
 // descriptor of the inherited lock on unix, `-` where the child takes the lock itself.
 use crate::env_vars::KUBECRED_BACKGROUND_RENEWAL as RENEWAL_ENV;
-
-/// The descriptor the lock is handed down on (after stdin, stdout, stderr).
-#[cfg(unix)]
-const CHILD_LOCK_FD: i32 = 3;
 
 /// Whether a hit with this entry should start a renewal: its token has less than the window
 /// left, and it can be renewed without a person. The caller has already found it fresh (more
@@ -123,6 +120,11 @@ pub(super) fn start(config: &Config, cache: &TokenCache) {
 
 /// Starts this binary again with the same arguments as the detached renewal, handing it `lock`
 /// on unix.
+///
+/// No `pre_exec`: without one, std starts the child with `posix_spawn` (no copy of this
+/// process's page tables), which costs the hit that starts a renewal about half of what a
+/// `fork` does. So the child starts its own session itself ([`run`]), and the lock's descriptor
+/// is made inheritable here rather than moved between fork and exec.
 fn spawn(lock: EntryLock) -> std::io::Result<()> {
     let mut command = Command::new(std::env::current_exe()?);
     command
@@ -133,33 +135,17 @@ fn spawn(lock: EntryLock) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;
-        use std::os::unix::process::CommandExt;
         let Some(file) = lock.into_file_for_child() else {
             return Ok(()); // No lock file: no cache to renew into.
         };
         let fd = file.as_raw_fd();
-        command.env(RENEWAL_ENV, CHILD_LOCK_FD.to_string());
-        // SAFETY: between fork and exec only async-signal-safe calls are allowed; setsid, dup2
-        // and fcntl are.
-        unsafe {
-            command.pre_exec(move || {
-                // Its own session: no terminal, and no signal meant for kubectl's process group.
-                if libc::setsid() == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // dup2 gives the copy no close-on-exec flag; a descriptor already in place
-                // keeps its own, so clear it.
-                let moved = if fd == CHILD_LOCK_FD {
-                    libc::fcntl(fd, libc::F_SETFD, 0)
-                } else {
-                    libc::dup2(fd, CHILD_LOCK_FD)
-                };
-                if moved == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        // The one descriptor this process lets a child inherit, and this process starts no other
+        // child: clearing close-on-exec here is safe.
+        // SAFETY: fcntl on a descriptor this function owns.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == -1 {
+            return Err(std::io::Error::last_os_error());
         }
+        command.env(RENEWAL_ENV, fd.to_string());
         command.spawn()?;
         // This process's descriptor closes here without unlocking: the child's copy holds on.
         drop(file);
@@ -188,6 +174,13 @@ fn spawn(lock: EntryLock) -> std::io::Result<()> {
 /// The background renewal, run in the child [`spawn`] started (`RENEWAL_ENV` set): renews the
 /// entry if it is still due, and notes how that went. Prints nothing.
 pub fn run(config: &Config, clock: &dyn Clock, lock_fd: &str) -> anyhow::Result<()> {
+    // Its own session: no controlling terminal, and no signal meant for kubectl's process group.
+    // (Failing means it is a session leader already: nothing to leave.)
+    #[cfg(unix)]
+    // SAFETY: setsid has no preconditions.
+    unsafe {
+        libc::setsid();
+    }
     let cache = TokenCache::new(config);
     let Some(lock) = take_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
@@ -210,15 +203,20 @@ fn take_lock(cache: &TokenCache, lock_fd: &str) -> anyhow::Result<Option<EntryLo
     #[cfg(unix)]
     if let Ok(fd) = lock_fd.parse::<i32>() {
         use std::os::fd::FromRawFd;
-        if fd != CHILD_LOCK_FD {
+        // SAFETY: fcntl only asks whether the descriptor is open.
+        if fd <= 2 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
             return Err(fail(
                 Exit::Input,
-                format!("{RENEWAL_ENV} is set by kubecred itself; unset it"),
+                format!(
+                    "{RENEWAL_ENV} is set by kubecred itself for its background renewal; unset it"
+                ),
             ));
         }
-        // SAFETY: the parent put the lock file on this descriptor for this process alone
+        // SAFETY: the parent left the lock file open on this descriptor for this process alone
         // (`spawn`), and nothing else here opens or closes it.
         let file = unsafe { std::fs::File::from_raw_fd(fd) };
+        // SAFETY: fcntl on the descriptor `file` now owns: not inherited any further.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         return EntryLock::inherited(file, &cache.lock_path()).map(Some);
     }
     let _ = lock_fd;
