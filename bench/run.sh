@@ -205,6 +205,45 @@ keyring_report=$(bash bench/keyring_hit.sh "$kubecred" "$work/keyring") || {
     exit 1
 }
 
+# ---- 7. expiries with a slow provider; 8. an outage (bench/resilience.py) ---------------------
+echo "==> 7. three expiries of a 40 s token, the provider taking 1 s per token request" >&2
+rm -rf "$work/cache" "$work/bed.stdin"
+start_testbed "$work" '{"clientCredentialsTtl": 40}'
+# resilience_config FILE KUBECONFIG_ARGS_JSON_EXTRA... : what bench/resilience.py needs.
+resilience_config() { # resilience_config OUT JSON_FIELDS
+    local args=(get-token "--issuer-url=$(bed_field issuer)" --client-id=kubecred-cc
+        --grant-type=client-credentials --resource=https://kubernetes.testbed "--cache-dir=$work/cache"
+        "--min-validity=$min_validity")
+    exec_args=$(printf '"%s",' "${args[@]}")
+    kubeconfig "$work/resilience.kubeconfig" "    exec: {apiVersion: client.authentication.k8s.io/v1, command: \"$kubecred\", args: [${exec_args%,}], interactiveMode: Never, env: [{name: KUBECRED_CLIENT_SECRET, value: testbed-cc-secret}]}"
+    off_args=$(printf '"%s",' "${args[@]}" --refresh-ahead=0)
+    kubeconfig "$work/resilience-off.kubeconfig" "    exec: {apiVersion: client.authentication.k8s.io/v1, command: \"$kubecred\", args: [${off_args%,}], interactiveMode: Never, env: [{name: KUBECRED_CLIENT_SECRET, value: testbed-cc-secret}]}"
+    python3 - "$1" "$2" "$kubecred" "$work" "$(bed_field admin)" "$(bed_field ca_file)" "${args[@]}" <<'PY'
+import json, sys
+out, fields, kubecred, work, admin, ca_file, *args = sys.argv[1:]
+config = {"get_token": [kubecred, *args], "admin": admin, "ca_file": ca_file,
+          "logout": [kubecred, "logout", "--all", f"--cache-dir={work}/cache"],
+          "kubeconfig": f"{work}/resilience.kubeconfig",
+          "kubeconfig_off": f"{work}/resilience-off.kubeconfig", "kubectl_env": None}
+config.update(json.loads(fields))
+json.dump(config, open(out, "w"))
+PY
+}
+min_validity=5
+expiry_seconds=130
+[ "$quick" = --quick ] && expiry_seconds=45
+resilience_config "$work/expiries.json" "{\"seconds\": $expiry_seconds, \"delay_ms\": 1000}"
+expiries_table=$(python3 bench/resilience.py expiries "$work/expiries.json")
+stop_testbed
+
+echo "==> 8. the provider down for longer than --min-validity while kubectl runs" >&2
+rm -rf "$work/cache" "$work/bed.stdin"
+start_testbed "$work" '{"clientCredentialsTtl": 80}'
+min_validity=50
+resilience_config "$work/outage.json" '{"ttl": 80, "min_validity": 50, "down_from": 20, "down_until": 75}'
+outage_report=$(python3 bench/resilience.py outage "$work/outage.json")
+stop_testbed
+
 # ---- RESULTS.md -------------------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
 python3 - "$out/hit.summary.json" "$out/kubectl.summary.json" "$out/grant.summary.json" > "$work/verdicts" <<'PY'
@@ -281,6 +320,21 @@ dynamic loader).
 ## 6. The keyring on a cache hit
 
 $keyring_report
+
+## 7. Token expiries with a slow provider
+
+A 40 s client-credentials token, \`--min-validity 5s\`, the provider taking 1 s per token request;
+\`kubecred get-token\` and \`kubectl get --raw /version\` (through kubecred) called in turn every
+0.25 s for ${expiry_seconds} s — about three expiries — with refresh-ahead on (its default: the
+last quarter of the lifetime) and off. With it on, a renewal runs in the background before the
+token runs out and no call waits for the provider; with it off, the call that meets the expiry
+waits for the slow token request.
+
+$expiries_table
+
+## 8. An outage
+
+$outage_report
 MD
 echo "==> wrote bench/RESULTS.md" >&2
 cat bench/RESULTS.md

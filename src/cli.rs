@@ -372,6 +372,13 @@ pub struct TokenArgs {
     #[arg(long, env = "KUBECRED_MIN_VALIDITY", value_name = "DURATION")]
     pub min_validity: Option<String>,
 
+    /// Once a cached token has less than this left (a duration, 10m, or a share of its
+    /// lifetime, 25%), hand it out and renew it in the background: a refresh token, client
+    /// credentials, token exchange or a password from the environment or a file, never a login;
+    /// 0 turns it off [default: 25%].
+    #[arg(long, env = "KUBECRED_REFRESH_AHEAD", value_name = "DURATION|PERCENT")]
+    pub refresh_ahead: Option<String>,
+
     /// Timeout of each request to the identity provider [default: 30s].
     #[arg(long, env = "KUBECRED_HTTP_TIMEOUT", value_name = "DURATION")]
     pub http_timeout: Option<String>,

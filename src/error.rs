@@ -28,6 +28,12 @@ pub enum Exit {
 pub struct ExitError {
     pub exit: Exit,
     pub message: String,
+    /// The failure says nothing about the cached token or the settings: the provider was
+    /// unreachable, timed out, answered 429, 5xx or something that is not OAuth, or a login
+    /// cannot happen in this session. A cached token that is still valid may then be handed out
+    /// (stale-if-error, `acquire`). A refusal of the request (`invalid_client`, `invalid_grant`)
+    /// is never transient.
+    pub transient: bool,
 }
 
 impl fmt::Display for ExitError {
@@ -43,7 +49,30 @@ pub fn fail(exit: Exit, message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(ExitError {
         exit,
         message: message.into(),
+        transient: false,
     })
+}
+
+/// Builds a provider failure that is an outage, not a refusal: see [`ExitError::transient`].
+pub fn outage(message: impl Into<String>) -> anyhow::Error {
+    transient(Exit::Provider, message)
+}
+
+/// Builds a [transient](ExitError::transient) error that ends the process with `exit`.
+pub fn transient(exit: Exit, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(ExitError {
+        exit,
+        message: message.into(),
+        transient: true,
+    })
+}
+
+/// Whether the first [`ExitError`] in the chain is [transient](ExitError::transient).
+pub fn is_transient(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<ExitError>())
+        .is_some_and(|failure| failure.transient)
 }
 
 /// The exit code for an error: the first [`ExitError`] in its chain.
@@ -90,6 +119,16 @@ mod tests {
             one_line(&err),
             "refreshing the token: token endpoint said no"
         );
+    }
+
+    #[test]
+    fn transience_survives_context_and_plain_failures_are_not_transient() {
+        let err: anyhow::Result<()> = Err(outage("connection refused"));
+        let err = err.context("refreshing the token").unwrap_err();
+        assert!(is_transient(&err));
+        assert_eq!(exit_code_of(&err), Exit::Provider);
+        assert!(!is_transient(&fail(Exit::Provider, "invalid_client")));
+        assert!(!is_transient(&anyhow::anyhow!("no class")));
     }
 
     #[test]

@@ -3,60 +3,37 @@
 //!
 //! kubectl may run a failing plugin several times in one command, and IDEs and dashboards call
 //! it in the background; without this, one abandoned login turns into a storm of browser tabs.
-//! The record is a small JSON file per cache entry (time and a one-line reason). A missing or
-//! unreadable file means no cool-down: this is a courtesy, never a reason to lock someone out.
+//! The record is a [`FailureNote`] per cache entry (time and a one-line reason). A missing or
+//! unreadable note means no cool-down: this is a courtesy, never a reason to lock someone out.
 
+use super::failure_note::FailureNote;
 use crate::debug;
-use crate::error::{fail, Exit};
-use crate::private_file;
-use crate::text::printable_brief;
+use crate::error::{transient, Exit};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use std::fs;
-use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A record is a few hundred bytes; anything much larger is not ours.
-const MAX_RECORD_BYTES: u64 = 8 * 1024;
-
-/// The failure record of one cache entry (e.g. `<cache_dir>/state/<key>.login-failed`).
+/// The failed-login note of one cache entry (`<cache_dir>/state/<key>.login-failed`).
 #[derive(Debug, Clone)]
 pub struct Cooldown {
-    path: PathBuf,
-}
-
-#[derive(Serialize, Deserialize)]
-struct FailureRecord {
-    failed_at: DateTime<Utc>,
-    reason: String,
+    note: FailureNote,
 }
 
 impl Cooldown {
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Cooldown { path: path.into() }
+        Cooldown {
+            note: FailureNote::new(path),
+        }
     }
 
     #[cfg(test)]
     pub fn path(&self) -> &std::path::Path {
-        &self.path
+        self.note.path()
     }
 
-    /// Notes that a login failed at `now`. `reason` is shown to the user in later runs: it must
-    /// not contain a secret (error messages never do). Best effort: failing to write the record
-    /// must not hide the login's own error, so problems are only logged.
+    /// Notes that a login failed at `now` (see [`FailureNote::record`]).
     pub fn record_failure(&self, reason: &str, now: DateTime<Utc>) {
-        let record = FailureRecord {
-            failed_at: now,
-            reason: printable_brief(reason.trim(), 500).into_owned(),
-        };
-        if let Err(err) = self.write(&record) {
-            debug!(
-                1,
-                "could not record the failed login in {}: {err}",
-                self.path.display()
-            );
-        }
+        self.note.record(reason, now);
     }
 
     /// Fails while a failure recorded less than `cooldown` before `now` is on file.
@@ -64,7 +41,7 @@ impl Cooldown {
         if cooldown.is_zero() {
             return Ok(());
         }
-        let Some(record) = self.read() else {
+        let Some(record) = self.note.read() else {
             return Ok(());
         };
         // A record from the future means the clock was set back: its age is unknown, and it
@@ -80,7 +57,7 @@ impl Cooldown {
             return Ok(());
         };
         debug!(1, "last failed login: {}", record.reason);
-        Err(fail(
+        Err(transient(
             Exit::Login,
             format!(
                 "a login for this cluster failed {} ago ({}); not opening another browser for {} — \
@@ -93,42 +70,9 @@ impl Cooldown {
         ))
     }
 
-    /// Forgets the failure, after a successful login or a logout. A missing record is fine;
-    /// other problems are only logged (a stale record expires by itself).
+    /// Forgets the failure, after a successful login or a logout.
     pub fn clear(&self) {
-        match fs::remove_file(&self.path) {
-            Ok(()) => {}
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-            Err(err) => debug!(1, "could not remove {}: {err}", self.path.display()),
-        }
-    }
-
-    fn read(&self) -> Option<FailureRecord> {
-        let problem = match private_file::read_json::<FailureRecord>(&self.path, MAX_RECORD_BYTES) {
-            Ok(mut record) => {
-                // The file is ours, but is still shown on a terminal: keep it one safe line.
-                record.reason = printable_brief(&record.reason, 500).into_owned();
-                return Some(record);
-            }
-            Err(private_file::ReadError::NotFound) => return None,
-            Err(private_file::ReadError::Corrupt(reason)) => format!("corrupt ({reason})"),
-            Err(private_file::ReadError::Foreign(reason)) => format!("not ours ({reason})"),
-            Err(private_file::ReadError::Io(err)) => format!("unreadable ({err})"),
-        };
-        debug!(
-            1,
-            "ignoring the failed-login record {}: {problem}",
-            self.path.display()
-        );
-        None
-    }
-
-    /// Writes the record atomically (a temporary file renamed over it), readable by the user only,
-    /// so that parallel runs never read half a record. The `state/` directory is created, or
-    /// tightened if it exists looser, like the token cache's own directories.
-    fn write(&self, record: &FailureRecord) -> io::Result<()> {
-        let json = serde_json::to_vec(record).map_err(io::Error::other)?;
-        private_file::write_private(private_file::root_of(&self.path)?, &self.path, &json)
+        self.note.clear();
     }
 }
 
@@ -143,6 +87,7 @@ mod tests {
     use super::*;
     use crate::error::exit_code_of;
     use chrono::TimeZone;
+    use std::fs;
 
     const THIRTY: Duration = Duration::from_secs(30);
     const REASON: &str =

@@ -18,6 +18,9 @@
 //!   is never force-refreshed for the same parent;
 //! - a token younger than [`MIN_AGE`] is not refreshed again: one forced refresh per entry per
 //!   [`MIN_AGE`] at most, whatever the parents;
+//! - a re-run at or after the expiry the parent was handed (a token in its last 30 s is printed
+//!   as expiring at once, `tokens::printed_expiry`) is the client renewing an expired
+//!   credential, not a 401: served, not refreshed;
 //! - a forced refresh that fails (provider unreachable) hands out the cached token after all,
 //!   stamped so that this parent does not try again: a re-run never costs a valid credential.
 //!
@@ -67,12 +70,14 @@ pub(super) fn mark(parent: u32, after_refresh: bool) -> u32 {
     parent.wrapping_mul(2) + u32::from(after_refresh)
 }
 
-/// What a hit on an entry whose file carries `stamp` does, for `parent`, at `now`.
+/// What a hit on an entry whose file carries `stamp` does, for `parent`, at `now`; the token was
+/// obtained at `obtained_at` and really expires at `expiry`.
 pub(super) fn judge(
     stamp: Option<(i64, u32)>,
     parent: u32,
     now: DateTime<Utc>,
     obtained_at: DateTime<Utc>,
+    expiry: DateTime<Utc>,
 ) -> OnHit {
     let Some((seconds, nanos)) = stamp else {
         return OnHit::Serve { stamp: None };
@@ -83,7 +88,11 @@ pub(super) fn judge(
         // Already refreshed for this parent (or new to it): never a second time.
         return OnHit::Serve { stamp: None };
     }
-    if recent && nanos == mark(parent, false) && now - obtained_at >= MIN_AGE {
+    // What the parent was told at the hand-out: past that, its re-run is for the expiry.
+    let told_expiry = DateTime::from_timestamp(seconds, 0).map_or(expiry, |handed_out| {
+        crate::tokens::printed_expiry(expiry, handed_out)
+    });
+    if recent && nanos == mark(parent, false) && now - obtained_at >= MIN_AGE && now < told_expiry {
         return OnHit::Refresh;
     }
     OnHit::Serve {
@@ -106,10 +115,15 @@ mod tests {
 
     const P: u32 = 4242;
     const OLD: i64 = -600;
+    /// An expiry an hour ahead.
+    const FAR: DateTime<Utc> = DateTime::from_timestamp(1_800_003_600, 0).unwrap();
 
     #[test]
     fn the_same_parent_asking_again_soon_gets_one_refresh() {
-        assert_eq!(judge(stamp(0, P, false), P, at(2), at(OLD)), OnHit::Refresh);
+        assert_eq!(
+            judge(stamp(0, P, false), P, at(2), at(OLD), FAR),
+            OnHit::Refresh
+        );
     }
 
     #[test]
@@ -119,17 +133,17 @@ mod tests {
         };
         // A file never stamped (its time is when it was written).
         assert_eq!(
-            judge(Some((at(0).timestamp(), 123)), P, at(1), at(OLD)),
+            judge(Some((at(0).timestamp(), 123)), P, at(1), at(OLD), FAR),
             serve_and_stamp
         );
         // Another parent's hand-out.
         assert_eq!(
-            judge(stamp(0, 77, false), P, at(1), at(OLD)),
+            judge(stamp(0, 77, false), P, at(1), at(OLD), FAR),
             serve_and_stamp
         );
         // This parent, but long ago (a PID reused, or a long-lived client's next call).
         assert_eq!(
-            judge(stamp(-60, P, false), P, at(0), at(OLD)),
+            judge(stamp(-60, P, false), P, at(0), at(OLD), FAR),
             serve_and_stamp
         );
     }
@@ -138,18 +152,40 @@ mod tests {
     fn the_bounds_hold() {
         // A token handed out after a refresh is not refreshed again for this parent.
         assert_eq!(
-            judge(stamp(0, P, true), P, at(2), at(OLD)),
+            judge(stamp(0, P, true), P, at(2), at(OLD), FAR),
             OnHit::Serve { stamp: None }
         );
         // A young token is not refreshed, whoever asks.
         assert_eq!(
-            judge(stamp(0, P, false), P, at(2), at(-3)),
+            judge(stamp(0, P, false), P, at(2), at(-3), FAR),
             OnHit::Serve {
                 stamp: Some(mark(P, false))
             }
         );
+        // Told at the hand-out that the token expires at once (its last 30 s): the re-run is
+        // for that, not a 401.
+        let soon = at(20);
+        assert_eq!(
+            judge(stamp(0, P, false), P, at(2), at(OLD), soon),
+            OnHit::Serve {
+                stamp: Some(mark(P, false))
+            }
+        );
+        // Told it lasts until 40 - 30 = 10: a re-run before that is suspicious, one after not.
+        let later = at(40);
+        assert_eq!(
+            judge(stamp(0, P, false), P, at(9), at(OLD), later),
+            OnHit::Refresh
+        );
+        assert_ne!(
+            judge(stamp(0, P, false), P, at(10), at(OLD), later),
+            OnHit::Refresh
+        );
         // No file, no record.
-        assert_eq!(judge(None, P, at(0), at(OLD)), OnHit::Serve { stamp: None });
+        assert_eq!(
+            judge(None, P, at(0), at(OLD), FAR),
+            OnHit::Serve { stamp: None }
+        );
         // A mark is a valid nanosecond count for the largest Linux PID.
         assert!(mark(4_194_304, true) < 1_000_000_000);
         assert_ne!(mark(2, false), 0);

@@ -9,20 +9,25 @@
 //! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
 
 mod cooldown;
+mod failure_note;
 mod hand_out;
+mod renew_ahead;
 #[cfg(test)]
 mod tests;
 
 pub use cooldown::Cooldown;
+pub(crate) use failure_note::Failure;
+pub use renew_ahead::{last_failure_of as last_renewal_failure, run as renew_in_background};
 
 use crate::cache::{EntryLock, TokenCache};
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
-use crate::error::{fail, Exit};
+use crate::error::{fail, transient, Exit};
 use crate::exec_credential;
 use crate::grants::{ProviderClient, RefreshOutcome, Revocation};
 use crate::login::paste;
-use crate::tokens::{printed_expiry, Tokens};
+use crate::tokens::{printed_expiry, Tokens, EXPIRY_SAFETY_MARGIN};
+use failure_note::FailureNote;
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +51,12 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
     if !forced {
         match from_cache(config, &cache, parent, clock)? {
             Some(FromCache::Hit(hit)) => {
+                let renew = hit.renew_ahead;
                 let document = hit.hand_out();
                 crate::debug!(1, "cache hit");
+                if renew {
+                    renew_ahead::start(config, &cache);
+                }
                 return Ok(document);
             }
             Some(FromCache::RerunAfter401 { document, parent }) => {
@@ -65,6 +74,11 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
         Ok(tokens) => tokens,
         Err(err) => {
             let Some((document, parent)) = rerun_fallback else {
+                if !config.force_refresh && crate::error::is_transient(&err) {
+                    if let Some(document) = still_valid_after(&err, config, &cache, clock) {
+                        return Ok(document);
+                    }
+                }
                 return Err(err);
             };
             crate::debug!(
@@ -100,6 +114,8 @@ struct CachedHit<'a> {
     cache: &'a TokenCache,
     /// The hand-out stamp to set: when (seconds) and the mark.
     stamp: Option<(i64, u32)>,
+    /// The token is in its refresh-ahead window: renew it in the background.
+    renew_ahead: bool,
 }
 
 impl CachedHit<'_> {
@@ -120,12 +136,18 @@ fn from_cache<'a>(
     parent: Option<u32>,
     clock: &dyn Clock,
 ) -> anyhow::Result<Option<FromCache<'a>>> {
-    let Some((document, obtained_at)) = cached_credential(config, cache, clock)? else {
+    let Some(CachedCredential {
+        document,
+        obtained_at,
+        expiry,
+        renew_ahead,
+    }) = cached_credential(config, cache, clock)?
+    else {
         return Ok(None);
     };
     let now = clock.now();
     let judged = parent.map(|parent| {
-        let verdict = hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at);
+        let verdict = hand_out::judge(cache.loaded_stamp(), parent, now, obtained_at, expiry);
         (parent, verdict)
     });
     let stamp = match judged {
@@ -139,6 +161,7 @@ fn from_cache<'a>(
         document,
         cache,
         stamp,
+        renew_ahead,
     })))
 }
 
@@ -221,30 +244,85 @@ pub fn forget(
     };
     cache.remove(&lock)?;
     cooldown_for(cache).clear();
+    refused_refresh_note(cache).clear();
     Ok(Forgotten {
         found: cached.is_some(),
         revocation,
     })
 }
 
-/// The cache-hit path: the document to print and when its token was obtained; `None` when there
-/// is no fresh credential.
+/// A fresh credential from the cache.
+struct CachedCredential {
+    document: String,
+    /// When its token was obtained and really expires (the 401 hand-out rules need them).
+    obtained_at: chrono::DateTime<chrono::Utc>,
+    expiry: chrono::DateTime<chrono::Utc>,
+    /// In the refresh-ahead window, and renewable without a person.
+    renew_ahead: bool,
+}
+
+/// The cache-hit path: the document to print, or `None` when there is no fresh credential.
 fn cached_credential(
     config: &Config,
     cache: &TokenCache,
     clock: &dyn Clock,
-) -> anyhow::Result<Option<(String, chrono::DateTime<chrono::Utc>)>> {
+) -> anyhow::Result<Option<CachedCredential>> {
     let Some(cached) = cache.load()? else {
         return Ok(None);
     };
+    let now = clock.now();
     Ok(cached
         .tokens
-        .fresh_credential(config.token_kind, clock.now(), config.min_validity)
-        .map(|(token, expiry)| {
-            let printed = printed_expiry(expiry, clock.now());
-            let document = exec_credential::render(config.exec.api_version, token, printed);
-            (document, cached.tokens.obtained_at)
+        .fresh_credential(config.token_kind, now, config.min_validity)
+        .map(|(token, expiry)| CachedCredential {
+            document: exec_credential::render(
+                config.exec.api_version,
+                token,
+                printed_expiry(expiry, now),
+            ),
+            obtained_at: cached.tokens.obtained_at,
+            expiry,
+            renew_ahead: renew_ahead::due(config, &cached, expiry, now),
         }))
+}
+
+/// stale-if-error: after a failure that says nothing about the token or the settings (see
+/// `error::ExitError::transient`), the cached credential while the API server still accepts it:
+/// its printed expiry, with the safety margin, is still ahead. Never an expired token. The
+/// entry and its refresh token stay as they are; the next run tries the provider again.
+fn still_valid_after(
+    failure: &anyhow::Error,
+    config: &Config,
+    cache: &TokenCache,
+    clock: &dyn Clock,
+) -> Option<String> {
+    let cached = cache.load().ok()??;
+    let (token, expiry) = cached.tokens.credential(config.token_kind)?;
+    let now = clock.now();
+    if expiry - EXPIRY_SAFETY_MARGIN <= now {
+        return None;
+    }
+    let printed = printed_expiry(expiry, now);
+    let until = printed.format("%Y-%m-%d %H:%M:%S UTC");
+    if crate::error::exit_code_of(failure) == Exit::Provider {
+        crate::log::notice(format!(
+            "{}; using the cached token, valid until {until}",
+            crate::error::one_line(failure)
+        ));
+    } else {
+        // No login can happen here and now (no terminal, the cool-down): the token still
+        // works, and whoever can log in will.
+        crate::debug!(
+            1,
+            "{}; using the cached token, valid until {until}",
+            crate::error::one_line(failure)
+        );
+    }
+    Some(exec_credential::render(
+        config.exec.api_version,
+        token,
+        printed,
+    ))
 }
 
 fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result<String> {
@@ -277,6 +355,39 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
 
 fn cooldown_for(cache: &TokenCache) -> Cooldown {
     Cooldown::new(cache.state_path("login-failed"))
+}
+
+/// Where a refresh token the provider refused while the cached token was still good is noted
+/// (see the `Rejected` arm of [`obtain_under_lock`]).
+fn refused_refresh_note(cache: &TokenCache) -> FailureNote {
+    FailureNote::new(cache.state_path("refresh-refused"))
+}
+
+/// The cached tokens, when the provider refused their refresh token (noted after they were
+/// obtained) and the credential is still valid: handed out without a login until it runs out.
+/// The refusal was said once, when it happened; a login is needed only once the token is no
+/// longer accepted.
+fn valid_after_refused_refresh(
+    config: &Config,
+    cache: &TokenCache,
+    cached: &crate::cache::Cached,
+    clock: &dyn Clock,
+) -> Option<Tokens> {
+    let (_, expiry) = cached.tokens.credential(config.token_kind)?;
+    if expiry - EXPIRY_SAFETY_MARGIN <= clock.now() {
+        return None;
+    }
+    let refusal = refused_refresh_note(cache).read()?;
+    if refusal.failed_at < cached.tokens.obtained_at {
+        return None; // About an older login.
+    }
+    crate::debug!(
+        1,
+        "the provider refused the refresh token at {} ({}); handing out the cached token until it runs out",
+        refusal.failed_at.format("%H:%M:%S UTC"),
+        refusal.reason
+    );
+    Some(cached.tokens.clone())
 }
 
 /// Single flight: everything that talks to the provider happens here, under the entry's lock.
@@ -312,6 +423,11 @@ fn obtain_under_lock(
         _ => None,
     };
     if refresh_token.is_none() {
+        if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced) {
+            if let Some(tokens) = valid_after_refused_refresh(config, cache, cached, clock) {
+                return Ok(tokens);
+            }
+        }
         preflight_login(config, cache, trigger, clock)?;
     }
 
@@ -347,6 +463,25 @@ fn obtain_under_lock(
                 return Err(error);
             }
             RefreshOutcome::Rejected(reason) => {
+                // Revoked, or expired at the provider: not an outage, and the cached token is
+                // still good. Hand it out until it runs out, without the dead refresh token (so
+                // this is said once); then a login is needed.
+                let usable = cached
+                    .tokens
+                    .credential(config.token_kind)
+                    .filter(|(_, expiry)| *expiry - EXPIRY_SAFETY_MARGIN > clock.now());
+                if let (Some((_, expiry)), Trigger::GetToken, false) = (usable, trigger, forced) {
+                    let mut kept = cached.tokens.clone();
+                    kept.refresh_token = None;
+                    cache.save(&kept, &lock)?;
+                    refused_refresh_note(cache).record(&reason, clock.now());
+                    crate::log::notice(format!(
+                        "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
+                        config.issuer,
+                        printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
+                    ));
+                    return Ok(kept);
+                }
                 crate::debug!(
                     1,
                     "refresh token rejected ({reason}); dropping the cache entry"
@@ -368,7 +503,8 @@ fn obtain_under_lock(
 
 /// The checks that make a login that cannot or should not happen fail at once, before any
 /// network round trip: a keyboard login without a terminal, and the cool-down after a failed
-/// login (which `kubecred login` and --force-refresh bypass). Grants without a user pass.
+/// login (which `kubecred login` and --force-refresh bypass). Grants without a user pass. Each
+/// refusal is transient: it says nothing about the cached token, which may still be handed out.
 fn preflight_login(
     config: &Config,
     cache: &TokenCache,
@@ -379,7 +515,7 @@ fn preflight_login(
         && config.login.browser == BrowserChoice::System
         && !terminal_attached()
     {
-        return Err(fail(Exit::Login, NO_TERMINAL_FOR_AUTO));
+        return Err(transient(Exit::Login, NO_TERMINAL_FOR_AUTO));
     }
     if let Some(PasswordSettings {
         source: PasswordSource::Prompt,
@@ -387,7 +523,7 @@ fn preflight_login(
     }) = &config.password
     {
         if !paste::stdin_is_interactive(config.exec.interactive) {
-            return Err(fail(
+            return Err(transient(
                 Exit::Login,
                 "--grant-type password has no password and this session is not interactive (no terminal, or kubectl's interactiveMode Never): set KUBECRED_PASSWORD or pass --password-file",
             ));
@@ -399,7 +535,7 @@ fn preflight_login(
     if config.grant == Grant::AuthcodeKeyboard
         && !paste::stdin_is_interactive(config.exec.interactive)
     {
-        return Err(fail(
+        return Err(transient(
             Exit::Login,
             "--grant-type authcode-keyboard needs an interactive terminal (kubectl passes stdin only with interactiveMode IfAvailable/Always on a TTY); use --grant-type device-code or authcode",
         ));

@@ -97,6 +97,49 @@ impl EntryLock {
     }
 
     /// A lock that locks nothing, for `--cache-storage none` (no file is created).
+    /// Takes the lock if nobody holds it, without waiting: `None` when another process does.
+    pub(crate) fn try_acquire(root: &Path, path: &Path) -> anyhow::Result<Option<EntryLock>> {
+        let file = open_lock_file(root, path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(EntryLock {
+                file: Some(file),
+                path: Some(path.to_path_buf()),
+            })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(err)) => Err(fail(
+                Exit::Cache,
+                format!("cannot lock {}: {err}", path.display()),
+            )),
+        }
+    }
+
+    /// The locked file, to be inherited by a child process that goes on holding the lock after
+    /// this one exits (`acquire/renew_ahead.rs`). The lock belongs to the open file, which the
+    /// child's copy keeps open: this process must not unlock it, only close its own descriptor.
+    #[cfg(unix)]
+    pub(crate) fn into_file_for_child(mut self) -> Option<File> {
+        self.file.take()
+    }
+
+    /// A lock a parent process took and handed down as `file` (see [`Self::into_file_for_child`]):
+    /// held already (taking it again on the same open file cannot block), released on drop.
+    #[cfg(unix)]
+    pub(crate) fn inherited(file: File, path: &Path) -> anyhow::Result<EntryLock> {
+        file.try_lock().map_err(|err| {
+            fail(
+                Exit::Cache,
+                format!(
+                    "the inherited lock on {} is not held: {err}",
+                    path.display()
+                ),
+            )
+        })?;
+        Ok(EntryLock {
+            file: Some(file),
+            path: Some(path.to_path_buf()),
+        })
+    }
+
     pub(crate) fn none() -> EntryLock {
         EntryLock {
             file: None,

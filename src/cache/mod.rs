@@ -28,6 +28,12 @@ mod stored_entry;
 mod tests;
 
 pub use key::CacheKey;
+
+/// `<cache_dir>/state/<key>.<suffix>`: per-entry state beside the entry (see
+/// [`TokenCache::state_path`]), for those that list entries without a configuration (`status`).
+pub fn state_path(dir: &Path, key: &CacheKey, suffix: &str) -> PathBuf {
+    dir.join("state").join(format!("{key}.{suffix}"))
+}
 pub use keyring_store::Store;
 pub use lock::EntryLock;
 pub use sessions::{list_sessions, Session, SessionPlace};
@@ -155,9 +161,7 @@ impl TokenCache {
     /// record lives there). Creates nothing: the writer creates (or tightens) the directory with
     /// [`private_file::write_private`].
     pub fn state_path(&self, suffix: &str) -> PathBuf {
-        self.dir
-            .join("state")
-            .join(format!("{}.{suffix}", self.key))
+        state_path(&self.dir, &self.key, suffix)
     }
 
     /// The cache-hit path. In `auto` and `disk` storage: ONE small file read, no keyring call, no
@@ -222,6 +226,17 @@ impl TokenCache {
     /// Drops the entry, wherever its parts are: after `invalid_grant`, or on `kubecred logout`.
     pub fn remove(&self, _lock: &EntryLock) -> anyhow::Result<()> {
         self.backend.remove(self)
+    }
+
+    /// Takes this entry's lock if nobody holds it, without waiting (`None`: someone does). With
+    /// `--cache-storage none` there is nothing to lock, and `None` too: nothing to renew.
+    pub fn try_lock(&self) -> anyhow::Result<Option<EntryLock>> {
+        if !self.backend.keeps_entries() {
+            return Ok(None);
+        }
+        private_file::ensure_private_dir(&self.dir, self.lock_path().parent().unwrap_or(&self.dir))
+            .map_err(|err| fail(Exit::Cache, format!("cannot lock the cache entry: {err}")))?;
+        EntryLock::try_acquire(&self.dir, &self.lock_path())
     }
 
     /// Takes this entry's cross-process lock, waiting at most `timeout`. With `--cache-storage

@@ -3,6 +3,7 @@
 //! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
 //! directory only, and carries no secret.
 
+use crate::acquire::{last_renewal_failure, Failure};
 use crate::cache::{list_sessions, RefreshPlace, Session, SessionPlace, Store};
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
@@ -42,6 +43,8 @@ struct JsonEntry<'a> {
     refresh_token: bool,
     /// `entry` (beside the other tokens) or the keyring store of its own item.
     refresh_token_in: Option<serde_json::Value>,
+    /// The last background renewal's failure (refresh-ahead), until one succeeds.
+    renewal_failed: Option<Failure>,
     unreadable: Option<&'a str>,
 }
 
@@ -75,6 +78,7 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
                     RefreshPlace::Entry => Some("entry".into()),
                     RefreshPlace::Keyring(store) => serde_json::to_value(store).ok(),
                 },
+                renewal_failed: last_renewal_failure(dir, &session.key),
                 unreadable: session.unreadable.as_deref(),
             }
         })
@@ -121,6 +125,25 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     line(&mut header.iter().copied());
     for row in &rows {
         line(&mut row.iter().map(String::as_str));
+    }
+    // What the background renewals failed at, below the table: they have no stderr of their own.
+    let failures: Vec<String> = sessions
+        .iter()
+        .zip(&rows)
+        .filter_map(|(session, row)| {
+            let failure = last_renewal_failure(dir, &session.key)?;
+            Some(format!(
+                "the background renewal for {} ({}) failed at {}: {}\n",
+                row[0],
+                row[3],
+                failure.failed_at.format("%Y-%m-%d %H:%M:%S UTC"),
+                printable_brief(&failure.reason, 300)
+            ))
+        })
+        .collect();
+    if !failures.is_empty() {
+        text.push('\n');
+        text.push_str(&failures.concat());
     }
     text
 }

@@ -103,6 +103,7 @@ impl Config {
             cache,
             force_refresh: args.force_refresh,
             min_validity: resolve_min_validity(args, &ext)?,
+            refresh_ahead: resolve_refresh_ahead(args, &ext)?,
             login,
             exec,
             verbose: resolve_verbosity(args, env),
@@ -500,6 +501,33 @@ fn resolve_min_validity(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Dur
         None => DEFAULT_MIN_VALIDITY,
     };
     duration_or(&args.min_validity, "--min-validity", default)
+}
+
+/// `--refresh-ahead`, else the extension's `refreshAhead`, else a quarter of the lifetime.
+fn resolve_refresh_ahead(args: &TokenArgs, ext: &Extension) -> anyhow::Result<RefreshAhead> {
+    let (raw, source) = match (&args.refresh_ahead, ext.string("refreshAhead")?) {
+        (Some(raw), _) => (raw.clone(), "--refresh-ahead"),
+        (None, Some(raw)) => (raw, "cluster extension refreshAhead"),
+        (None, None) => return Ok(DEFAULT_REFRESH_AHEAD),
+    };
+    parse_refresh_ahead(raw.trim()).map_err(|err| input(format!("{source}: {err}")))
+}
+
+/// `0` (off), a percentage (`25%`, 1 to 99) or a duration (`10m`).
+fn parse_refresh_ahead(raw: &str) -> Result<RefreshAhead, String> {
+    if let Some(number) = raw.strip_suffix('%') {
+        return match number.trim().parse::<u8>() {
+            Ok(0) => Ok(RefreshAhead::Off),
+            Ok(share @ 1..=99) => Ok(RefreshAhead::Share(share)),
+            _ => Err(format!(
+                "{raw:?} is not a share of the lifetime from 1% to 99% (or 0 to turn it off)"
+            )),
+        };
+    }
+    match crate::duration::parse(raw)? {
+        Duration::ZERO => Ok(RefreshAhead::Off),
+        before => Ok(RefreshAhead::Before(before)),
+    }
 }
 
 /// `-v`/`-vv`, else `KUBECRED_VERBOSE`.

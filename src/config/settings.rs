@@ -41,6 +41,8 @@ pub struct Config {
     pub cache: CacheSettings,
     pub force_refresh: bool,
     pub min_validity: Duration,
+    /// When a cache hit starts a background renewal (`acquire/renew_ahead.rs`).
+    pub refresh_ahead: RefreshAhead,
     pub login: LoginSettings,
     pub exec: ExecInfo,
     pub verbose: u8,
@@ -205,6 +207,22 @@ pub enum BrowserChoice {
     System,
 }
 
+/// When a cache hit hands out the cached token and renews it in the background.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshAhead {
+    Off,
+    /// Once less than this percentage of the token's lifetime (its expiry minus when it was
+    /// obtained) is left.
+    Share(u8),
+    /// Once less than this is left.
+    Before(Duration),
+}
+
+/// A quarter of the lifetime: providers issue tokens for 5 minutes to 24 hours (Okta and Entra
+/// one hour, Google one hour, Keycloak 5 minutes, Dex 24 hours), so a fixed window would be all
+/// of a short token's life or a sliver of a long one's; a share scales with each, and leaves
+/// three quarters of the lifetime untouched by renewals.
+pub const DEFAULT_REFRESH_AHEAD: RefreshAhead = RefreshAhead::Share(25);
 pub const DEFAULT_MIN_VALIDITY: Duration = Duration::from_secs(60);
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(180);

@@ -1,9 +1,10 @@
 //! The wording of a failed token request: the provider's OAuth error with a next step that fits
 //! it, or why the request did not get an answer, always with the HTTP status when the answer was
-//! not a usable one (an outage must not look like a misconfiguration). Response bodies are never
+//! not a usable one (an outage must not look like a misconfiguration, and is marked as one:
+//! `error::outage`, which lets a still-valid cached token be handed out). Response bodies are never
 //! echoed (they can hold tokens); everything taken from the provider is made printable.
 
-use crate::error::{fail, Exit};
+use crate::error::{fail, outage, Exit};
 use crate::http::{AnswerSummary, OAuthCall, RequestFailure};
 use crate::text::printable_brief;
 use oauth2::{ErrorResponseType, RequestTokenError, StandardErrorResponse};
@@ -42,14 +43,11 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
         (&answered, &err)
     {
         if !answer.status.is_success() {
-            return fail(
-                Exit::Provider,
-                format!(
-                    "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {}",
-                    answer.described,
-                    crate::http::status_hint(answer.status)
-                ),
-            );
+            return outage(format!(
+                "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {}",
+                answer.described,
+                crate::http::status_hint(answer.status)
+            ));
         }
     }
     match err {
@@ -60,15 +58,12 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
                 .as_ref()
                 .filter(|a| a.status.is_server_error() || a.status.as_u16() == 429)
             {
-                return fail(
-                    Exit::Provider,
-                    format!(
-                        "the {grant} token request to {issuer} answered {}: {}; {}",
-                        answer.described,
-                        describe_server_error(&response),
-                        crate::http::status_hint(answer.status)
-                    ),
-                );
+                return outage(format!(
+                    "the {grant} token request to {issuer} answered {}: {}; {}",
+                    answer.described,
+                    describe_server_error(&response),
+                    crate::http::status_hint(answer.status)
+                ));
             }
             let hint = match response.error().to_string().as_str() {
                 "invalid_client" => "check --client-id and the client secret (or private key, or assertion)",
@@ -86,25 +81,19 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
                 ),
             )
         }
-        RequestTokenError::Request(failure) => fail(
-            Exit::Provider,
-            format!("the {grant} token request to {issuer} failed: {failure}"),
-        ),
+        RequestTokenError::Request(failure) => outage(format!(
+            "the {grant} token request to {issuer} failed: {failure}"
+        )),
         // The body may hold tokens: name the place of the problem, never echo the body.
-        RequestTokenError::Parse(err, _body) => fail(
-            Exit::Provider,
-            format!(
+        RequestTokenError::Parse(err, _body) => outage(format!(
                 "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
                 status_of(&answered),
                 printable_brief(&err.path().to_string(), 100)
-            ),
-        ),
+            )),
         // oauth2 says "Other" for a 200 of the wrong content type (an HTML login page).
         RequestTokenError::Other(message) => {
             let hint = "is the issuer URL right?";
-            fail(
-                Exit::Provider,
-                format!(
+            outage(format!(
                     "the {grant} token request to {issuer} answered {}{}: {}; {hint}",
                     status_of(&answered),
                     answered
@@ -112,9 +101,8 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
                         .and_then(|a| a.content_type.as_ref())
                         .map(|t| format!(" with Content-Type {t}"))
                         .unwrap_or_default(),
-                    printable_brief(&message, 200)
-                ),
-            )
+                printable_brief(&message, 200)
+            ))
         }
     }
 }

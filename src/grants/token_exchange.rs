@@ -9,7 +9,6 @@
 
 use super::errors::token_error;
 use super::{OidcTokenResponse, ProviderClient};
-use crate::error::{fail, Exit};
 use crate::http::Replay;
 use crate::tokens::Tokens;
 use oauth2::basic::BasicErrorResponse;
@@ -97,14 +96,11 @@ impl ProviderClient<'_> {
             );
         }
         serde_json::from_slice(response.body()).map_err(|err| {
-            fail(
-                Exit::Provider,
-                format!(
-                    "the {grant} response from {issuer} is not a valid OAuth 2.0 token response (line {}, column {}); is the issuer URL right?",
-                    err.line(),
-                    err.column()
-                ),
-            )
+            crate::error::outage(format!(
+                "the {grant} response from {issuer} is not a valid OAuth 2.0 token response (line {}, column {}); is the issuer URL right?",
+                err.line(),
+                err.column()
+            ))
         })
     }
 }

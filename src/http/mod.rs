@@ -20,7 +20,7 @@ pub use request::{Answer, AnswerSummary, Client, OAuthCall, Outgoing, RequestFai
 pub use retry::Replay;
 
 use crate::config::HttpSettings;
-use crate::error::{fail, Exit};
+use crate::error::{fail, outage, Exit};
 use anyhow::Context;
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
@@ -100,7 +100,8 @@ fn warn_insecure_once() {
 
 /// GETs a JSON document of at most [`MAX_JSON_BODY`] bytes. `what` names it in errors ("the
 /// discovery document"). No answer, a non-2xx answer, a redirect, an oversized or malformed body
-/// are `Exit::Provider` errors that name the URL.
+/// are `Exit::Provider` errors that name the URL; no answer, a 5xx or 429 and a body that is not
+/// the JSON expected are outages (`error::outage`).
 pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> anyhow::Result<T> {
     let shown = crate::text::display_url(url);
     let mut headers = HeaderMap::new();
@@ -118,12 +119,7 @@ pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> an
             body_cap: MAX_JSON_BODY,
             replay: Replay::Safe,
         })
-        .map_err(|failure| {
-            fail(
-                Exit::Provider,
-                format!("fetching {what} from {shown}: {failure}"),
-            )
-        })?;
+        .map_err(|failure| outage(format!("fetching {what} from {shown}: {failure}")))?;
     check_status(&answer, &format!("{what} at {shown}"))?;
     serde_json::from_slice(&answer.body)
         .with_context(|| {
@@ -132,7 +128,7 @@ pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> an
                 describe_status(answer.status, &answer.headers)
             )
         })
-        .map_err(|err| fail(Exit::Provider, crate::error::one_line(&err)))
+        .map_err(|err| outage(crate::error::one_line(&err)))
 }
 
 /// "HTTP 302 Found (a redirect to https://other/path)": the status, and for a redirect where
@@ -191,7 +187,12 @@ pub fn check_status(answer: &request::Answer, what: &str) -> anyhow::Result<()> 
     }
     message.push_str("; ");
     message.push_str(status_hint(status));
-    Err(fail(Exit::Provider, message))
+    // A provider that is down or overloaded says nothing about our settings.
+    if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        Err(outage(message))
+    } else {
+        Err(fail(Exit::Provider, message))
+    }
 }
 
 /// `error (error_description)` of an OAuth error body, made printable and brief.

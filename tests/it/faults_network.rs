@@ -292,6 +292,15 @@ fn an_unreachable_provider_still_serves_a_valid_cached_token_and_fails_cleanly_o
         "a valid cached token needs no provider"
     );
 
+    // Asked for more life than it has (but still valid), nothing listening: stale-if-error.
+    let stale = env
+        .kubecred_owned(&with_flag(&provider.args(), "--min-validity=2h"))
+        .run()
+        .success()
+        .stderr_contains("connection refused")
+        .stderr_contains("using the cached token, valid until ");
+    assert_eq!(stale.token(), first);
+
     // Expired, and nothing listening: a few retries (each one -v line), then one clean line.
     expire_cached_tokens(&env.cache_dir());
     let entry = entry_bytes(&env.cache_dir());

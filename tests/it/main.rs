@@ -25,6 +25,7 @@ mod login;
 mod paste;
 mod python_client;
 mod refresh;
+mod resilience;
 mod samples;
 mod secrets;
 mod sessions;

@@ -55,6 +55,8 @@ const DEFAULTS = {
   deviceCodeTtl: 300,
   deviceInterval: 1, // seconds, returned as `interval` by the device authorization endpoint
   refreshError: null, // e.g. "invalid_grant": every refresh_token grant fails with it
+  tokenError: null, // e.g. "temporarily_unavailable" (503): every token request fails with it
+  providerDown: false, // every provider request (not the admin API) has its connection reset
   deviceSlowDown: 0, // the first N polls of each device code answer slow_down
   tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
   tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
@@ -74,7 +76,7 @@ const DEFAULTS = {
 
 // Knobs that POST /__testbed/config may change while the bed runs (TTLs apply to new tokens).
 const RUNTIME_KEYS = new Set([
-  'refreshError', 'deviceSlowDown', 'tokenDelayMs', 'deviceInterval',
+  'refreshError', 'tokenError', 'providerDown', 'deviceSlowDown', 'tokenDelayMs', 'deviceInterval',
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'apiRejectedTokens',
@@ -125,6 +127,8 @@ function freshStats() {
     revocation: 0,
     introspection: 0,
     userinfo: 0,
+    // Connections reset while providerDown was set.
+    refused: 0,
     api: { requests: 0, unauthorized: 0, last_user: null },
   };
 }
@@ -532,6 +536,10 @@ function testbedMiddleware() {
 
       if (cfg.tokenDelayMs > 0) await sleep(cfg.tokenDelayMs);
 
+      if (cfg.tokenError) {
+        oauthError(ctx, cfg.tokenError, `testbed: injected ${cfg.tokenError}`);
+        return;
+      }
       if (grantType === 'refresh_token' && cfg.refreshError) {
         const desc = cfg.refreshError === 'invalid_grant'
           ? 'testbed: refresh token revoked'
@@ -831,6 +839,13 @@ async function main() {
         console.error(`admin: ${err.stack ?? err}`);
         if (!res.headersSent) sendJson(res, 500, { error: String(err.message ?? err) });
       });
+      return;
+    }
+    // An outage as a client sees it: the connection goes away without an answer. The API
+    // stand-in's own discovery and JWKS fetches still go through (a real API server caches them).
+    if (cfg.providerDown && req.headers['x-testbed-internal'] !== '1') {
+      stats.refused += 1;
+      req.socket.destroy();
       return;
     }
     providerCallback(req, res);

@@ -129,6 +129,13 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| text(&mut a.min_validity, v),
     },
     Flag {
+        long: "refresh-ahead",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| text(&mut a.refresh_ahead, v),
+    },
+    Flag {
         long: "http-timeout",
         aliases: &[],
         env: true,
@@ -390,7 +397,7 @@ pub(super) const FLAGS: &[Flag] = &[
 ];
 
 /// The row of `--verbose`, the flag `-v` counts.
-pub(super) const VERBOSE: usize = 30;
+pub(super) const VERBOSE: usize = 31;
 
 /// Pairs of flags clap refuses together (`conflicts_with`), by long name.
 pub(super) const CONFLICTS: &[(&str, &str)] = &[("client-secret", "client-secret-file")];
