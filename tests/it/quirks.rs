@@ -1,0 +1,52 @@
+//! Real providers as they are: answers that depart from the letter of the specifications in
+//! documented ways, each from the test provider made to do exactly that and nothing else.
+
+use crate::support::*;
+use serde_json::json;
+
+/// Azure AD's v1 endpoint and ADFS send `"expires_in": "3600"`; others send a float. Both are
+/// a working provider saying how long the token lives: the login succeeds, and the credential's
+/// expiry comes from the token (never later than the provider said).
+#[test]
+fn expires_in_as_a_string_or_a_float_is_how_long_the_token_lives() {
+    let bed = Testbed::start();
+    for (quirk, seconds) in [(json!("3600"), 3600), (json!(3599.5), 3599)] {
+        let env = TestEnv::new();
+        bed.configure(json!({"tokenResponsePatch": {"expires_in": quirk}}));
+        let run = env
+            .kubecred_owned(&with_flag(&env.cc_args(&bed), "--use-access-token"))
+            .run()
+            .success();
+        let expiry = run.credential()["status"]["expirationTimestamp"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let expiry = chrono::DateTime::parse_from_rfc3339(&expiry).unwrap();
+        let left = expiry
+            .signed_duration_since(chrono::Utc::now())
+            .num_seconds();
+        // The access token is a JWT of the test provider's TTL (600 s): the earlier of its `exp`
+        // and expires_in wins, less the 30 s printed margin.
+        assert!(left <= 600 && left > 500, "{quirk}: {left} s left");
+        assert!(
+            seconds > 600,
+            "the expires_in given must not be the one that decides"
+        );
+    }
+    // expires_in alone decides when it is the earlier: 120 s, as a string.
+    let env = TestEnv::new();
+    bed.configure(json!({"tokenResponsePatch": {"expires_in": "120"}}));
+    let run = env
+        .kubecred_owned(&with_flag(&env.cc_args(&bed), "--use-access-token"))
+        .run()
+        .success();
+    let expiry = run.credential()["status"]["expirationTimestamp"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let left = chrono::DateTime::parse_from_rfc3339(&expiry)
+        .unwrap()
+        .signed_duration_since(chrono::Utc::now())
+        .num_seconds();
+    assert!((60..=90).contains(&left), "{left} s left of 120 - 30");
+}
