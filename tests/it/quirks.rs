@@ -50,3 +50,49 @@ fn expires_in_as_a_string_or_a_float_is_how_long_the_token_lives() {
         .num_seconds();
     assert!((60..=90).contains(&left), "{left} s left of 120 - 30");
 }
+
+/// A provider whose discovery lists `authorization_code, implicit, device_code` but serves client
+/// credentials too (a packaged C provider does exactly this): `grant_types_supported` is
+/// informational (RFC 8414), so `setup` warns and tries the grant, which works.
+#[test]
+fn setup_tries_a_grant_that_discovery_leaves_out() {
+    let bed = Testbed::start();
+    bed.configure(json!({"discoveryPatch": {"grant_types_supported": [
+        "authorization_code", "implicit", "urn:ietf:params:oauth:grant-type:device_code"
+    ]}}));
+    let env = TestEnv::new();
+    let secret = env.dir.path().join("cc-secret");
+    std::fs::write(&secret, CC_SECRET).unwrap();
+    let run = env
+        .kubecred_owned(&[
+            "setup".into(),
+            format!("--issuer-url={}", bed.issuer),
+            format!("--client-id={CC_CLIENT}"),
+            format!("--client-secret-file={}", secret.display()),
+            "--grant-type=client-credentials".into(),
+            format!("--resource={RESOURCE}"),
+        ])
+        .run()
+        .success()
+        .stderr_contains(
+            "  warn  discovery does not list the client_credentials grant; the list is informational",
+        );
+    assert!(!run.stderr().contains("enable it"), "{}", run.stderr());
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+}
+
+/// Discovery documents carry members kubecred does not know, objects where it might expect a
+/// string (`mtls_endpoint_aliases`, RFC 8705) and `null`s: none of them is a reason to fail.
+#[test]
+fn discovery_with_unknown_members_objects_and_nulls_is_read() {
+    let bed = Testbed::start();
+    bed.configure(json!({"discoveryPatch": {
+        "mtls_endpoint_aliases": {"token_endpoint": "https://mtls.idp.example/token"},
+        "x_vendor_extension": [1, {"nested": null}],
+        "service_documentation": null,
+        "op_policy_uri": null,
+        "check_session_iframe": null
+    }}));
+    let env = TestEnv::new();
+    env.kubecred_owned(&env.cc_args(&bed)).run().success();
+}
