@@ -96,3 +96,41 @@ fn discovery_with_unknown_members_objects_and_nulls_is_read() {
     let env = TestEnv::new();
     env.kubecred_owned(&env.cc_args(&bed)).run().success();
 }
+
+/// OpenID Connect Core 12.2: a refresh answer need not carry an ID token. The old one (expired)
+/// is never printed; with --use-access-token the new access token is all kubectl needs, and
+/// without it a login is needed.
+#[test]
+fn a_refresh_answer_without_an_id_token_never_prints_the_old_one() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    // With --use-access-token: the refreshed access token is the credential.
+    let env = TestEnv::new();
+    let access_args = with_flag(&authcode_args(&bed), "--use-access-token");
+    let first = env.kubecred_owned(&access_args).run().success().token();
+    bed.configure(json!({"tokenResponsePatch": {"id_token": null}}));
+    expire_cached_tokens(&env.cache_dir());
+    let renewed = env.kubecred_owned(&access_args).run().success().token();
+    assert_ne!(renewed, first);
+    assert_eq!(bed.token_requests("refresh_token"), 1);
+
+    // Printing the ID token: the refresh brings none, so a login is needed (none can happen
+    // here), and the old ID token is not handed out.
+    bed.configure(json!({"tokenResponsePatch": null}));
+    let env = TestEnv::new();
+    let old_id_token = env
+        .kubecred_owned(&authcode_args(&bed))
+        .run()
+        .success()
+        .token();
+    bed.configure(json!({"tokenResponsePatch": {"id_token": null}}));
+    expire_cached_tokens(&env.cache_dir());
+    let mut no_browser = authcode_args(&bed);
+    no_browser.retain(|a| !a.starts_with("--browser-command"));
+    no_browser.extend(["--skip-open-browser".into(), "--auth-timeout=1s".into()]);
+    let run = env.kubecred_owned(&no_browser).run().failure(4);
+    assert!(!run.stdout().contains(&old_id_token));
+    run.stderr_contains("no login completed within 1s");
+}
