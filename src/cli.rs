@@ -49,7 +49,8 @@ pub enum Command {
     /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
     #[command(after_help = "Examples:\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes\n  \
-        kubecred login --issuer-url https://idp.example --client-id kubernetes --account admin --prompt select_account")]
+        kubecred login --issuer-url https://idp.example --client-id kubernetes \\\n      \
+        --account admin --prompt select_account")]
     Login(LoginArgs),
     /// Revoke and forget the cached tokens for these settings, or all of them (--all).
     #[command(after_help = "Examples:\n  \
@@ -139,16 +140,20 @@ pub enum ShellArg {
 
 // ---- setup and whoami (commands/setup, commands/whoami) ----
 
+// Each example line stays under 78 columns, and a long command is continued with `\`: clap
+// wraps help at the terminal's width, and a wrapped command does not survive a copy and paste.
 const SETUP_EXAMPLES: &str = "Examples:
-  # Diagnose the provider, log in in a browser, print what to configure (stdout):
-  kubecred setup --issuer-url=https://idp.example/realms/k8s --client-id=kubernetes > setup.txt
+  # Diagnose the provider, log in in a browser, print what to configure:
+  kubecred setup --issuer-url=https://idp.example/realms/k8s \\
+    --client-id=kubernetes > setup.txt
   # The same for the device flow, asking for refresh tokens:
-  kubecred setup --issuer-url=https://idp.example --client-id=k8s --grant-type=device-code --scope=offline_access";
+  kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
+    --grant-type=device-code --scope=offline_access";
 
 const WHOAMI_EXAMPLES: &str = "Examples:
   # Who the current kubeconfig context's kubecred user is:
   kubecred whoami
-  # Why the cluster says 401: evaluate its AuthenticationConfiguration locally:
+  # Why the cluster says 401: evaluate its AuthenticationConfiguration here:
   kubecred whoami --context=prod --authentication-config=authn.yaml
   # With explicit settings instead of the kubeconfig:
   kubecred whoami --issuer-url=https://idp.example --client-id=k8s";
@@ -560,6 +565,19 @@ fn parse_get_token_with_clap(argv: &[OsString]) -> Option<TokenArgs> {
 }
 
 /// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).
+/// The command or flag clap found close to a misspelt one (`get-tokn` → `get-token`).
+fn suggestion(err: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let value = err
+        .get(ContextKind::SuggestedSubcommand)
+        .or_else(|| err.get(ContextKind::SuggestedArg))?;
+    match value {
+        ContextValue::String(one) => Some(one.clone()),
+        ContextValue::Strings(many) => many.first().cloned(),
+        _ => None,
+    }
+}
+
 pub fn usage_error_line(err: &clap::Error) -> String {
     use clap::error::ErrorKind;
     match err.kind() {
@@ -574,7 +592,11 @@ pub fn usage_error_line(err: &clap::Error) -> String {
                 .find(|line| !line.trim().is_empty())
                 .unwrap_or("invalid command line")
                 .trim_start_matches("error: ");
-            format!("{first} (see kubecred --help)")
+            // clap's "tip: a similar argument exists" is on a later line: keep it in this one.
+            match suggestion(err) {
+                Some(similar) => format!("{first}; did you mean '{similar}'? (see kubecred --help)"),
+                None => format!("{first} (see kubecred --help)"),
+            }
         }
     }
 }
@@ -583,6 +605,49 @@ pub fn usage_error_line(err: &clap::Error) -> String {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_misspelt_command_or_flag_keeps_clap_s_suggestion_in_the_one_line() {
+        let line = |argv: &[&str]| usage_error_line(&Cli::try_parse_from(argv).unwrap_err());
+        assert_eq!(
+            line(&["kubecred", "get-tokn"]),
+            "unrecognized subcommand 'get-tokn'; did you mean 'get-token'? (see kubecred --help)"
+        );
+        assert!(
+            line(&["kubecred", "get-token", "--isuer-url=x"])
+                .ends_with("; did you mean '--issuer-url'? (see kubecred --help)"),
+            "{}",
+            line(&["kubecred", "get-token", "--isuer-url=x"])
+        );
+        assert_eq!(
+            line(&["kubecred", "get-token", "--bogus"]),
+            "unexpected argument '--bogus' found (see kubecred --help)"
+        );
+    }
+
+    /// clap wraps help at the terminal's width: an example line longer than a narrow terminal
+    /// would be cut in the middle of a command, and a pasted half fails.
+    #[test]
+    fn every_example_line_fits_a_narrow_terminal() {
+        let mut command = Cli::command();
+        for sub in command.get_subcommands_mut() {
+            let help = sub
+                .get_after_long_help()
+                .or(sub.get_after_help())
+                .map(|text| text.to_string())
+                .unwrap_or_default();
+            let Some(examples) = help.split("Examples:").nth(1) else {
+                continue;
+            };
+            for line in examples.lines() {
+                assert!(
+                    line.chars().count() <= 78,
+                    "{}: {line:?} is longer than 78 columns; continue it with \\",
+                    sub.get_name()
+                );
+            }
+        }
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

@@ -134,6 +134,19 @@ pub fn exec_stanza(files: &[PathBuf], context: Option<&str>) -> anyhow::Result<E
             }
         }
     }
+    if loaded.is_empty() {
+        // Every file is missing: say so, rather than that the (absent) file names no context.
+        let missing = match files {
+            [one] => format!("the kubeconfig {} does not exist", one.display()),
+            _ => format!("none of the kubeconfig files {shown} exists"),
+        };
+        return Err(fail(
+            Exit::Input,
+            format!(
+                "{missing}; pass --kubeconfig with an existing file, or the settings flags (--issuer-url, --client-id)"
+            ),
+        ));
+    }
     resolve(&loaded, context).map_err(|reason| {
         fail(
             Exit::Input,
@@ -286,5 +299,28 @@ users:
         assert!(resolve(&[parse(&foreign)], None)
             .unwrap_err()
             .contains("not kubecred"));
+    }
+
+    #[test]
+    fn kubeconfig_files_that_do_not_exist_are_named_as_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-config");
+        let err = exec_stanza(std::slice::from_ref(&missing), None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the kubeconfig {} does not exist; pass --kubeconfig with an existing file, or the settings flags (--issuer-url, --client-id)",
+                missing.display()
+            )
+        );
+        let two = [missing.clone(), dir.path().join("other")];
+        assert!(exec_stanza(&two, None)
+            .unwrap_err()
+            .to_string()
+            .starts_with("none of the kubeconfig files "));
+        // One missing beside one that exists: kubectl skips it, and so does kubecred.
+        let present = dir.path().join("config");
+        std::fs::write(&present, CONFIG).unwrap();
+        exec_stanza(&[missing, present], None).unwrap();
     }
 }

@@ -99,7 +99,7 @@ impl TokenCache {
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
             about: Some(EntryAbout {
-                issuer: config.issuer.to_string(),
+                issuer: config.issuer_as_given.clone(),
                 client_id: config.client.id.clone(),
                 account: config.account.clone(),
                 subject: None,

@@ -318,3 +318,20 @@ fn entries_are_listed_with_what_they_are_for_and_no_secret() {
     }
     assert!(list_sessions(dir.path()).unwrap().is_empty());
 }
+
+#[test]
+fn an_entry_names_its_issuer_as_it_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for written in [
+        "https://idp.example:8443",
+        "https://idp.example/",
+        "https://idp.example/realms/main",
+    ] {
+        let cache = TokenCache::new(&config_from(&[
+            format!("--issuer-url={written}"),
+            "--client-id=kubernetes".into(),
+            format!("--cache-dir={}", dir.path().display()),
+        ]));
+        assert_eq!(cache.about.as_ref().unwrap().issuer, written);
+    }
+}

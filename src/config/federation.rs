@@ -186,7 +186,11 @@ pub(super) fn resolve_token_endpoint(
         ));
     }
     let url = url::Url::parse(raw)
-        .map_err(|err| input(format!("--token-endpoint {raw:?} is not a URL: {err}")))?;
+        .map_err(|err| {
+            input(format!(
+                "--token-endpoint {raw:?} is not a URL: {err}; write the whole URL, e.g. https://sts.example.com/v1/token"
+            ))
+        })?;
     let secure =
         url.scheme() == "https" || (url.scheme() == "http" && super::is_loopback_host(&url));
     if !secure {

@@ -73,7 +73,7 @@ impl Config {
     pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
         let ext = Extension(exec.cluster_config());
         let kubelogin = kubelogin::resolve(&args.kubelogin)?;
-        let issuer = resolve_issuer(args, &ext)?;
+        let (issuer, issuer_as_given) = resolve_issuer(args, &ext)?;
         let (grant, grant_is_automatic) = resolve_grant(args, &ext)?;
         let client = resolve_client(args, env, &ext, grant)?;
         let request = resolve_token_request(args, &ext, grant)?;
@@ -83,6 +83,7 @@ impl Config {
         let account = args.account.clone().or(ext.string("account")?);
         Ok(Config {
             issuer,
+            issuer_as_given,
             client,
             scopes: request.scopes,
             grant,
@@ -117,7 +118,9 @@ fn input(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The identity provider: `--issuer-url`, or the extension's `issuerURL`.
-fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Url> {
+/// The issuer, parsed, and as it was written (trimmed): `Url` adds a `/` to a bare host
+/// (`https://idp:8443` becomes `https://idp:8443/`), which is not what the user typed.
+fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<(Url, String)> {
     let raw = args
         .issuer_url
         .clone()
@@ -125,7 +128,7 @@ fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Url> {
         .ok_or_else(|| {
             input("no issuer URL: pass --issuer-url, set KUBECRED_ISSUER_URL, or add issuerURL to the cluster extension")
         })?;
-    parse_issuer(&raw)
+    Ok((parse_issuer(&raw)?, raw.trim().to_string()))
 }
 
 /// The issuer must be HTTPS, except on loopback where a local test or dev IdP runs plain http,
@@ -135,7 +138,11 @@ fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Url> {
 fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
     let shown = crate::text::redact_userinfo(raw.trim());
     let url = Url::parse(raw.trim())
-        .map_err(|err| input(format!("issuer URL {shown:?} is not a URL: {err}")))?;
+        .map_err(|err| {
+            input(format!(
+                "issuer URL {shown:?} is not a URL: {err}; write it as the provider names it, e.g. https://idp.example.com/realms/main"
+            ))
+        })?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err(input(format!(
             "issuer URL {} contains a user name or password (user:password@); remove it: kubecred authenticates with --client-id and the client secret",

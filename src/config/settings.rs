@@ -16,6 +16,9 @@ use url::Url;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub issuer: Url,
+    /// The issuer as the user wrote it (trimmed): what `status` shows. `issuer` is its parsed
+    /// form, which has a `/` after a bare host the user may never have typed.
+    pub issuer_as_given: String,
     pub client: ClientSettings,
     /// Final scope list, in the order given, without duplicates; `openid` first for OIDC logins.
     pub scopes: Vec<String>,

@@ -123,6 +123,14 @@ impl ProviderMetadata {
         let issuer = raw
             .issuer
             .ok_or_else(|| problem("has no issuer; check --issuer-url".into()))?;
+        // Entra ID's multi-tenant endpoints (common, organizations, consumers) publish a template
+        // for an issuer: every tenant's tokens carry their own, and an API server trusts one.
+        if issuer.contains("{tenantid}") {
+            return Err(problem(format!(
+                "names the template issuer {issuer} (Entra ID's multi-tenant endpoint); use your tenant's own issuer, \
+                 https://login.microsoftonline.com/<tenant ID>/v2.0, as the API server does"
+            )));
+        }
         if !same_issuer(&issuer, configured) {
             return Err(problem(format!(
                 "names the issuer {issuer}; set --issuer-url to exactly that (tokens carry it in iss)"

@@ -212,9 +212,15 @@ fn verified_claims(token: &str, key: &DecodingKey, alg: Algorithm) -> Check<Map<
     }
 }
 
+/// Google signs some ID tokens with `iss` `accounts.google.com`, without the scheme its
+/// discovery document names; go-oidc and kube-apiserver accept that spelling for that issuer
+/// alone, and so does kubecred.
+const GOOGLE_ISSUER: &str = "https://accounts.google.com";
+
 fn check_issuer(claims: &Map<String, Value>, issuer: &str) -> Check<()> {
     let iss = string(claims, "iss").unwrap_or("");
-    if iss != issuer {
+    let google_without_scheme = issuer == GOOGLE_ISSUER && iss == "accounts.google.com";
+    if iss != issuer && !google_without_scheme {
         return Err(Refusal::new(
             format!("its issuer (iss) is {iss:?}, not {issuer:?}"),
             "the provider's tokens and its discovery document disagree; check the provider's issuer setting",
@@ -402,4 +408,24 @@ fn parse_header(token: &str) -> Option<JwtHeader> {
         alg: json.get("alg")?.as_str()?.to_string(),
         kid: json.get("kid").and_then(Value::as_str).map(str::to_string),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(iss: &str) -> Map<String, Value> {
+        let Value::Object(map) = serde_json::json!({ "iss": iss }) else {
+            unreachable!()
+        };
+        map
+    }
+
+    #[test]
+    fn google_s_issuer_without_its_scheme_is_accepted_for_google_alone() {
+        assert!(check_issuer(&claims("accounts.google.com"), GOOGLE_ISSUER).is_ok());
+        assert!(check_issuer(&claims(GOOGLE_ISSUER), GOOGLE_ISSUER).is_ok());
+        assert!(check_issuer(&claims("idp.example"), "https://idp.example").is_err());
+        assert!(check_issuer(&claims("accounts.google.com"), "https://idp.example").is_err());
+    }
 }

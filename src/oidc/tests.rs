@@ -676,3 +676,47 @@ fn discovery_reads_the_rfc_9207_flag() {
     let meta = ProviderMetadata::validate(&doc, &configured).unwrap();
     assert!(!meta.authorization_response_iss_parameter_supported);
 }
+
+/// Real JWKS documents hold keys kubecred cannot use beside the signing key: Ed448, encryption
+/// keys (`RSA-OAEP-512`, `use: enc` without `alg`), post-quantum `AKP` (ML-DSA), an `x5c`-only
+/// key. The set still parses, and the signing key is found, by kid and without one.
+#[test]
+fn the_signing_key_is_found_among_keys_kubecred_cannot_use() {
+    let n = "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw";
+    let jwks = serde_json::json!({"keys": [
+        {"kty": "OKP", "crv": "Ed448", "x": "X9dEm1m0Yf0s54fsYWrUah2hNCSFpw4fig6nXYDpZ3jt8SR2m0bHBhvWeD3x5Q9s0foavq_oJWGA", "kid": "ed448"},
+        {"kty": "RSA", "use": "enc", "alg": "RSA-OAEP-512", "n": n, "e": "AQAB", "kid": "oaep"},
+        {"kty": "RSA", "use": "enc", "n": n, "e": "AQAB", "kid": "enc"},
+        {"kty": "AKP", "alg": "ML-DSA-44", "pub": "AAAA", "kid": "pq"},
+        {"kty": "RSA", "x5c": ["MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"], "kid": "x5c-only"},
+        {"kty": "RSA", "use": "sig", "alg": "RS256", "n": n, "e": "AQAB", "kid": "sig"}
+    ]});
+    let keys = parse_jwks(&jwks).expect("a JWKS with keys kubecred cannot use still parses");
+    let by_kid = select_key(&keys, jsonwebtoken::Algorithm::RS256, Some("sig")).unwrap();
+    assert_eq!(by_kid.common.key_id.as_deref(), Some("sig"));
+    let unnamed = select_key(&keys, jsonwebtoken::Algorithm::RS256, None).unwrap();
+    assert_eq!(unnamed.common.key_id.as_deref(), Some("sig"));
+    // A token naming the encryption key is refused with a reason, not verified with it.
+    assert!(select_key(&keys, jsonwebtoken::Algorithm::RS256, Some("enc")).is_err());
+}
+
+/// Entra ID's `common` (and `organizations`, `consumers`) discovery names a template issuer: no
+/// token carries it, and the API server trusts one tenant's issuer. Say which one to use.
+#[test]
+fn entra_s_multi_tenant_template_issuer_names_the_tenant_issuer_to_use() {
+    let configured = url::Url::parse("https://login.microsoftonline.com/common/v2.0").unwrap();
+    let document = json!({
+        "issuer": "https://login.microsoftonline.com/{tenantid}/v2.0",
+        "authorization_endpoint": "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
+        "token_endpoint": "https://login.microsoftonline.com/common/oauth2/v2.0/token",
+        "jwks_uri": "https://login.microsoftonline.com/common/discovery/v2.0/keys",
+    });
+    let err = discovery::ProviderMetadata::validate(&document, &configured).unwrap_err();
+    assert_eq!(exit_code_of(&err), Exit::Provider);
+    let text = one_line(&err);
+    assert!(
+        text.contains("Entra ID's multi-tenant endpoint")
+            && text.contains("https://login.microsoftonline.com/<tenant ID>/v2.0"),
+        "{text}"
+    );
+}

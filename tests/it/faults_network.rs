@@ -520,3 +520,32 @@ fn a_500_is_not_resent_with_a_one_time_refresh_token() {
     fails_and_keeps_the_entry(&provider, &env, &entry, "HTTP 500");
     assert_eq!(provider.token_requests().len(), 3);
 }
+
+/// RFC 6749 §6: a refresh answer may leave out `refresh_token`, and the client keeps using the
+/// one it has. Many providers (Google, Entra for some clients) do exactly that.
+#[test]
+fn a_refresh_answer_without_a_refresh_token_keeps_the_old_one() {
+    let provider = FaultyProvider::start();
+    let env = TestEnv::new();
+    env.kubecred_owned(&provider.args()).run().success();
+    expire_cached_tokens(&env.cache_dir());
+    provider.then(vec![Fault::Answer(
+        200,
+        vec![("Content-Type", "application/json".into())],
+        json!({"access_token": "access-renewed", "token_type": "Bearer", "expires_in": 3600})
+            .to_string(),
+    )]);
+    let renewed = env.kubecred_owned(&provider.args()).run().success().token();
+    assert_eq!(renewed, "access-renewed");
+    expire_cached_tokens(&env.cache_dir());
+    env.kubecred_owned(&provider.args()).run().success();
+    assert_eq!(
+        provider.token_requests(),
+        [
+            "client_credentials",
+            "refresh_token refresh-1",
+            "refresh_token refresh-1"
+        ],
+        "the second refresh must present the refresh token the first answer did not replace"
+    );
+}

@@ -24,6 +24,7 @@ mod kubectl;
 mod login;
 mod paste;
 mod python_client;
+mod quirks;
 mod refresh;
 mod resilience;
 mod samples;

@@ -60,6 +60,7 @@ const DEFAULTS = {
   deviceSlowDown: 0, // the first N polls of each device code answer slow_down
   tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
   tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
+  discoveryPatch: null, // merged into the discovery document (a member set to null stays, as null)
   apiRejectedTokens: [], // bearer tokens the API stand-in answers 401 (as if revoked or its keys rotated)
   idTokenSigningAlg: 'RS256', // RS256 | ES256
   accessTokenSigningAlg: 'RS256', // RS256 | ES256 (JWT access tokens)
@@ -79,7 +80,7 @@ const RUNTIME_KEYS = new Set([
   'refreshError', 'tokenError', 'providerDown', 'deviceSlowDown', 'tokenDelayMs', 'deviceInterval',
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
-  'groupsPrefix', 'resources', 'tokenResponsePatch', 'apiRejectedTokens',
+  'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
 ]);
 
 function parseOptions() {
@@ -560,6 +561,10 @@ function testbedMiddleware() {
 
     await next();
 
+    if (method === 'GET' && p === '/.well-known/openid-configuration' && ctx.status === 200
+      && cfg.discoveryPatch && ctx.body && typeof ctx.body === 'object') {
+      ctx.body = { ...ctx.body, ...cfg.discoveryPatch };
+    }
     if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.tokenResponsePatch
       && ctx.body && typeof ctx.body === 'object') {
       ctx.body = { ...ctx.body, ...cfg.tokenResponsePatch };

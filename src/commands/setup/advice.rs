@@ -240,10 +240,11 @@ fn rbac_name(subject: &str) -> String {
 /// never written out: the stanza gets a placeholder in `env` instead (see [`exec_env`]).
 pub fn exec_args(args: &TokenArgs) -> Vec<String> {
     let mut out = vec!["get-token".to_string()];
-    let mut flag = |name: &str, value: Option<String>| {
-        if let Some(value) = value {
-            out.push(format!("--{name}={value}"));
-        }
+    // An empty value is a switch, printed alone: get-token refuses `--use-access-token=true`.
+    let mut flag = |name: &str, value: Option<String>| match value {
+        Some(value) if value.is_empty() => out.push(format!("--{name}")),
+        Some(value) => out.push(format!("--{name}={value}")),
+        None => {}
     };
     let path = |p: &Path| {
         std::path::absolute(p)
@@ -268,9 +269,7 @@ pub fn exec_args(args: &TokenArgs) -> Vec<String> {
         args.grant_type
             .and_then(|g| enum_name(&|| g.to_possible_value())),
     );
-    if args.use_access_token {
-        flag("use-access-token", Some("true".into()));
-    }
+    flag("use-access-token", args.use_access_token.then(String::new));
     flag("audience", args.audience.clone());
     flag("resource", args.resource.clone());
     flag(
@@ -290,10 +289,12 @@ pub fn exec_args(args: &TokenArgs) -> Vec<String> {
     for data in &args.certificate_authority_data {
         flag("certificate-authority-data", Some(data.clone()));
     }
-    if args.insecure_skip_tls_verify {
-        flag("insecure-skip-tls-verify", Some("true".into()));
-    }
+    flag(
+        "insecure-skip-tls-verify",
+        args.insecure_skip_tls_verify.then(String::new),
+    );
     flag("min-validity", args.min_validity.clone());
+    flag("refresh-ahead", args.refresh_ahead.clone());
     flag("http-timeout", args.http_timeout.clone());
     flag("lock-timeout", args.lock_timeout.clone());
     flag("redirect-url", args.redirect_url.clone());
@@ -302,16 +303,56 @@ pub fn exec_args(args: &TokenArgs) -> Vec<String> {
     }
     flag("pkce", args.pkce.map(|b| b.to_string()));
     flag("browser-command", args.browser_command.clone());
-    if args.skip_open_browser {
-        flag("skip-open-browser", Some("true".into()));
-    }
+    flag(
+        "skip-open-browser",
+        args.skip_open_browser.then(String::new),
+    );
     flag("auth-timeout", args.auth_timeout.clone());
     flag("login-cooldown", args.login_cooldown.clone());
     for param in &args.auth_params {
         flag("auth-param", Some(param.clone()));
     }
+    flag("account", args.account.clone());
     flag("login-hint", args.login_hint.clone());
     flag("prompt", args.prompt.clone());
+    let ci = &args.federation;
+    let source = |s: Option<crate::cli::CiTokenSourceArg>| {
+        s.and_then(|s| enum_name(&|| s.to_possible_value()))
+    };
+    flag(
+        "subject-token-file",
+        ci.subject_token_file.as_deref().map(path),
+    );
+    flag("subject-token-env", ci.subject_token_env.clone());
+    flag("subject-token-source", source(ci.subject_token_source));
+    flag("subject-token-audience", ci.subject_token_audience.clone());
+    flag("subject-token-type", ci.subject_token_type.clone());
+    flag("requested-token-type", ci.requested_token_type.clone());
+    flag("token-endpoint", ci.token_endpoint.clone());
+    flag(
+        "client-private-key-file",
+        ci.client_private_key_file.as_deref().map(path),
+    );
+    flag("client-key-id", ci.client_key_id.clone());
+    flag(
+        "client-assertion-file",
+        ci.client_assertion_file.as_deref().map(path),
+    );
+    flag("client-assertion-env", ci.client_assertion_env.clone());
+    flag(
+        "client-assertion-source",
+        source(ci.client_assertion_source),
+    );
+    flag(
+        "client-assertion-audience",
+        ci.client_assertion_audience.clone(),
+    );
+    flag(
+        "gitlab-id-token-variable",
+        ci.gitlab_id_token_variable.clone(),
+    );
+    flag("username", ci.username.clone());
+    flag("password-file", ci.password_file.as_deref().map(path));
     out
 }
 
@@ -435,5 +476,56 @@ mod tests {
     #[test]
     fn yaml_strings_cannot_break_out() {
         assert_eq!(q("a\"b\nc: d"), r#""a\"b\nc: d""#);
+    }
+
+    /// Flags the printed stanza leaves out on purpose: a secret given as a value (the stanza gets
+    /// an `env` placeholder instead), one-off switches, and kubelogin's hidden aliases.
+    const NOT_PRINTED: [&str; 4] = ["client-secret", "force-refresh", "verbose", "help"];
+
+    /// Every get-token flag a setup run was given reaches the printed `args`: a flag added to
+    /// `TokenArgs` and forgotten in `exec_args` fails here.
+    #[test]
+    fn every_setting_setup_was_given_is_printed() {
+        use clap::CommandFactory;
+        let command = crate::cli::Cli::command();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        let mut argv = vec!["kubecred".to_string(), "get-token".to_string()];
+        let mut expected = Vec::new();
+        for arg in get_token.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if arg.is_hide_set() || NOT_PRINTED.contains(&long) {
+                continue;
+            }
+            if !arg.get_action().takes_values() {
+                argv.push(format!("--{long}"));
+            } else {
+                let value = match arg.get_possible_values().first() {
+                    Some(possible) => possible.get_name().to_string(),
+                    None => "/abs/value".to_string(),
+                };
+                argv.push(format!("--{long}={value}"));
+            }
+            expected.push(long.to_string());
+        }
+        let crate::cli::Command::GetToken(args) =
+            <crate::cli::Cli as clap::Parser>::try_parse_from(&argv)
+                .unwrap()
+                .command
+        else {
+            unreachable!()
+        };
+        let printed = exec_args(&args);
+        for long in expected {
+            assert!(
+                printed
+                    .iter()
+                    .any(|a| *a == format!("--{long}") || a.starts_with(&format!("--{long}="))),
+                "--{long} was given to setup but is not in the printed args: {printed:?}"
+            );
+        }
+        // And get-token reads back what was printed.
+        let mut again = vec!["kubecred".to_string()];
+        again.extend(printed);
+        <crate::cli::Cli as clap::Parser>::try_parse_from(&again).unwrap();
     }
 }

@@ -187,7 +187,18 @@ impl DiscoveryExtras {
     }
 }
 
-/// What the chosen grant needs from the provider.
+/// A grant or response type discovery does not list: a hint, not a verdict. RFC 8414 makes
+/// `grant_types_supported` optional and informational, and providers leave out grants they
+/// serve (client credentials, password, refresh); `setup` tries the flow below, and a refusal
+/// then names what the provider answered.
+fn unlisted(what: &str) -> Finding {
+    Finding::Warn(format!(
+        "discovery does not list {what}; the list is informational and often incomplete, so setup tries it"
+    ))
+}
+
+/// What the chosen grant needs from the provider. Only a missing endpoint stops `setup` (without
+/// it there is nothing to try); what discovery lists is a hint.
 pub fn flow_findings(
     config: &Config,
     metadata: &ProviderMetadata,
@@ -210,32 +221,34 @@ pub fn flow_findings(
                 .as_ref()
                 .is_none_or(|list| list.iter().any(|r| r.split(' ').eq(["code"])));
             if !code_response || !grant_listed("authorization_code", true) {
-                findings.push(Finding::Fail(
-                    "discovery does not list the authorization code flow (response type code, grant authorization_code); \
-                     enable it for this client at the provider, or use --grant-type=device-code"
-                        .into(),
+                findings.push(unlisted(
+                    "the authorization code flow (response type code, grant authorization_code)",
                 ));
-                return findings;
+            } else {
+                findings.push(Finding::Ok(
+                    "browser login: authorization endpoint and code flow listed".into(),
+                ));
             }
-            findings.push(Finding::Ok(
-                "browser login: authorization endpoint and code flow listed".into(),
-            ));
             findings.push(pkce_finding(config, metadata));
         }
         Grant::DeviceCode => {
-            if metadata.device_authorization_endpoint.is_none()
-                || !grant_listed("urn:ietf:params:oauth:grant-type:device_code", true)
-            {
+            if metadata.device_authorization_endpoint.is_none() {
                 findings.push(Finding::Fail(
-                    "discovery names no device_authorization_endpoint (or does not list the device_code grant): \
-                     the provider does not offer the device flow here; enable it for the client, or use --grant-type=authcode"
+                    "discovery names no device_authorization_endpoint: the provider does not offer the device flow here; \
+                     enable it for the client, or use --grant-type=authcode"
                         .into(),
                 ));
                 return findings;
             }
-            findings.push(Finding::Ok(
-                "device flow: device authorization endpoint listed".into(),
-            ));
+            if grant_listed("urn:ietf:params:oauth:grant-type:device_code", true) {
+                findings.push(Finding::Ok(
+                    "device flow: device authorization endpoint listed".into(),
+                ));
+            } else {
+                findings.push(unlisted(
+                    "the device_code grant (urn:ietf:params:oauth:grant-type:device_code)",
+                ));
+            }
         }
         Grant::FederatedToken => {
             findings.push(Finding::Ok(
@@ -252,26 +265,21 @@ pub fn flow_findings(
                 ),
                 _ => ("password", "the password grant"),
             };
-            if !grant_listed(grant, true) {
-                findings.push(Finding::Fail(format!(
-                    "discovery does not list {name} ({grant}); enable it for this client at the provider"
-                )));
-                return findings;
+            if grant_listed(grant, true) {
+                findings.push(Finding::Ok(format!("{name}: grant listed")));
+            } else {
+                findings.push(unlisted(&format!("{name} ({grant})")));
             }
-            findings.push(Finding::Ok(format!("{name}: grant listed")));
             if config.grant == Grant::TokenExchange {
                 return findings;
             }
         }
         Grant::ClientCredentials => {
-            if !grant_listed("client_credentials", true) {
-                findings.push(Finding::Fail(
-                    "discovery does not list the client_credentials grant; enable it for this (confidential) client at the provider"
-                        .into(),
-                ));
-                return findings;
+            if grant_listed("client_credentials", true) {
+                findings.push(Finding::Ok("client credentials: grant listed".into()));
+            } else {
+                findings.push(unlisted("the client_credentials grant"));
             }
-            findings.push(Finding::Ok("client credentials: grant listed".into()));
             return findings;
         }
     }
@@ -417,9 +425,21 @@ mod tests {
             Finding::Ok(_)
         ));
 
-        // Client credentials must be a listed grant when there is a list.
+        // A grant discovery leaves out is a hint, never a stop: setup tries it.
         config.grant = Grant::ClientCredentials;
         let findings = flow_findings(&config, &metadata(true, false, None), &no_refresh);
-        assert!(matches!(&findings[0], Finding::Fail(t) if t.contains("client_credentials")));
+        assert!(
+            matches!(&findings[..], [Finding::Warn(t)] if t.contains("the client_credentials grant") && t.contains("setup tries it")),
+            "{findings:?}"
+        );
+        config.grant = Grant::DeviceCode;
+        let findings = flow_findings(&config, &metadata(true, true, None), &no_refresh);
+        assert!(matches!(&findings[0], Finding::Warn(t) if t.contains("device_code")));
+        config.grant = Grant::Authcode;
+        let findings = flow_findings(&config, &metadata(true, false, None), &no_refresh);
+        assert!(
+            !findings.iter().any(|f| matches!(f, Finding::Fail(_))),
+            "{findings:?}"
+        );
     }
 }

@@ -1,0 +1,136 @@
+//! Real providers as they are: answers that depart from the letter of the specifications in
+//! documented ways, each from the test provider made to do exactly that and nothing else.
+
+use crate::support::*;
+use serde_json::json;
+
+/// Azure AD's v1 endpoint and ADFS send `"expires_in": "3600"`; others send a float. Both are
+/// a working provider saying how long the token lives: the login succeeds, and the credential's
+/// expiry comes from the token (never later than the provider said).
+#[test]
+fn expires_in_as_a_string_or_a_float_is_how_long_the_token_lives() {
+    let bed = Testbed::start();
+    for (quirk, seconds) in [(json!("3600"), 3600), (json!(3599.5), 3599)] {
+        let env = TestEnv::new();
+        bed.configure(json!({"tokenResponsePatch": {"expires_in": quirk}}));
+        let run = env
+            .kubecred_owned(&with_flag(&env.cc_args(&bed), "--use-access-token"))
+            .run()
+            .success();
+        let expiry = run.credential()["status"]["expirationTimestamp"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let expiry = chrono::DateTime::parse_from_rfc3339(&expiry).unwrap();
+        let left = expiry
+            .signed_duration_since(chrono::Utc::now())
+            .num_seconds();
+        // The access token is a JWT of the test provider's TTL (600 s): the earlier of its `exp`
+        // and expires_in wins, less the 30 s printed margin.
+        assert!(left <= 600 && left > 500, "{quirk}: {left} s left");
+        assert!(
+            seconds > 600,
+            "the expires_in given must not be the one that decides"
+        );
+    }
+    // expires_in alone decides when it is the earlier: 120 s, as a string.
+    let env = TestEnv::new();
+    bed.configure(json!({"tokenResponsePatch": {"expires_in": "120"}}));
+    let run = env
+        .kubecred_owned(&with_flag(&env.cc_args(&bed), "--use-access-token"))
+        .run()
+        .success();
+    let expiry = run.credential()["status"]["expirationTimestamp"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let left = chrono::DateTime::parse_from_rfc3339(&expiry)
+        .unwrap()
+        .signed_duration_since(chrono::Utc::now())
+        .num_seconds();
+    assert!((60..=90).contains(&left), "{left} s left of 120 - 30");
+}
+
+/// A provider whose discovery lists `authorization_code, implicit, device_code` but serves client
+/// credentials too (a packaged C provider does exactly this): `grant_types_supported` is
+/// informational (RFC 8414), so `setup` warns and tries the grant, which works.
+#[test]
+fn setup_tries_a_grant_that_discovery_leaves_out() {
+    let bed = Testbed::start();
+    bed.configure(json!({"discoveryPatch": {"grant_types_supported": [
+        "authorization_code", "implicit", "urn:ietf:params:oauth:grant-type:device_code"
+    ]}}));
+    let env = TestEnv::new();
+    let secret = env.dir.path().join("cc-secret");
+    std::fs::write(&secret, CC_SECRET).unwrap();
+    let run = env
+        .kubecred_owned(&[
+            "setup".into(),
+            format!("--issuer-url={}", bed.issuer),
+            format!("--client-id={CC_CLIENT}"),
+            format!("--client-secret-file={}", secret.display()),
+            "--grant-type=client-credentials".into(),
+            format!("--resource={RESOURCE}"),
+        ])
+        .run()
+        .success()
+        .stderr_contains(
+            "  warn  discovery does not list the client_credentials grant; the list is informational",
+        );
+    assert!(!run.stderr().contains("enable it"), "{}", run.stderr());
+    assert_eq!(bed.token_requests("client_credentials"), 1);
+}
+
+/// Discovery documents carry members kubecred does not know, objects where it might expect a
+/// string (`mtls_endpoint_aliases`, RFC 8705) and `null`s: none of them is a reason to fail.
+#[test]
+fn discovery_with_unknown_members_objects_and_nulls_is_read() {
+    let bed = Testbed::start();
+    bed.configure(json!({"discoveryPatch": {
+        "mtls_endpoint_aliases": {"token_endpoint": "https://mtls.idp.example/token"},
+        "x_vendor_extension": [1, {"nested": null}],
+        "service_documentation": null,
+        "op_policy_uri": null,
+        "check_session_iframe": null
+    }}));
+    let env = TestEnv::new();
+    env.kubecred_owned(&env.cc_args(&bed)).run().success();
+}
+
+/// OpenID Connect Core 12.2: a refresh answer need not carry an ID token. The old one (expired)
+/// is never printed; with --use-access-token the new access token is all kubectl needs, and
+/// without it a login is needed.
+#[test]
+fn a_refresh_answer_without_an_id_token_never_prints_the_old_one() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    // With --use-access-token: the refreshed access token is the credential.
+    let env = TestEnv::new();
+    let access_args = with_flag(&authcode_args(&bed), "--use-access-token");
+    let first = env.kubecred_owned(&access_args).run().success().token();
+    bed.configure(json!({"tokenResponsePatch": {"id_token": null}}));
+    expire_cached_tokens(&env.cache_dir());
+    let renewed = env.kubecred_owned(&access_args).run().success().token();
+    assert_ne!(renewed, first);
+    assert_eq!(bed.token_requests("refresh_token"), 1);
+
+    // Printing the ID token: the refresh brings none, so a login is needed (none can happen
+    // here), and the old ID token is not handed out.
+    bed.configure(json!({"tokenResponsePatch": null}));
+    let env = TestEnv::new();
+    let old_id_token = env
+        .kubecred_owned(&authcode_args(&bed))
+        .run()
+        .success()
+        .token();
+    bed.configure(json!({"tokenResponsePatch": {"id_token": null}}));
+    expire_cached_tokens(&env.cache_dir());
+    let mut no_browser = authcode_args(&bed);
+    no_browser.retain(|a| !a.starts_with("--browser-command"));
+    no_browser.extend(["--skip-open-browser".into(), "--auth-timeout=1s".into()]);
+    let run = env.kubecred_owned(&no_browser).run().failure(4);
+    assert!(!run.stdout().contains(&old_id_token));
+    run.stderr_contains("no login completed within 1s");
+}
