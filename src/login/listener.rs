@@ -12,29 +12,34 @@
 //! There is no HTTP server crate here on purpose: the listener answers a handful of GET requests
 //! from the user's own browser on loopback, once. A small hand-rolled reader with a bounded request
 //! size and a per-connection deadline is easier to audit than a server framework, and cannot be
-//! stalled: each connection is served on its own short-lived thread, so a browser's idle
-//! pre-connection (Chrome opens some) or a stuck client never delays the real callback.
+//! stalled: each connection is served on a task of its own (tokio, reqwest's runtime, on this
+//! thread while the wait is in [`Serving::next_callback`]), accepted the moment it arrives, so a
+//! browser's idle pre-connection (Chrome opens some) or a stuck client never delays the real
+//! callback.
 
 use crate::debug;
 use crate::error::{fail, Exit};
 use crate::login::callback::{classify, ExpectedResponse, StateRule, Verdict};
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
+use tokio::task::{AbortHandle, JoinSet};
 use url::Url;
 
-/// How often the accept loop looks at the sockets; it bounds the added latency of a callback.
-const ACCEPT_POLL: Duration = Duration::from_millis(50);
+/// How long one turn of [`Serving::next_callback`] serves before the wait looks at its other
+/// sources (a pasted line). Connections are served the moment they arrive, whatever this is.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
 /// A request head (request line and headers) larger than this is not a browser's callback.
 const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// A connection gets this long, in total, to send its request head and read the answer.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections served at the same time, so a local program opening connections in a loop cannot
-/// make kubecred start threads without bound. When they are all taken, the one that has waited
-/// longest without sending its request is closed to make room (see `make_room`): idle junk must
-/// never lock out the real browser, whose request arrives the moment it connects.
+/// hold file descriptors without bound. When they are all taken, the one that has waited longest
+/// without sending its request is closed to make room (see `admit`): idle junk must never lock
+/// out the real browser, whose request arrives the moment it connects.
 const MAX_CONNECTIONS_IN_FLIGHT: usize = 16;
 /// With port 0 and a `localhost` redirect, the free port picked on one family may be taken on
 /// the other: pick again this many times before giving up on that address.
@@ -123,139 +128,172 @@ impl CallbackListener {
             .collect()
     }
 
-    /// Starts answering connections, for the login whose `state` is `expected.state`. Each
-    /// connection is served on its own thread; callbacks to the redirect path are handed over
-    /// through `Serving::next_callback`.
+    /// Starts answering connections, for the login whose `state` is `expected.state`: each on
+    /// a task of its own, on a current-thread runtime that runs while the wait is in
+    /// [`Serving::next_callback`]. Callbacks to the redirect path are handed over there.
     pub fn serve(self, expected: impl Into<ExpectedResponse>) -> io::Result<Serving> {
-        for socket in &self.sockets {
-            // Non-blocking accept lets the waiting loop watch every socket, the paste and the
-            // deadline, and lets the sockets close the moment the wait returns.
-            socket.set_nonblocking(true)?;
-        }
-        let (verdicts_tx, verdicts) = mpsc::channel::<Verdict>();
-        let server = ConnectionServer {
-            expected: Arc::new(expected.into()),
-            callback_path: Arc::from(self.redirect.path()),
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            idle: Arc::new(Mutex::new(Vec::new())),
-            next_id: AtomicUsize::new(0),
-            verdicts: verdicts_tx,
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listeners = {
+            let _inside = runtime.enter();
+            self.sockets
+                .into_iter()
+                .map(|socket| {
+                    socket.set_nonblocking(true)?;
+                    tokio::net::TcpListener::from_std(socket)
+                })
+                .collect::<io::Result<Vec<_>>>()?
         };
         Ok(Serving {
-            sockets: self.sockets,
-            server,
-            verdicts,
+            listeners,
+            connections: JoinSet::new(),
+            idle: VecDeque::new(),
+            next_id: 0,
+            page: Arc::new(PageContext {
+                expected: expected.into(),
+                callback_path: self.redirect.path().to_string(),
+                heads_read: Mutex::new(Vec::new()),
+            }),
+            runtime,
         })
     }
 }
 
-/// A listener that answers the browser. Dropping it closes the sockets, so a late browser gets
-/// "connection refused" rather than a hanging tab.
+/// A listener that answers the browser. Dropping it closes the sockets and every connection at
+/// once, so a late browser gets "connection refused" rather than a hanging tab.
+///
+/// Why tasks on tokio (already reqwest's runtime) rather than a thread per connection: a
+/// connection is accepted and answered the moment it arrives, not at the next turn of a polling
+/// loop, and a browser's idle pre-connections cost a few hundred bytes each instead of a thread.
 pub struct Serving {
-    sockets: Vec<TcpListener>,
-    server: ConnectionServer,
-    verdicts: mpsc::Receiver<Verdict>,
+    listeners: Vec<tokio::net::TcpListener>,
+    /// Each connection's task; it yields the verdict of a callback, `None` for anything else.
+    connections: JoinSet<Option<Verdict>>,
+    /// Connections that have not sent their request head yet, oldest first: the ones closed to
+    /// make room (see [`MAX_CONNECTIONS_IN_FLIGHT`]).
+    idle: VecDeque<(u64, AbortHandle)>,
+    next_id: u64,
+    page: Arc<PageContext>,
+    /// Declared last, so dropped last: the sockets and tasks above go first.
+    runtime: tokio::runtime::Runtime,
+}
+
+/// What every connection's task needs to answer its request.
+struct PageContext {
+    expected: ExpectedResponse,
+    callback_path: String,
+    /// Connections that have sent their head since the last turn: no longer idle.
+    heads_read: Mutex<Vec<u64>>,
 }
 
 impl Serving {
-    /// Accepts the connections waiting, then waits until `until`, but at most [`ACCEPT_POLL`],
-    /// for a callback that a connection has answered: the caller looks at its other sources
-    /// in between. Every callback to the redirect path is handed over, with the verdict that
-    /// chose its page; refusing the ones that are not this login's is the caller's part.
-    pub(crate) fn next_callback(&self, until: Instant) -> Option<Verdict> {
-        for socket in &self.sockets {
-            self.server.accept_pending(socket);
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        match self.verdicts.recv_timeout(ACCEPT_POLL.min(left)) {
-            Ok(verdict) => Some(verdict),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
-            Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("Serving holds a sender"),
-        }
-    }
-}
-
-/// Accepts connections and serves each on its own thread, which hands the callback's
-/// [`Verdict`] over to [`Serving::next_callback`] after answering the browser.
-struct ConnectionServer {
-    expected: Arc<ExpectedResponse>,
-    callback_path: Arc<str>,
-    in_flight: Arc<AtomicUsize>,
-    /// Connections that have not sent their request head yet, oldest first: the ones that may
-    /// be closed to make room.
-    idle: Arc<Mutex<Vec<IdleConnection>>>,
-    next_id: AtomicUsize,
-    verdicts: mpsc::Sender<Verdict>,
-}
-
-/// A connection still waiting for its request head, and a handle to close it by.
-struct IdleConnection {
-    id: usize,
-    stream: TcpStream,
-}
-
-impl ConnectionServer {
-    /// Accepts every connection waiting on `socket`, without blocking.
-    fn accept_pending(&self, socket: &TcpListener) {
-        loop {
-            match socket.accept() {
-                Ok((stream, _peer)) => self.serve_in_background(stream),
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => {
-                    // E.g. a connection reset before we accepted it, or out of file descriptors
-                    // for a moment: not a reason to end the login.
-                    debug!(1, "accepting a login callback connection failed: {err}");
-                    return;
+    /// Serves connections until a callback's page has been answered (its verdict is returned)
+    /// or [`WAIT_SLICE`] has passed (`None`), whichever is first, and never past `until`: the
+    /// caller looks at its other sources (a pasted line) between turns. Every callback to the
+    /// redirect path is handed over, with the verdict that chose its page; refusing the ones
+    /// that are not this login's is the caller's part.
+    pub(crate) fn next_callback(&mut self, until: Instant) -> Option<Verdict> {
+        let wait = WAIT_SLICE.min(until.saturating_duration_since(Instant::now()));
+        let Serving {
+            listeners,
+            connections,
+            idle,
+            next_id,
+            page,
+            runtime,
+        } = self;
+        runtime.block_on(async {
+            let next = std::future::poll_fn(|cx| {
+                for listener in listeners.iter() {
+                    while let Poll::Ready(accepted) = listener.poll_accept(cx) {
+                        match accepted {
+                            Ok((stream, _peer)) => {
+                                admit(stream, connections, idle, next_id, page);
+                            }
+                            Err(err) => {
+                                // A connection reset before we took it, or no descriptor for a
+                                // moment: not a reason to end the login.
+                                debug!(1, "accepting a login callback connection failed: {err}");
+                                break;
+                            }
+                        }
+                    }
                 }
+                while let Poll::Ready(Some(done)) = connections.poll_join_next(cx) {
+                    // A task closed to make room ends cancelled; a panic is only logged.
+                    if let Ok(Some(verdict)) = done {
+                        return Poll::Ready(verdict);
+                    }
+                }
+                Poll::Pending
+            });
+            tokio::time::timeout(wait, next).await.ok()
+        })
+    }
+}
+
+/// Starts the task that serves `stream`, closing the longest-idle connection first when
+/// [`MAX_CONNECTIONS_IN_FLIGHT`] are open; when none is idle (all are being answered), the new
+/// one is closed instead.
+fn admit(
+    stream: tokio::net::TcpStream,
+    connections: &mut JoinSet<Option<Verdict>>,
+    idle: &mut VecDeque<(u64, AbortHandle)>,
+    next_id: &mut u64,
+    page: &Arc<PageContext>,
+) {
+    let read: Vec<u64> = std::mem::take(&mut *lock(&page.heads_read));
+    idle.retain(|(id, _)| !read.contains(id));
+    idle.retain(|(_, task)| !task.is_finished());
+    if connections.len() >= MAX_CONNECTIONS_IN_FLIGHT {
+        match idle.pop_front() {
+            Some((_, oldest)) => {
+                debug!(
+                    2,
+                    "too many login callback connections at once; closing the longest idle one"
+                );
+                oldest.abort();
+            }
+            None => {
+                debug!(1, "too many login callback connections at once, all of them busy; closing the new one");
+                return;
             }
         }
     }
-
-    fn serve_in_background(&self, stream: TcpStream) {
-        if self.in_flight.load(Ordering::SeqCst) >= MAX_CONNECTIONS_IN_FLIGHT && !self.make_room() {
-            debug!(
-                1,
-                "too many login callback connections at once, all of them busy; closing the new one"
-            );
-            return;
-        }
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        if let Ok(handle) = stream.try_clone() {
-            lock(&self.idle).push(IdleConnection { id, stream: handle });
-        }
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let slot = InFlight(Arc::clone(&self.in_flight));
-        let expected = Arc::clone(&self.expected);
-        let path = Arc::clone(&self.callback_path);
-        let verdicts = self.verdicts.clone();
-        let idle = Arc::clone(&self.idle);
-        std::thread::spawn(move || {
-            let _slot = slot;
-            let head_read = || lock(&idle).retain(|connection| connection.id != id);
-            if let Some(verdict) = serve_connection(stream, &path, &expected, head_read) {
-                // A send error only means the wait has already returned.
-                let _ = verdicts.send(verdict);
+    *next_id += 1;
+    let id = *next_id;
+    let page = Arc::clone(page);
+    let task = connections.spawn(async move {
+        let head = tokio::time::timeout(CONNECTION_TIMEOUT, read_request_head(&stream)).await;
+        lock(&page.heads_read).push(id);
+        let head = match head {
+            Ok(Ok(head)) => head,
+            Ok(Err(err)) => {
+                debug!(2, "ignored a login callback connection: {err}");
+                return None;
             }
-        });
-    }
-
-    /// Closes the connection that has waited longest without sending its request, if any; its
-    /// thread's read then fails at once and gives the slot back. `false`: every connection in
-    /// flight has sent its request and is being answered.
-    fn make_room(&self) -> bool {
-        let mut idle = lock(&self.idle);
-        if idle.is_empty() {
-            return false;
+            Err(_) => {
+                debug!(
+                    2,
+                    "ignored a login callback connection: request not sent in time"
+                );
+                return None;
+            }
+        };
+        let (page_answer, verdict) = answer(&head, &page);
+        let sent = tokio::time::timeout(CONNECTION_TIMEOUT, write_all(&stream, &page_answer)).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            debug!(2, "could not answer a login callback connection");
         }
-        let oldest = idle.remove(0);
-        debug!(
-            2,
-            "too many login callback connections at once; closing the longest idle one"
-        );
-        let _ = oldest.stream.shutdown(Shutdown::Both);
-        true
-    }
+        // A FIN after the page, rather than a reset that could make the browser drop it.
+        if let Ok(stream) = stream.into_std() {
+            let _ = stream.shutdown(Shutdown::Write);
+        }
+        verdict
+    });
+    idle.push_back((id, task));
 }
 
 /// Binds `address` and, for a `localhost` redirect, the same port on the other family.
@@ -354,72 +392,41 @@ fn no_address_left(problems: &[(SocketAddr, BindProblem)]) -> anyhow::Error {
     )
 }
 
-/// The list's lock; a thread that panicked while holding it left a list that is still usable.
-fn lock(idle: &Mutex<Vec<IdleConnection>>) -> std::sync::MutexGuard<'_, Vec<IdleConnection>> {
-    idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The list's lock; a task that panicked while holding it left a list that is still usable.
+fn lock(list: &Mutex<Vec<u64>>) -> std::sync::MutexGuard<'_, Vec<u64>> {
+    list.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Gives back a connection slot when its thread ends, however it ends.
-struct InFlight(Arc<AtomicUsize>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Reads one request, answers it, and says what it was (`None`: not a callback at all).
-/// `head_read` runs once the request head is in (or reading it failed): from then on the
-/// connection is no longer idle.
-fn serve_connection(
-    mut stream: TcpStream,
-    callback_path: &str,
-    expected: &ExpectedResponse,
-    head_read: impl FnOnce(),
-) -> Option<Verdict> {
-    // Accepted sockets inherit O_NONBLOCK from the listener on macOS and the BSDs.
-    stream.set_nonblocking(false).ok()?;
-    stream.set_write_timeout(Some(CONNECTION_TIMEOUT)).ok()?;
-    let head = read_request_head(&mut stream, Instant::now() + CONNECTION_TIMEOUT);
-    head_read();
-    let head = match head {
-        Ok(head) => head,
-        Err(err) => {
-            debug!(2, "ignored a login callback connection: {err}");
-            return None;
-        }
-    };
-    let verdict = match route(&head, callback_path, expected) {
+/// The whole HTTP answer to a request head, and the verdict to hand over (`None`: not a
+/// callback at all, such as a favicon).
+fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict>) {
+    let verdict = match route(head, &page.callback_path, &page.expected) {
         Route::BadRequest => {
-            respond(
-                &mut stream,
+            let html = html_page(
                 "400 Bad Request",
                 "Bad request",
                 "This is kubecred's login listener.",
             );
-            return None;
+            return (html, None);
         }
         Route::NotTheCallback => {
             // Favicons and the like: not a callback, no notice.
-            respond(
-                &mut stream,
+            let html = html_page(
                 "404 Not Found",
                 "Not found",
                 "This is kubecred's login listener.",
             );
-            return None;
+            return (html, None);
         }
         Route::Callback(verdict) => verdict,
     };
-    match &verdict {
-        Verdict::Code(_) => respond(
-            &mut stream,
+    let html = match &verdict {
+        Verdict::Code(_) => html_page(
             "200 OK",
             "Logged in",
             "Logged in. You may close this tab and return to your terminal.",
         ),
-        Verdict::Refused(_) => respond(
-            &mut stream,
+        Verdict::Refused(_) => html_page(
             "400 Bad Request",
             "Login callback refused",
             "kubecred refused this callback: it does not carry the state of the login in progress \
@@ -430,8 +437,7 @@ fn serve_connection(
                 .as_deref()
                 .map(|text| format!(" ({})", html_escape(text)))
                 .unwrap_or_default();
-            respond(
-                &mut stream,
+            html_page(
                 "200 OK",
                 "Login failed",
                 &format!(
@@ -440,38 +446,32 @@ fn serve_connection(
                 ),
             )
         }
-        Verdict::Incomplete => respond(
-            &mut stream,
+        Verdict::Incomplete => html_page(
             "400 Bad Request",
             "Login callback incomplete",
             "This callback carries neither a code nor an error. Return to your terminal.",
         ),
-        Verdict::WrongIssuer(_) => respond(
-            &mut stream,
+        Verdict::WrongIssuer(_) => html_page(
             "400 Bad Request",
             "Login response refused",
             "kubecred refused this login response: it does not name the identity provider the login went to. Return to your terminal.",
         ),
-    }
-    Some(verdict)
+    };
+    (html, Some(verdict))
 }
 
-/// Reads up to the blank line that ends the request head, within `deadline` and
-/// [`MAX_REQUEST_HEAD`] bytes. A GET has no body, so this is the whole request.
-fn read_request_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<String> {
+/// Reads up to the blank line that ends the request head, at most [`MAX_REQUEST_HEAD`] bytes.
+/// A GET has no body, so this is the whole request. The caller bounds the time.
+async fn read_request_head(stream: &tokio::net::TcpStream) -> io::Result<String> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "request not sent in time",
-            ));
-        }
-        // Per read, the time left overall: a client trickling bytes cannot extend its time.
-        stream.set_read_timeout(Some(left))?;
-        let read = stream.read(&mut chunk)?;
+        stream.readable().await?;
+        let read = match stream.try_read(&mut chunk) {
+            Ok(read) => read,
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(err) => return Err(err),
+        };
         if read == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -489,6 +489,19 @@ fn read_request_head(stream: &mut TcpStream, deadline: Instant) -> io::Result<St
             ));
         }
     }
+}
+
+/// Writes all of `data` (tokio's `write_all` needs its io-util feature; this is the whole of it).
+async fn write_all(stream: &tokio::net::TcpStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        stream.writable().await?;
+        match stream.try_write(data) {
+            Ok(written) => data = &data[written..],
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// What a request to the listener is.
@@ -527,28 +540,21 @@ fn parse_request_line(head: &str) -> Option<(&str, &str)> {
     Some((method, target))
 }
 
-/// Writes a complete small HTML answer and closes our side. `body` must already be escaped.
-fn respond(stream: &mut TcpStream, status: &str, title: &str, body: &str) {
+/// A complete small HTML answer. `body` must already be escaped.
+fn html_page(status: &str, title: &str, body: &str) -> Vec<u8> {
     let page = format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
          <body><h1>{title}</h1><p>{body}</p></body></html>\n"
     );
     // The page loads nothing, and with the code in its URL it must not be cached or leak it in
     // a Referer; the CSP makes any markup that slipped through the escaping inert.
-    let answer = format!(
+    format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
          Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nX-Content-Type-Options: nosniff\r\n\
          Content-Security-Policy: default-src 'none'\r\nConnection: close\r\n\r\n{page}",
         page.len()
-    );
-    if let Err(err) = stream
-        .write_all(answer.as_bytes())
-        .and_then(|()| stream.flush())
-    {
-        debug!(2, "could not answer a login callback connection: {err}");
-    }
-    // A FIN after the page, rather than a reset that could make the browser drop it.
-    let _ = stream.shutdown(Shutdown::Write);
+    )
+    .into_bytes()
 }
 
 /// Escapes text for HTML element content and attribute values.

@@ -99,7 +99,7 @@ fn wait(
             crate::log::stderr(format_args!("{CODE_PROMPT}"));
             prompt_due = false;
         }
-        let (verdict, origin) = match next_arrival(&sources, deadline) {
+        let (verdict, origin) = match next_arrival(&mut sources, deadline) {
             Arrival::Callback(verdict) => (Some(verdict), Origin::Browser),
             Arrival::Line(line) => {
                 prompt_due = keyboard;
@@ -129,9 +129,9 @@ fn wait(
 }
 
 /// Waits for whichever source delivers first, until `deadline`. Pasted lines are looked at
-/// before each turn of the listener, which waits a short poll interval at most, so neither
-/// source holds the other up.
-fn next_arrival(sources: &Sources, deadline: Instant) -> Arrival {
+/// before each turn of the listener, which serves connections as they come for a short slice
+/// at most, so neither source holds the other up.
+fn next_arrival(sources: &mut Sources, deadline: Instant) -> Arrival {
     loop {
         let pasted = match sources {
             Sources::Browser { paste: None, .. } => Pasted::NothingYet,
@@ -149,7 +149,7 @@ fn next_arrival(sources: &Sources, deadline: Instant) -> Arrival {
         if Instant::now() >= deadline {
             return Arrival::Deadline;
         }
-        if let Sources::Browser { listener, .. } = sources {
+        if let Sources::Browser { listener, .. } = &mut *sources {
             if let Some(verdict) = listener.next_callback(deadline) {
                 return Arrival::Callback(verdict);
             }

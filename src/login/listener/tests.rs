@@ -3,6 +3,9 @@
 
 use super::*;
 use crate::error::exit_code_of;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::mpsc;
 
 const STATE: &str = "expected-state-1234";
 
@@ -131,7 +134,7 @@ fn a_busy_twin_port_makes_the_address_busy_for_localhost() {
 }
 
 /// Runs `serving` on a thread of its own for 10 s at most, passing on what it hands over.
-fn hand_overs(serving: Serving) -> mpsc::Receiver<Verdict> {
+fn hand_overs(mut serving: Serving) -> mpsc::Receiver<Verdict> {
     let (sender, verdicts) = mpsc::channel();
     std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -202,7 +205,7 @@ fn the_real_callback_gets_through_while_many_idle_connections_wait() {
         .map(|_| TcpStream::connect(address).unwrap())
         .collect();
     // Let the accept loop take them all in.
-    std::thread::sleep(ACCEPT_POLL * 4);
+    std::thread::sleep(WAIT_SLICE * 4);
     let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
     assert!(status.contains("200"), "{status}");
     match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
