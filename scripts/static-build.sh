@@ -23,3 +23,11 @@ build_static() {
     cargo build --quiet --release --locked --target "$target" --manifest-path "$root/Cargo.toml" >&2
     echo "$root/target/$target/release/kubecred"
 }
+
+# ensure_zigbuild: cargo-zigbuild and zig (PyPI), the C compiler and linker of the aarch64 musl
+# build (ring has C code; Debian has no aarch64 musl cross compiler).
+ensure_zigbuild() {
+    command -v cargo-zigbuild > /dev/null && return 0
+    echo "installing cargo-zigbuild and ziglang (pip)..." >&2
+    python3 -m pip install --quiet ziglang==0.17.1 cargo-zigbuild==0.24.1 >&2
+}

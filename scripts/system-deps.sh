@@ -24,10 +24,21 @@ KUBECRED_SYSTEM_DEPS=(
     "musl-tools:musl-gcc"
 )
 
-# Prints the packages whose command is missing, one per line.
-missing_system_deps() {
+# What the release and the other platforms' tests need beyond that (scripts/release.sh,
+# scripts/cross-test.sh):
+#   gcc-mingw-w64-x86-64  the C compiler and linker of the Windows build
+#   qemu-user             runs the aarch64 Linux build here
+#   wine                  runs the Windows build here
+KUBECRED_CROSS_DEPS=(
+    "gcc-mingw-w64-x86-64:x86_64-w64-mingw32-gcc"
+    "qemu-user:qemu-aarch64"
+    "wine:wine"
+)
+
+# missing_deps ENTRY...: prints the packages whose command is missing, one per line.
+missing_deps() {
     local entry package check
-    for entry in "${KUBECRED_SYSTEM_DEPS[@]}"; do
+    for entry in "$@"; do
         package=${entry%%:*}
         check=${entry#*:}
         if [[ $check == *" "* ]]; then
@@ -39,18 +50,22 @@ missing_system_deps() {
     done
 }
 
-# Installs what is missing: with apt-get when running as root, else it prints the exact command
-# to run and fails. Messages go to stderr.
-ensure_system_deps() {
-    local missing
-    mapfile -t missing < <(missing_system_deps)
+# ensure_deps ENTRY...: installs what is missing with apt-get, as root or through a sudo that
+# asks no password (a CI runner); else it prints the exact command to run and fails. Messages go
+# to stderr.
+ensure_deps() {
+    local missing as_root=()
+    mapfile -t missing < <(missing_deps "$@")
     [ ${#missing[@]} -eq 0 ] && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    if [ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null; then
+        as_root=(sudo -n env DEBIAN_FRONTEND=noninteractive)
+    fi
+    if { [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; } && command -v apt-get >/dev/null 2>&1; then
         echo "installing Debian packages: ${missing[*]}" >&2
         export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-        mapfile -t missing < <(missing_system_deps)
+        "${as_root[@]}" apt-get update -qq >&2
+        "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+        mapfile -t missing < <(missing_deps "$@")
         [ ${#missing[@]} -eq 0 ] && return 0
         echo "still missing after apt-get install: ${missing[*]}" >&2
         return 1
@@ -59,4 +74,12 @@ ensure_system_deps() {
     echo "    sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
     echo "(on another distribution: the packages that provide the same commands)" >&2
     return 1
+}
+
+ensure_system_deps() {
+    ensure_deps "${KUBECRED_SYSTEM_DEPS[@]}"
+}
+
+ensure_cross_deps() {
+    ensure_deps "${KUBECRED_CROSS_DEPS[@]}"
 }

@@ -7,8 +7,10 @@
 # it prints the command), the test bed's npm packages, the Python client's venv and the kube-rs
 # client (examples/kube-client, its own crate).
 # Then the build a Linux user downloads, the static musl release binary copied alone into an empty
-# directory, runs the integration tests again (they run KUBECRED_TEST_BINARY when it is set).
-# Extra arguments go to `cargo test` (and skip the static binary's run: a subset is being tried).
+# directory, runs the integration tests again (they run KUBECRED_TEST_BINARY when it is set), and
+# the other platforms' release builds run under Wine and qemu (scripts/cross-test.sh).
+# Extra arguments go to `cargo test` (and skip the static binary's and the other platforms' runs:
+# a subset is being tried).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -56,3 +58,7 @@ ALONE="$alone" dbus-run-session -- sh -c '
     echo "==> the integration tests again, with the static release binary alone in $ALONE" >&2
     KUBECRED_TEST_BINARY="$ALONE/kubecred" cargo test --test it
 ' "$keyring_home" "$@"
+
+if [ $# -eq 0 ]; then
+    bash scripts/cross-test.sh
+fi

@@ -7,6 +7,13 @@
 //! entry lock (the cache-hit path of a parallel kubectl) therefore sees the old entry or the new
 //! one, never half of one, and a crash mid-write leaves the old entry intact. Modes are set when a
 //! file is created, not afterwards, so a token is never readable by others even for a moment.
+//!
+//! On Windows there are no modes: a file takes the access control list of its directory, and
+//! the default cache directory is under the user's profile (`%LOCALAPPDATA%\kubecred\cache`),
+//! whose ACL grants only the user, SYSTEM and the Administrators group. That is what protects
+//! the tokens there, as it protects every other per-user secret store on Windows; a
+//! `--cache-dir` elsewhere must be a directory only its user can read. The owner check of reads
+//! is unix-only for the same reason.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -24,7 +31,9 @@ pub(crate) enum ReadError {
     Corrupt(String),
     /// The file belongs to another user: someone else put it there, so its content is not ours
     /// to trust. Callers refuse it with a clear error (or, for a cache of public documents, ignore
-    /// it loudly); the write path refuses the directory too.
+    /// it loudly); the write path refuses the directory too. Unix only (see the module's note on
+    /// Windows).
+    #[cfg_attr(not(unix), allow(dead_code))]
     Foreign(String),
     /// The file could not be read (permissions, I/O error): worth reporting.
     Io(io::Error),

@@ -10,6 +10,7 @@
 
 use crate::config::BrowserChoice;
 use crate::debug;
+#[cfg(all(unix, not(target_os = "macos")))]
 use crate::env_vars;
 use crate::error::{fail, Exit};
 use crate::log::notice;

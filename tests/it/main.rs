@@ -4,6 +4,10 @@
 //! headless Chromium for browser logins; beside kubectl, the Python, JavaScript and kube-rs
 //! clients run kubecred themselves. The harness installs the Node test bed (and the Python
 //! client) itself on first use; scripts/test.sh also installs the system packages.
+//!
+//! Unix only: the harness drives kubectl, Node, Chromium, D-Bus and unix file modes and
+//! processes. On Windows the binary itself is tested under Wine by scripts/windows-test.sh.
+#![cfg(unix)]
 
 mod support;
 

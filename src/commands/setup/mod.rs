@@ -27,12 +27,24 @@ use std::fmt::Write;
 fn this_binary() -> anyhow::Result<std::path::PathBuf> {
     std::env::current_exe()
         .and_then(std::fs::canonicalize)
+        .map(without_verbatim_prefix)
         .map_err(|err| {
             fail(
                 Exit::Input,
                 format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
             )
         })
+}
+
+/// `C:\Users\…` for Windows' `\\?\C:\Users\…`: canonicalize returns the verbatim form, which
+/// is neither what a user reads nor what they would write in a kubeconfig. Other paths as they are.
+fn without_verbatim_prefix(path: std::path::PathBuf) -> std::path::PathBuf {
+    let plain = path
+        .to_str()
+        .and_then(|text| text.strip_prefix(r"\\?\"))
+        .filter(|rest| rest.as_bytes().get(1) == Some(&b':'))
+        .map(std::path::PathBuf::from);
+    plain.unwrap_or(path)
 }
 
 pub(super) fn run(
@@ -144,4 +156,28 @@ pub(super) fn run(
         &advice::kuberc(&inputs.command),
     );
     Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_verbatim_prefix;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_windows_verbatim_drive_path_is_printed_plainly() {
+        let plain = |p: &str| without_verbatim_prefix(PathBuf::from(p));
+        assert_eq!(
+            plain(r"\\?\C:\Program Files\kubecred\kubecred.exe"),
+            PathBuf::from(r"C:\Program Files\kubecred\kubecred.exe")
+        );
+        // A verbatim UNC path has no plain form this simple: left as it is.
+        assert_eq!(
+            plain(r"\\?\UNC\server\share\kubecred.exe"),
+            PathBuf::from(r"\\?\UNC\server\share\kubecred.exe")
+        );
+        assert_eq!(
+            plain("/usr/local/bin/kubecred"),
+            PathBuf::from("/usr/local/bin/kubecred")
+        );
+    }
 }
