@@ -353,6 +353,20 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
     ))
 }
 
+/// After a refresh whose answer could not be used: the provider may have rotated the refresh
+/// token all the same, and the old one is then spent (reusing it can revoke the whole grant), so
+/// the new one is kept with the cached tokens.
+fn keep_rotated_refresh_token(
+    cache: &TokenCache,
+    cached: &Tokens,
+    refresh_token: crate::secret::Secret,
+    lock: &EntryLock,
+) -> anyhow::Result<()> {
+    let mut kept = cached.clone();
+    kept.refresh_token = Some(refresh_token);
+    cache.save(&kept, lock)
+}
+
 fn cooldown_for(cache: &TokenCache) -> Cooldown {
     Cooldown::new(cache.state_path("login-failed"))
 }
@@ -457,9 +471,7 @@ fn obtain_under_lock(
                 refresh_token,
                 error,
             } => {
-                let mut kept = cached.tokens.clone();
-                kept.refresh_token = Some(refresh_token);
-                cache.save(&kept, &lock)?;
+                keep_rotated_refresh_token(cache, &cached.tokens, refresh_token, &lock)?;
                 return Err(error);
             }
             RefreshOutcome::Rejected(reason) => {

@@ -267,9 +267,7 @@ fn renew(
             refresh_token,
             error,
         } => {
-            let mut kept = cached.tokens.clone();
-            kept.refresh_token = Some(refresh_token);
-            cache.save(&kept, lock)?;
+            super::keep_rotated_refresh_token(cache, &cached.tokens, refresh_token, lock)?;
             Err(error)
         }
         // The entry stays: its token is still good, and the foreground says what this means

@@ -13,7 +13,6 @@ use crate::support::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -227,18 +226,6 @@ fn json_answer(status: u16, body: Value) -> Fault {
         vec![("Content-Type", "application/json".into())],
         body.to_string(),
     )
-}
-
-/// The cache entry's bytes, to compare before and after a failure.
-fn entry_bytes(cache_dir: &Path) -> Vec<Vec<u8>> {
-    let mut files = cache_token_files(cache_dir);
-    files.sort();
-    assert!(
-        !files.is_empty(),
-        "no cache entry in {}",
-        cache_dir.display()
-    );
-    files.iter().map(|f| std::fs::read(f).unwrap()).collect()
 }
 
 /// Gets a first token (cached with its refresh token `refresh-1`), then marks it expired, so

@@ -10,45 +10,37 @@ use serde_json::json;
 #[test]
 fn expires_in_as_a_string_or_a_float_is_how_long_the_token_lives() {
     let bed = Testbed::start();
-    for (quirk, seconds) in [(json!("3600"), 3600), (json!(3599.5), 3599)] {
-        let env = TestEnv::new();
+    // The access token is a JWT of the test provider's TTL (600 s): with a longer expires_in,
+    // its `exp` decides, less the 30 s printed margin.
+    for quirk in [json!("3600"), json!(3599.5)] {
         bed.configure(json!({"tokenResponsePatch": {"expires_in": quirk}}));
-        let run = env
-            .kubecred_owned(&with_flag(&env.cc_args(&bed), "--use-access-token"))
-            .run()
-            .success();
-        let expiry = run.credential()["status"]["expirationTimestamp"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let expiry = chrono::DateTime::parse_from_rfc3339(&expiry).unwrap();
-        let left = expiry
-            .signed_duration_since(chrono::Utc::now())
-            .num_seconds();
-        // The access token is a JWT of the test provider's TTL (600 s): the earlier of its `exp`
-        // and expires_in wins, less the 30 s printed margin.
-        assert!(left <= 600 && left > 500, "{quirk}: {left} s left");
-        assert!(
-            seconds > 600,
-            "the expires_in given must not be the one that decides"
-        );
+        let left = access_token_seconds_left(&TestEnv::new(), &bed);
+        assert!(left <= 570 && left > 500, "{quirk}: {left} s left");
     }
-    // expires_in alone decides when it is the earlier: 120 s, as a string.
-    let env = TestEnv::new();
+    // expires_in decides when it is the earlier: 120 s, as a string, less the margin.
     bed.configure(json!({"tokenResponsePatch": {"expires_in": "120"}}));
+    let left = access_token_seconds_left(&TestEnv::new(), &bed);
+    assert!((60..=90).contains(&left), "{left} s left of 120 - 30");
+    // And as a float with a fraction: rounded down, never a longer life than the provider said.
+    bed.configure(json!({"tokenResponsePatch": {"expires_in": 119.9}}));
+    let left = access_token_seconds_left(&TestEnv::new(), &bed);
+    assert!((60..=89).contains(&left), "{left} s left of 119 - 30");
+}
+
+/// A client-credentials run for the access token: the seconds its printed expiry is away.
+fn access_token_seconds_left(env: &TestEnv, bed: &Testbed) -> i64 {
     let run = env
-        .kubecred_owned(&with_flag(&env.cc_args(&bed), "--use-access-token"))
+        .kubecred_owned(&with_flag(&env.cc_args(bed), "--use-access-token"))
         .run()
         .success();
     let expiry = run.credential()["status"]["expirationTimestamp"]
         .as_str()
         .unwrap()
         .to_string();
-    let left = chrono::DateTime::parse_from_rfc3339(&expiry)
+    chrono::DateTime::parse_from_rfc3339(&expiry)
         .unwrap()
         .signed_duration_since(chrono::Utc::now())
-        .num_seconds();
-    assert!((60..=90).contains(&left), "{left} s left of 120 - 30");
+        .num_seconds()
 }
 
 /// A provider whose discovery lists `authorization_code, implicit, device_code` but serves client

@@ -6,22 +6,9 @@
 use crate::sessions::kubecred_plain;
 use crate::support::*;
 use serde_json::json;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const V1: &str = "client.authentication.k8s.io/v1";
-
-/// The bytes of every cache entry file: what "the entry stays as it was" compares.
-fn entry_bytes(cache_dir: &Path) -> Vec<Vec<u8>> {
-    let mut files = cache_token_files(cache_dir);
-    files.sort();
-    assert!(
-        !files.is_empty(),
-        "no cache entry in {}",
-        cache_dir.display()
-    );
-    files.iter().map(|f| std::fs::read(f).unwrap()).collect()
-}
 
 /// Waits (bounded) until `done` holds; panics naming `what` if it never does.
 fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {

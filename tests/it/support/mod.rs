@@ -688,6 +688,19 @@ pub fn expire_cached_tokens(cache_dir: &Path) -> usize {
 }
 
 /// Files of the token cache (not locks, not discovery).
+/// The bytes of every cache entry file, in a stable order: what "the entry stays as it was"
+/// compares.
+pub fn entry_bytes(cache_dir: &Path) -> Vec<Vec<u8>> {
+    let mut files = cache_token_files(cache_dir);
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no cache entry in {}",
+        cache_dir.display()
+    );
+    files.iter().map(|f| std::fs::read(f).unwrap()).collect()
+}
+
 pub fn cache_token_files(cache_dir: &Path) -> Vec<PathBuf> {
     match std::fs::read_dir(cache_dir.join("tokens")) {
         Ok(entries) => entries
