@@ -279,6 +279,16 @@ async function idToken(nonce, refreshed) {
       claims.aud = [CLIENT_ID, 'kubernetes'];
       claims.azp = CLIENT_ID;
       break;
+    case 'clock-ahead':
+      // A provider whose clock runs 50 s ahead of ours (the skew real fleets show).
+      claims.iat = now + 50;
+      claims.nbf = now + 50;
+      claims.exp = now + 650;
+      break;
+    case 'groups-12kb':
+      // An enterprise account in hundreds of groups: a 12 KB claim in a header-sized token.
+      claims.groups = Array.from({ length: 600 }, (_, i) => `team-${String(i).padStart(4, '0')}-members`);
+      break;
     case 'aud-array-without-azp':
       claims.aud = ['kubernetes', CLIENT_ID];
       break;
