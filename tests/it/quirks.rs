@@ -134,3 +134,40 @@ fn a_refresh_answer_without_an_id_token_never_prints_the_old_one() {
     assert!(!run.stdout().contains(&old_id_token));
     run.stderr_contains("no login completed within 1s");
 }
+
+/// Google's device authorization answer: `verification_url` (the pre-RFC 8628 name) instead of
+/// `verification_uri`, and no `interval`. The URL is shown and opened, and the polls wait the
+/// RFC 8628 default of 5 s (polling faster would earn slow_down or a ban from such a provider).
+#[test]
+fn device_flow_with_verification_url_and_no_interval() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let verification = format!("{}/device", bed.issuer);
+    bed.configure(json!({"deviceResponsePatch": {
+        "verification_url": verification,
+        "verification_uri": null,
+        "interval": null
+    }}));
+    let env = TestEnv::new();
+    let started = std::time::Instant::now();
+    env.kubecred_owned(&[
+        "get-token".into(),
+        format!("--issuer-url={}", bed.issuer),
+        format!("--client-id={PUBLIC_CLIENT}"),
+        "--grant-type=device-code".into(),
+        format!("--browser-command={}", browser_command()),
+    ])
+    .run()
+    .success()
+    .stderr_contains(&verification);
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(5),
+        "the first poll comes after the default interval of 5 s, not before: {took:?}"
+    );
+    let polls = bed.token_requests("urn:ietf:params:oauth:grant-type:device_code");
+    // The browser approves within a few seconds: one or two polls 5 s apart, never a burst.
+    assert!((1..=3).contains(&polls), "{polls} polls in {took:?}");
+}
