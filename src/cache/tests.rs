@@ -51,6 +51,7 @@ pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
         refresh_token: refresh.then(|| Secret::new(format!("refresh-token-{tag}-{}", unique()))),
         obtained_at: now,
         identity: None,
+        granted_scope: None,
     }
 }
 

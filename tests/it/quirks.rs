@@ -171,3 +171,25 @@ fn device_flow_with_verification_url_and_no_interval() {
     // The browser approves within a few seconds: one or two polls 5 s apart, never a burst.
     assert!((1..=3).contains(&polls), "{polls} polls in {took:?}");
 }
+
+/// A provider may grant less than asked (RFC 6749 §3.3) and say so in `scope`: here no
+/// offline_access, so no refresh token. The login works, and `setup` names what was left out
+/// and what it means (a new login at every expiry) with where to change it.
+#[test]
+fn setup_names_a_narrower_scope_than_asked() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    bed.configure(json!({"tokenResponsePatch": {"scope": "openid email", "refresh_token": null}}));
+    let env = TestEnv::new();
+    let mut args = authcode_args(&bed);
+    args[0] = "setup".into();
+    args.push("--scope=offline_access,email".into());
+    let run = env.kubecred_owned(&args).run().success().stderr_contains(
+        "  warn  the provider granted the scope \"openid email\", without offline_access that was asked for",
+    );
+    run.stderr_contains(
+        "  warn  no refresh token was issued: every expiry means a new login; the provider did not grant offline_access",
+    );
+}
