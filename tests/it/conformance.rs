@@ -339,6 +339,15 @@ fn kubecred_groups_claim_of_12_kb() {
     assert_eq!(op.stats()["token"]["authorization_code"], 1);
 }
 
+/// A JWKS holding keys kubecred cannot use (Ed448, RSA-OAEP-512 and `use: enc` encryption keys,
+/// ML-DSA, x5c-only) before the signing key: the signing key is found by kid, and without one
+/// as the only key for RS256 signatures.
+#[test]
+fn kubecred_jwks_with_unusable_keys_beside_the_signing_key() {
+    accepted("jwks-unusable-keys");
+    accepted("jwks-unusable-keys-kid-absent");
+}
+
 #[test]
 fn kubecred_aud_array_without_azp() {
     accepted("aud-array-without-azp");

@@ -151,9 +151,25 @@ function publishedKeys() {
       return [rsa.jwk, rsaOther.jwk];
     case 'invalid-sig-hs256-rsa-public-key':
       return [rsa.jwk];
+    case 'jwks-unusable-keys':
+    case 'jwks-unusable-keys-kid-absent':
+      return [...unusableKeys(), rsa.jwk];
     default:
       return [rsa.jwk, ec.jwk];
   }
+}
+
+// Keys real JWKS documents publish beside the signing key that kubecred cannot (and need not)
+// use: Ed448, encryption keys with and without `alg`, post-quantum ML-DSA, an x5c-only key.
+function unusableKeys() {
+  const { n, e } = rsa.jwk;
+  return [
+    { kty: 'OKP', crv: 'Ed448', kid: 'ed448', x: 'X9dEm1m0Yf0s54fsYWrUah2hNCSFpw4fig6nXYDpZ3jt8SR2m0bHBhvWeD3x5Q9s0foavq_oJWGA' },
+    { kty: 'RSA', use: 'enc', alg: 'RSA-OAEP-512', kid: 'oaep', n, e },
+    { kty: 'RSA', use: 'enc', kid: 'enc', n, e },
+    { kty: 'AKP', alg: 'ML-DSA-44', kid: 'pq', pub: 'AAAA' },
+    { kty: 'RSA', kid: 'x5c-only', x5c: ['MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA'] },
+  ];
 }
 
 function withoutKid(jwk) {
@@ -298,6 +314,7 @@ async function idToken(nonce, refreshed) {
       break;
     case 'oidcc-client-test-kid-absent-single-jwks':
     case 'oidcc-client-test-kid-absent-multiple-jwks':
+    case 'jwks-unusable-keys-kid-absent':
       delete header.kid;
       break;
     case 'idtoken-sig-es256':
