@@ -193,3 +193,27 @@ fn setup_names_a_narrower_scope_than_asked() {
         "  warn  no refresh token was issued: every expiry means a new login; the provider did not grant offline_access",
     );
 }
+
+/// Entra ID's multi-tenant discovery (`common`, `organizations`) names the template issuer
+/// `https://login.microsoftonline.com/{tenantid}/v2.0`: no token carries it, and an API server
+/// trusts one issuer. Both `get-token` and `setup` stop with the issuer to use instead, and
+/// `setup` does not blame the issuer mismatch.
+#[test]
+fn entra_multi_tenant_template_issuer_names_the_tenant_issuer() {
+    let bed = Testbed::start();
+    bed.configure(json!({"discoveryPatch": {
+        "issuer": "https://login.microsoftonline.com/{tenantid}/v2.0"
+    }}));
+    let env = TestEnv::new();
+    let run = env
+        .kubecred_owned(&env.cc_args(&bed))
+        .run()
+        .failure(3) // the provider's exit code
+        .stderr_contains("(Entra ID's multi-tenant endpoint); use your tenant's own issuer, https://login.microsoftonline.com/<tenant ID>/v2.0");
+    assert!(
+        !run.stderr().contains("set --issuer-url to exactly"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(bed.total_token_requests(), 0);
+}
