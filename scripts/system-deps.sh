@@ -9,6 +9,8 @@
 #   hyperfine, time, strace  benchmarks and the cache-hit syscall check
 #   zsh              loads the generated zsh completion (fish's is checked where installed)
 #   musl-tools       musl-gcc, for ring's C code in the static musl build (scripts/static-build.sh)
+#   glewlwyd, sqlite3  the second OpenID Provider of the test bed and the shell that creates its
+#                    database (tests/support/glewlwyd.mjs)
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -22,6 +24,8 @@ KUBECRED_SYSTEM_DEPS=(
     "ca-certificates:test -s /etc/ssl/certs/ca-certificates.crt"
     "zsh:zsh"
     "musl-tools:musl-gcc"
+    "glewlwyd:glewlwyd"
+    "sqlite3:sqlite3"
 )
 
 # What the release and the other platforms' tests need beyond that (scripts/release.sh,

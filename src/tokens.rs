@@ -28,6 +28,11 @@ pub struct Tokens {
     /// repeat (OpenID Connect Core §12.2); kept across refreshes that return no ID token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// The `scope` member of the token response that brought these tokens, when it had one:
+    /// what `setup` compares with what was asked (a provider may grant less, RFC 6749 §3.3).
+    /// Not cached: only the run that asked has a use for it.
+    #[serde(skip)]
+    pub granted_scope: Option<Vec<String>>,
 }
 
 /// Who an ID token is about (`sub`), who issued it (`iss`) and for whom (`aud`).
@@ -252,6 +257,7 @@ mod tests {
             refresh_token: None,
             obtained_at: Utc::now(),
             identity: None,
+            granted_scope: None,
         };
         assert_eq!(display_subject(&tokens).as_deref(), Some("a@x"));
         tokens.id_token = None;
@@ -284,6 +290,7 @@ mod tests {
             refresh_token: None,
             obtained_at: now,
             identity: None,
+            granted_scope: None,
         };
         assert!(tokens
             .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(60))

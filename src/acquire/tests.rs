@@ -46,6 +46,7 @@ fn a_cached_token_is_served_until_min_validity_before_its_expiry() {
         refresh_token: None,
         obtained_at: start,
         identity: None,
+        granted_scope: None,
     };
     cache
         .save(&tokens, &cache.lock(Duration::from_secs(5)).unwrap())
@@ -88,6 +89,7 @@ fn an_already_expired_answer_is_refused() {
         refresh_token: None,
         obtained_at: now,
         identity: None,
+        granted_scope: None,
     };
     let err = render(&config, &tokens, &FixedClock::at(now)).unwrap_err();
     assert_eq!(crate::error::exit_code_of(&err), Exit::Provider);
@@ -107,6 +109,7 @@ fn save_hour_token(cache: &TokenCache, start: chrono::DateTime<Utc>, refresh: bo
         refresh_token: refresh.then(|| Secret::new("refresh-token")),
         obtained_at: start,
         identity: None,
+        granted_scope: None,
     };
     cache
         .save(&tokens, &cache.lock(Duration::from_secs(5)).unwrap())

@@ -132,6 +132,7 @@ impl StoredEntry {
             refresh_token,
             obtained_at: self.obtained_at,
             identity: self.identity,
+            granted_scope: None,
         };
         (tokens, at)
     }
@@ -214,6 +215,7 @@ mod tests {
                 sub: "user-1".into(),
                 aud: vec!["kubectl".into()],
             }),
+            granted_scope: None,
         }
     }
 

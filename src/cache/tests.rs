@@ -51,6 +51,7 @@ pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
         refresh_token: refresh.then(|| Secret::new(format!("refresh-token-{tag}-{}", unique()))),
         obtained_at: now,
         identity: None,
+        granted_scope: None,
     }
 }
 
@@ -291,7 +292,8 @@ fn entries_are_listed_with_what_they_are_for_and_no_secret() {
     assert_eq!(sessions.len(), 2, "{sessions:?}");
     let listed = sessions.iter().find(|s| &s.key == work.key()).unwrap();
     let about = listed.about.as_ref().unwrap();
-    assert_eq!(about.issuer, "https://idp.example"); // as it was written
+    // As the user wrote it (status shows it so), not as the URL parser normalised it.
+    assert_eq!(about.issuer, "https://idp.example");
     assert_eq!(about.client_id, "kubernetes");
     assert_eq!(about.account.as_deref(), Some("work"));
     assert_eq!(about.grant, "authcode");

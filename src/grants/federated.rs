@@ -72,5 +72,6 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
         refresh_token: None,
         obtained_at: now,
         identity: None,
+        granted_scope: None,
     })
 }

@@ -214,6 +214,9 @@ impl<'a> ProviderClient<'a> {
             refresh_token,
             obtained_at: requested_at,
             identity,
+            granted_scope: response
+                .scopes()
+                .map(|scopes| scopes.iter().map(|s| s.to_string()).collect()),
         })
     }
 }

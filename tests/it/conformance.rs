@@ -311,6 +311,43 @@ fn kubecred_aud_array_with_azp() {
 }
 
 /// Several audiences and no azp: Core 1.0 errata 2 no longer asks for azp; ours is among them.
+/// A provider clock 50 s ahead: iat and nbf in our future, within the one-minute leeway that
+/// kube-apiserver allows too, so the token is accepted (a stricter check would lock out every
+/// user of such a provider until the clocks agree).
+#[test]
+fn kubecred_iat_and_nbf_a_little_ahead() {
+    let (_, _, token) = accepted("clock-ahead");
+    let claims = jwt_claims(&token);
+    let now = chrono::Utc::now().timestamp();
+    assert!(claims["nbf"].as_i64().unwrap() > now + 30, "{claims}");
+}
+
+/// An account in 600 groups: a 12 KB claim travels whole, through the cache to kubectl.
+#[test]
+fn kubecred_groups_claim_of_12_kb() {
+    let (op, env, token) = accepted("groups-12kb");
+    let groups = jwt_claims(&token)["groups"].clone();
+    assert_eq!(groups.as_array().unwrap().len(), 600);
+    assert!(
+        groups.to_string().len() > 12_000,
+        "{}",
+        groups.to_string().len()
+    );
+    // The cached copy is what the next call prints, without asking the provider again.
+    let again = env.kubecred_owned(&op.args()).run().success().token();
+    assert_eq!(again, token);
+    assert_eq!(op.stats()["token"]["authorization_code"], 1);
+}
+
+/// A JWKS holding keys kubecred cannot use (Ed448, RSA-OAEP-512 and `use: enc` encryption keys,
+/// ML-DSA, x5c-only) before the signing key: the signing key is found by kid, and without one
+/// as the only key for RS256 signatures.
+#[test]
+fn kubecred_jwks_with_unusable_keys_beside_the_signing_key() {
+    accepted("jwks-unusable-keys");
+    accepted("jwks-unusable-keys-kid-absent");
+}
+
 #[test]
 fn kubecred_aud_array_without_azp() {
     accepted("aud-array-without-azp");

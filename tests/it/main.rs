@@ -22,6 +22,7 @@ mod exec_protocol;
 mod faults_local;
 mod faults_network;
 mod federation;
+mod glewlwyd;
 mod js_client;
 mod kube_rs_client;
 mod kubectl;

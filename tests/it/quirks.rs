@@ -126,3 +126,86 @@ fn a_refresh_answer_without_an_id_token_never_prints_the_old_one() {
     assert!(!run.stdout().contains(&old_id_token));
     run.stderr_contains("no login completed within 1s");
 }
+
+/// Google's device authorization answer: `verification_url` (the pre-RFC 8628 name) instead of
+/// `verification_uri`, and no `interval`. The URL is shown and opened, and the polls wait the
+/// RFC 8628 default of 5 s (polling faster would earn slow_down or a ban from such a provider).
+#[test]
+fn device_flow_with_verification_url_and_no_interval() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let verification = format!("{}/device", bed.issuer);
+    bed.configure(json!({"deviceResponsePatch": {
+        "verification_url": verification,
+        "verification_uri": null,
+        "interval": null
+    }}));
+    let env = TestEnv::new();
+    let started = std::time::Instant::now();
+    env.kubecred_owned(&[
+        "get-token".into(),
+        format!("--issuer-url={}", bed.issuer),
+        format!("--client-id={PUBLIC_CLIENT}"),
+        "--grant-type=device-code".into(),
+        format!("--browser-command={}", browser_command()),
+    ])
+    .run()
+    .success()
+    .stderr_contains(&verification);
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(5),
+        "the first poll comes after the default interval of 5 s, not before: {took:?}"
+    );
+    let polls = bed.token_requests("urn:ietf:params:oauth:grant-type:device_code");
+    // The browser approves within a few seconds: one or two polls 5 s apart, never a burst.
+    assert!((1..=3).contains(&polls), "{polls} polls in {took:?}");
+}
+
+/// A provider may grant less than asked (RFC 6749 §3.3) and say so in `scope`: here no
+/// offline_access, so no refresh token. The login works, and `setup` names what was left out
+/// and what it means (a new login at every expiry) with where to change it.
+#[test]
+fn setup_names_a_narrower_scope_than_asked() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    bed.configure(json!({"tokenResponsePatch": {"scope": "openid email", "refresh_token": null}}));
+    let env = TestEnv::new();
+    let mut args = authcode_args(&bed);
+    args[0] = "setup".into();
+    args.push("--scope=offline_access,email".into());
+    let run = env.kubecred_owned(&args).run().success().stderr_contains(
+        "  warn  the provider granted the scope \"openid email\", without offline_access that was asked for",
+    );
+    run.stderr_contains(
+        "  warn  no refresh token was issued: every expiry means a new login; the provider did not grant offline_access",
+    );
+}
+
+/// Entra ID's multi-tenant discovery (`common`, `organizations`) names the template issuer
+/// `https://login.microsoftonline.com/{tenantid}/v2.0`: no token carries it, and an API server
+/// trusts one issuer. Both `get-token` and `setup` stop with the issuer to use instead, and
+/// `setup` does not blame the issuer mismatch.
+#[test]
+fn entra_multi_tenant_template_issuer_names_the_tenant_issuer() {
+    let bed = Testbed::start();
+    bed.configure(json!({"discoveryPatch": {
+        "issuer": "https://login.microsoftonline.com/{tenantid}/v2.0"
+    }}));
+    let env = TestEnv::new();
+    let run = env
+        .kubecred_owned(&env.cc_args(&bed))
+        .run()
+        .failure(3) // the provider's exit code
+        .stderr_contains("(Entra ID's multi-tenant endpoint); use your tenant's own issuer, https://login.microsoftonline.com/<tenant ID>/v2.0");
+    assert!(
+        !run.stderr().contains("set --issuer-url to exactly"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(bed.total_token_requests(), 0);
+}

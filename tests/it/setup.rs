@@ -291,3 +291,45 @@ fn setup_explains_an_untrusted_certificate_and_passes_the_ca_on() {
         "{authn}"
     );
 }
+
+/// A new user's password login: every setting the run needed (here --username) is in the
+/// printed kubeconfig, whose args then log in on their own (the password from the environment,
+/// as the printed env names it).
+#[test]
+fn setup_with_the_password_grant_prints_args_that_log_in() {
+    let bed = Testbed::start_with(json!({"apiAudiences": ["kubecred-password"]}));
+    let env = TestEnv::new();
+    let password = "testbed-alice-password";
+    let run = env
+        .kubecred_owned(&[
+            "setup".into(),
+            format!("--issuer-url={}", bed.issuer),
+            "--client-id=kubecred-password".into(),
+            "--grant-type=password".into(),
+            "--username=alice".into(),
+        ])
+        .env("KUBECRED_PASSWORD", password)
+        .run()
+        .success()
+        .never_shows(&[password]);
+    let kubeconfig = env.dir.path().join("generated-kubeconfig.yaml");
+    std::fs::write(&kubeconfig, section(&run.stdout(), 5)).unwrap();
+    let view = kubectl_json(
+        &env,
+        &kubeconfig,
+        &["config", "view", "--raw", "-o", "json"],
+    );
+    let args: Vec<String> = view["users"][0]["user"]["exec"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert!(args.contains(&"--username=alice".to_string()), "{args:?}");
+    let again = TestEnv::new();
+    again
+        .kubecred_owned(&args)
+        .env("KUBECRED_PASSWORD", password)
+        .run()
+        .success();
+}

@@ -151,9 +151,25 @@ function publishedKeys() {
       return [rsa.jwk, rsaOther.jwk];
     case 'invalid-sig-hs256-rsa-public-key':
       return [rsa.jwk];
+    case 'jwks-unusable-keys':
+    case 'jwks-unusable-keys-kid-absent':
+      return [...unusableKeys(), rsa.jwk];
     default:
       return [rsa.jwk, ec.jwk];
   }
+}
+
+// Keys real JWKS documents publish beside the signing key that kubecred cannot (and need not)
+// use: Ed448, encryption keys with and without `alg`, post-quantum ML-DSA, an x5c-only key.
+function unusableKeys() {
+  const { n, e } = rsa.jwk;
+  return [
+    { kty: 'OKP', crv: 'Ed448', kid: 'ed448', x: 'X9dEm1m0Yf0s54fsYWrUah2hNCSFpw4fig6nXYDpZ3jt8SR2m0bHBhvWeD3x5Q9s0foavq_oJWGA' },
+    { kty: 'RSA', use: 'enc', alg: 'RSA-OAEP-512', kid: 'oaep', n, e },
+    { kty: 'RSA', use: 'enc', kid: 'enc', n, e },
+    { kty: 'AKP', alg: 'ML-DSA-44', kid: 'pq', pub: 'AAAA' },
+    { kty: 'RSA', kid: 'x5c-only', x5c: ['MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA'] },
+  ];
 }
 
 function withoutKid(jwk) {
@@ -279,6 +295,16 @@ async function idToken(nonce, refreshed) {
       claims.aud = [CLIENT_ID, 'kubernetes'];
       claims.azp = CLIENT_ID;
       break;
+    case 'clock-ahead':
+      // A provider whose clock runs 50 s ahead of ours (the skew real fleets show).
+      claims.iat = now + 50;
+      claims.nbf = now + 50;
+      claims.exp = now + 650;
+      break;
+    case 'groups-12kb':
+      // An enterprise account in hundreds of groups: a 12 KB claim in a header-sized token.
+      claims.groups = Array.from({ length: 600 }, (_, i) => `team-${String(i).padStart(4, '0')}-members`);
+      break;
     case 'aud-array-without-azp':
       claims.aud = ['kubernetes', CLIENT_ID];
       break;
@@ -288,6 +314,7 @@ async function idToken(nonce, refreshed) {
       break;
     case 'oidcc-client-test-kid-absent-single-jwks':
     case 'oidcc-client-test-kid-absent-multiple-jwks':
+    case 'jwks-unusable-keys-kid-absent':
       delete header.kid;
       break;
     case 'idtoken-sig-es256':

@@ -61,6 +61,7 @@ const DEFAULTS = {
   tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
   tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
   discoveryPatch: null, // merged into the discovery document (a member set to null stays, as null)
+  deviceResponsePatch: null, // merged into the device authorization answer (a member set to null is left out)
   apiRejectedTokens: [], // bearer tokens the API stand-in answers 401 (as if revoked or its keys rotated)
   idTokenSigningAlg: 'RS256', // RS256 | ES256
   accessTokenSigningAlg: 'RS256', // RS256 | ES256 (JWT access tokens)
@@ -81,6 +82,7 @@ const RUNTIME_KEYS = new Set([
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
+  'deviceResponsePatch',
 ]);
 
 function parseOptions() {
@@ -573,6 +575,12 @@ function testbedMiddleware() {
     // omits it); a short interval keeps device-flow tests fast.
     if (p === '/device/auth' && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
       ctx.body = { ...ctx.body, interval: cfg.deviceInterval };
+      // Other providers' shapes of this answer (Google: verification_url, no interval): a member
+      // patched to null is left out.
+      for (const [key, value] of Object.entries(cfg.deviceResponsePatch ?? {})) {
+        if (value === null) delete ctx.body[key];
+        else ctx.body[key] = value;
+      }
     }
     // devInteractions' own pages @import a Google font: strip it (no traffic off loopback).
     if (typeof ctx.body === 'string' && ctx.response.is('html')) {

@@ -71,8 +71,29 @@ pub(super) fn run(
         "{}",
         claims_table::render(&claims, clock.now())
     ));
+    // RFC 6749 §3.3: the provider may grant less than asked, and says so in `scope`. `openid`
+    // is left out of the comparison: the ID token shows it was granted, and some providers
+    // (Google) do not echo it.
+    let left_out: Vec<&str> = match &tokens.granted_scope {
+        Some(granted) => config
+            .scopes
+            .iter()
+            .filter(|s| *s != "openid" && !granted.contains(s))
+            .map(String::as_str)
+            .collect(),
+        None => Vec::new(),
+    };
+    if !left_out.is_empty() {
+        crate::log::stderr(format_args!(
+            "  warn  the provider granted the scope {:?}, without {} that was asked for: what those scopes bring (claims, refresh tokens) is missing; allow them for this client at the provider\n",
+            tokens.granted_scope.as_deref().unwrap_or_default().join(" "),
+            left_out.join(", ")
+        ));
+    }
     if config.grant.is_user_login() && tokens.refresh_token.is_none() {
-        let hint = if diagnosis.offline_access_listed {
+        let hint = if left_out.contains(&"offline_access") {
+            "the provider did not grant offline_access; allow offline access (refresh tokens) for this client at the provider"
+        } else if diagnosis.offline_access_listed {
             "add --scope=offline_access (the provider lists it)"
         } else {
             "allow refresh tokens for this client at the provider"

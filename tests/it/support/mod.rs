@@ -50,6 +50,9 @@ pub enum Need {
     Strace,
     /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
     KubeRsClient,
+    /// Debian's glewlwyd (the second OpenID Provider) and the sqlite3 shell that creates its
+    /// database.
+    Glewlwyd,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -74,6 +77,14 @@ pub fn have(need: Need) -> bool {
                 .is_ok_and(|status| status.success());
             (!found).then(|| "strace (Debian's strace)".to_string())
         }
+        Need::Glewlwyd => ["glewlwyd", "sqlite3"]
+            .into_iter()
+            .find(|program| {
+                !std::env::var_os("PATH").is_some_and(|path| {
+                    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+                })
+            })
+            .map(|program| format!("{program} (Debian's {program})")),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED

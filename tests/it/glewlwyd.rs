@@ -1,0 +1,155 @@
+//! The second, independent OpenID Provider: Debian's glewlwyd (a C server; set up by
+//! tests/support/glewlwyd.mjs from the package's own schema and configuration file). Client
+//! credentials (through `setup`, though its discovery does not list the grant), the device flow
+//! and the browser login, and refreshes that bring no ID token — end to end, with no knob of ours
+//! inside the provider.
+
+use crate::support::*;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+struct Glewlwyd {
+    child: Child,
+    info: Value,
+}
+
+impl Glewlwyd {
+    fn start() -> Glewlwyd {
+        ensure_node_test_bed();
+        let mut child = Command::new("node")
+            .arg(script())
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting node tests/support/glewlwyd.mjs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("reading glewlwyd.mjs' startup line");
+        let info: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|err| panic!("glewlwyd.mjs startup line {line:?}: {err}"));
+        Glewlwyd { child, info }
+    }
+
+    fn get(&self, key: &str) -> String {
+        match &self.info[key] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// get-token as the public client with glewlwyd's "browser" (tests/support/glewlwyd.mjs).
+    fn user_args(&self, grant: &str) -> Vec<String> {
+        vec![
+            "get-token".into(),
+            format!("--issuer-url={}", self.get("issuer")),
+            format!("--client-id={}", self.get("public_client")),
+            format!("--grant-type={grant}"),
+            format!("--listen-address=127.0.0.1:{}", self.get("callback_port")),
+            format!("--redirect-url={}", self.get("callback")),
+            format!("--browser-command=node {} browse", script().display()),
+        ]
+    }
+}
+
+impl Drop for Glewlwyd {
+    fn drop(&mut self) {
+        stop_node_server(&mut self.child);
+    }
+}
+
+fn script() -> std::path::PathBuf {
+    repo_root().join("tests/support/glewlwyd.mjs")
+}
+
+/// The same arguments, unable to log in: only the cache or a refresh can answer.
+fn without_login(args: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = args
+        .iter()
+        .filter(|a| !a.starts_with("--browser-command"))
+        .cloned()
+        .collect();
+    args.extend(["--skip-open-browser".into(), "--auth-timeout=1s".into()]);
+    args
+}
+
+/// glewlwyd's discovery lists authorization_code, implicit and device_code only, yet it serves
+/// client credentials: `setup` warns and succeeds, and get-token works as setup printed it.
+/// (glewlwyd answers a client-credentials request without a scope with a bare 403.)
+#[test]
+fn setup_and_client_credentials() {
+    if !have(Need::Glewlwyd) {
+        return;
+    }
+    let op = Glewlwyd::start();
+    let env = TestEnv::new();
+    let secret = env.dir.path().join("cc-secret");
+    std::fs::write(&secret, op.get("cc_secret")).unwrap();
+    let args = vec![
+        format!("--issuer-url={}", op.get("issuer")),
+        format!("--client-id={}", op.get("cc_client")),
+        format!("--client-secret-file={}", secret.display()),
+        "--grant-type=client-credentials".into(),
+        "--scope=openid".into(),
+        "--use-access-token".into(),
+    ];
+    let mut setup = vec!["setup".to_string()];
+    setup.extend(args.iter().cloned());
+    env.kubecred_owned(&setup)
+        .run()
+        .success()
+        .never_shows(&[&op.get("cc_secret")])
+        .stderr_contains("  warn  discovery does not list the client_credentials grant");
+    let mut get = vec!["get-token".to_string()];
+    get.extend(args);
+    let token = env.kubecred_owned(&get).run().success().token();
+    let claims = jwt_claims(&token);
+    assert_eq!(claims["iss"], op.get("issuer").as_str(), "{claims}");
+    assert_eq!(claims["sub"], op.get("cc_client").as_str(), "{claims}");
+}
+
+/// The device flow approved by alice, then a refresh (glewlwyd's carries no ID token, so the
+/// access token is the credential) with no login possible.
+#[test]
+fn device_flow_then_refresh() {
+    if !have(Need::Glewlwyd) {
+        return;
+    }
+    let op = Glewlwyd::start();
+    let env = TestEnv::new();
+    let args = with_flag(&op.user_args("device-code"), "--use-access-token");
+    let first = env.kubecred_owned(&args).run().success().token();
+    assert_eq!(jwt_claims(&first)["iss"], op.get("issuer").as_str());
+    assert!(expire_cached_tokens(&env.cache_dir()) > 0);
+    let renewed = env
+        .kubecred_owned(&without_login(&args))
+        .run()
+        .success()
+        .token();
+    assert_ne!(renewed, first, "the refresh brought a new access token");
+}
+
+/// The browser login (authorization code with PKCE) as alice: glewlwyd's ID token, verified
+/// against its JWKS, is the credential; a second run is served from the cache.
+#[test]
+fn browser_login() {
+    if !have(Need::Glewlwyd) {
+        return;
+    }
+    let op = Glewlwyd::start();
+    let env = TestEnv::new();
+    let args = op.user_args("authcode");
+    let token = env.kubecred_owned(&args).run().success().token();
+    let claims = jwt_claims(&token);
+    assert_eq!(claims["iss"], op.get("issuer").as_str(), "{claims}");
+    assert_eq!(claims["aud"], op.get("public_client").as_str(), "{claims}");
+    let again = env
+        .kubecred_owned(&without_login(&args))
+        .run()
+        .success()
+        .token();
+    assert_eq!(again, token);
+}
