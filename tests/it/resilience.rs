@@ -148,9 +148,9 @@ fn twenty_hits_in_the_window_start_one_renewal_that_outlives_kubectl() {
     let entry = entry_bytes(&env.cache_dir());
     std::thread::sleep(Duration::from_millis(1500));
 
-    // A provider that takes 8 s per token: the renewal is still under way when every kubectl
+    // A provider that takes 12 s per token: the renewal is still under way when every kubectl
     // is done, so none of them waited for it (nor for its pipes: it holds none of theirs).
-    bed.configure(json!({"tokenDelayMs": 8000}));
+    bed.configure(json!({"tokenDelayMs": 12000}));
     bed.reset_stats();
     run_all_at_once((0..20).map(|_| env.kubectl(&kubeconfig, &["get", "--raw", "/version"])));
     assert_eq!(
@@ -215,7 +215,14 @@ fn a_failed_background_renewal_leaves_the_entry_and_shows_in_status_and_at_v() {
         .success()
         .stderr_contains("the last background renewal failed at ");
 
-    // The provider accepts again: the next hit's renewal succeeds and the note goes.
+    // The provider accepts again: the next hit's renewal succeeds and the note goes. The `-v` hit
+    // started a renewal of its own; it must be over first, or it holds the entry lock (the next
+    // hit then starts none) having asked the provider before the change.
+    wait_until(
+        "the -v hit's renewal to end",
+        Duration::from_secs(30),
+        || !an_entry_lock_is_held(&env.cache_dir()),
+    );
     bed.configure(json!({"tokenError": null}));
     env.kubecred_owned(&args).run().success();
     wait_until("a successful renewal", Duration::from_secs(30), || {

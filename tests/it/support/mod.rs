@@ -698,6 +698,23 @@ pub fn expire_cached_tokens(cache_dir: &Path) -> usize {
     changed
 }
 
+/// Whether some process (a background renewal, a login) holds the lock of an entry in
+/// `cache_dir`: a test that changes the provider waits until this is false, so that a renewal
+/// started earlier cannot meet the change halfway or keep the next one from starting.
+pub fn an_entry_lock_is_held(cache_dir: &Path) -> bool {
+    let Ok(locks) = std::fs::read_dir(cache_dir.join("locks")) else {
+        return false;
+    };
+    locks.map(|entry| entry.unwrap().path()).any(|path| {
+        let file = std::fs::File::open(&path).unwrap();
+        match file.try_lock_shared() {
+            Ok(()) => false, // Released when `file` closes.
+            Err(std::fs::TryLockError::WouldBlock) => true,
+            Err(err) => panic!("probing the lock {}: {err}", path.display()),
+        }
+    })
+}
+
 /// Files of the token cache (not locks, not discovery).
 /// The bytes of every cache entry file, in a stable order: what "the entry stays as it was"
 /// compares.
