@@ -1,7 +1,7 @@
 //! The client credentials grant (RFC 6749 §4.4): a confidential client acting as itself, for CI
 //! jobs and services; there is no user, so no ID token and no refresh token.
 
-use super::errors::token_error;
+use super::errors::token_error_with_forbidden_hint;
 use super::ProviderClient;
 use crate::http::Replay;
 use crate::tokens::Tokens;
@@ -26,12 +26,18 @@ impl ProviderClient<'_> {
         let call = self
             .http
             .oauth("the client credentials request", Replay::Safe);
+        // Some providers (glewlwyd) refuse client credentials asked without a scope with a bare
+        // 403, no OAuth error: the generic hint (the URL, the settings) would send the user astray.
+        let forbidden_hint = self.config.scopes.is_empty().then_some(
+            "a provider may refuse client credentials without a scope: pass --scope with one this client is allowed",
+        );
         let response = request.request(&call).map_err(|err| {
-            token_error(
+            token_error_with_forbidden_hint(
                 err,
                 "client credentials",
                 &self.provider.metadata.issuer,
                 &call,
+                forbidden_hint,
             )
         })?;
         self.tokens_from(response, None, None, requested_at)

@@ -30,6 +30,18 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
     issuer: &str,
     call: &OAuthCall,
 ) -> anyhow::Error {
+    token_error_with_forbidden_hint(err, grant, issuer, call, None)
+}
+
+/// [`token_error`], with the next step to give for a bare 403 (no OAuth error in it) when the
+/// grant knows a likelier cause than the URL or the settings in general.
+pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Display>(
+    err: RequestTokenError<RequestFailure, StandardErrorResponse<T>>,
+    grant: &str,
+    issuer: &str,
+    call: &OAuthCall,
+    forbidden_hint: Option<&str>,
+) -> anyhow::Error {
     let answered = call.last_answer();
     let status_of = |answer: &Option<AnswerSummary>| {
         answer
@@ -43,10 +55,12 @@ pub(super) fn token_error<T: ErrorResponseType + fmt::Display>(
         (&answered, &err)
     {
         if !answer.status.is_success() {
+            let hint = forbidden_hint
+                .filter(|_| answer.status == reqwest::StatusCode::FORBIDDEN)
+                .unwrap_or_else(|| crate::http::status_hint(answer.status));
             return outage(format!(
-                "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {}",
+                "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
                 answer.described,
-                crate::http::status_hint(answer.status)
             ));
         }
     }

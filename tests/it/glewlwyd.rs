@@ -78,7 +78,8 @@ fn without_login(args: &[String]) -> Vec<String> {
 
 /// glewlwyd's discovery lists authorization_code, implicit and device_code only, yet it serves
 /// client credentials: `setup` warns and succeeds, and get-token works as setup printed it.
-/// (glewlwyd answers a client-credentials request without a scope with a bare 403.)
+/// Asked without a scope, glewlwyd answers a bare 403 (no OAuth error): the error says to pass
+/// --scope rather than to check the URL.
 #[test]
 fn setup_and_client_credentials() {
     if !have(Need::Glewlwyd) {
@@ -88,14 +89,22 @@ fn setup_and_client_credentials() {
     let env = TestEnv::new();
     let secret = env.dir.path().join("cc-secret");
     std::fs::write(&secret, op.get("cc_secret")).unwrap();
-    let args = vec![
+    let mut args = vec![
         format!("--issuer-url={}", op.get("issuer")),
         format!("--client-id={}", op.get("cc_client")),
         format!("--client-secret-file={}", secret.display()),
         "--grant-type=client-credentials".into(),
-        "--scope=openid".into(),
         "--use-access-token".into(),
     ];
+    let mut scopeless = vec!["get-token".to_string()];
+    scopeless.extend(args.iter().cloned());
+    env.kubecred_owned(&scopeless)
+        .run()
+        .failure(3)
+        .stderr_contains("answered HTTP 403")
+        .stderr_contains("without a scope: pass --scope")
+        .never_shows(&[&op.get("cc_secret")]);
+    args.push("--scope=openid".into());
     let mut setup = vec!["setup".to_string()];
     setup.extend(args.iter().cloned());
     env.kubecred_owned(&setup)
