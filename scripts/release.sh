@@ -40,9 +40,7 @@ ensure_release_tools() {
         ensure_deps "musl-tools:musl-gcc" "gcc-mingw-w64-x86-64:x86_64-w64-mingw32-gcc"
         ensure_zigbuild
     fi
-    for target in "${targets[@]}"; do
-        rustup target list --installed | grep -qx "$target" || rustup target add "$target" >&2
-    done
+    ensure_rust_target "${targets[@]}"
 }
 
 # build TARGET: builds the release binary and prints its path.
