@@ -245,8 +245,7 @@ fn admit(
     page: &Arc<PageContext>,
 ) {
     let read: Vec<u64> = std::mem::take(&mut *lock(&page.heads_read));
-    idle.retain(|(id, _)| !read.contains(id));
-    idle.retain(|(_, task)| !task.is_finished());
+    idle.retain(|(id, task)| !read.contains(id) && !task.is_finished());
     if connections.len() >= MAX_CONNECTIONS_IN_FLIGHT {
         match idle.pop_front() {
             Some((_, oldest)) => {

@@ -6,7 +6,7 @@
 //! client) itself on first use; scripts/test.sh also installs the system packages.
 //!
 //! Unix only: the harness drives kubectl, Node, Chromium, D-Bus and unix file modes and
-//! processes. On Windows the binary itself is tested under Wine by scripts/windows-test.sh.
+//! processes. On Windows the binary itself is tested under Wine by scripts/cross-test.sh.
 #![cfg(unix)]
 
 mod support;

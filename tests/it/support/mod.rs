@@ -715,7 +715,6 @@ pub fn an_entry_lock_is_held(cache_dir: &Path) -> bool {
     })
 }
 
-/// Files of the token cache (not locks, not discovery).
 /// The bytes of every cache entry file, in a stable order: what "the entry stays as it was"
 /// compares.
 pub fn entry_bytes(cache_dir: &Path) -> Vec<Vec<u8>> {
@@ -729,6 +728,7 @@ pub fn entry_bytes(cache_dir: &Path) -> Vec<Vec<u8>> {
     files.iter().map(|f| std::fs::read(f).unwrap()).collect()
 }
 
+/// Files of the token cache (not locks, not discovery).
 pub fn cache_token_files(cache_dir: &Path) -> Vec<PathBuf> {
     match std::fs::read_dir(cache_dir.join("tokens")) {
         Ok(entries) => entries
