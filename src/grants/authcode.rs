@@ -90,9 +90,7 @@ impl ProviderClient<'_> {
         }
         let requested_at = self.clock.now();
         // The code is single-use: resent only if the first request surely never arrived.
-        let call = self
-            .http
-            .oauth("the authorization code exchange", Replay::OnlyIfUnprocessed);
+        let call = self.oauth_call("the authorization code exchange", Replay::OnlyIfUnprocessed);
         let response = request.request(&call).map_err(|err| {
             token_error(
                 err,

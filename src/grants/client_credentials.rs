@@ -23,9 +23,7 @@ impl ProviderClient<'_> {
         );
         let requested_at = self.clock.now();
         // Nothing one-time is spent: a duplicate request only costs the provider a token.
-        let call = self
-            .http
-            .oauth("the client credentials request", Replay::Safe);
+        let call = self.oauth_call("the client credentials request", Replay::Safe);
         // Some providers (glewlwyd) refuse client credentials asked without a scope with a bare
         // 403, no OAuth error: the generic hint (the URL, the settings) would send the user astray.
         let forbidden_hint = self.config.scopes.is_empty().then_some(

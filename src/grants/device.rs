@@ -43,9 +43,7 @@ impl ProviderClient<'_> {
             None
         };
         // A duplicate authorization request only starts a second, unused code.
-        let start_call = self
-            .http
-            .oauth("the device authorization request", Replay::Safe);
+        let start_call = self.oauth_call("the device authorization request", Replay::Safe);
         let details: StandardDeviceAuthorizationResponse =
             request.request(&start_call).map_err(|err| {
                 token_error(
@@ -92,9 +90,7 @@ impl ProviderClient<'_> {
         let give_up_at = started + auth_timeout.min(details.expires_in());
         let requested_at = self.clock.now();
         // The device code is redeemed once, by the poll that gets the tokens.
-        let poll_call = self
-            .http
-            .oauth("the device token poll", Replay::OnlyIfUnprocessed);
+        let poll_call = self.oauth_call("the device token poll", Replay::OnlyIfUnprocessed);
         let spinner = crate::login::progress::Spinner::start(
             "Waiting for the login to be approved",
             started + auth_timeout.min(details.expires_in()),

@@ -4,9 +4,11 @@
 //!
 //! [`ProviderClient`] is the provider as the grants see it; each grant is a file of its own
 //! (`client_credentials.rs`, `refresh.rs`, `authcode.rs`, `device.rs`; `revoke.rs` for logout), and `errors.rs` words
-//! the provider's refusals. Everything here talks to the network: it runs only after the cache
+//! the provider's refusals; `answers.rs` mends providers' token answers before `oauth2` reads
+//! them. Everything here talks to the network: it runs only after the cache
 //! missed and the entry's lock is held (see `acquire/`).
 
+mod answers;
 mod authcode;
 mod client_auth;
 mod client_credentials;
@@ -24,6 +26,7 @@ pub use revoke::Revocation;
 
 use crate::clock::Clock;
 use crate::config::{ClientAuth, Config, Grant};
+use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
 use crate::secret::Secret;
 use crate::tokens::{access_token_expiry, Identity, Tokens};
@@ -102,6 +105,14 @@ impl<'a> ProviderClient<'a> {
             http,
             provider,
         })
+    }
+
+    /// The HTTP client oauth2 sends `what` through, every successful answer mended first
+    /// (`answers.rs`).
+    fn oauth_call(&self, what: &'static str, replay: Replay) -> OAuthCall<'_> {
+        self.http
+            .oauth(what, replay)
+            .rewriting_successful_answers(answers::whole_seconds_as_numbers)
     }
 
     fn oauth_client(&self) -> OAuthClient {
@@ -257,7 +268,8 @@ impl ProviderClient<'_> {
 /// the OAuth error worded: the `token_response` fuzz target (`crate::fuzzing`).
 #[cfg(any(test, fuzzing))]
 pub(crate) fn fuzz_token_response(data: &[u8], now: DateTime<Utc>) {
-    if let Ok(response) = serde_json::from_slice::<OidcTokenResponse>(data) {
+    let mended = answers::whole_seconds_as_numbers(data.to_vec());
+    if let Ok(response) = serde_json::from_slice::<OidcTokenResponse>(&mended) {
         let _ = access_token_expiry(response.access_token().secret(), response.expires_in(), now);
         let _ = response.refresh_token().map(|token| token.secret().len());
     }

@@ -41,7 +41,7 @@ impl ProviderClient<'_> {
         );
         let requested_at = self.clock.now();
         // A password can be sent again: a duplicate request only costs the provider a token.
-        let call = self.http.oauth("the password grant request", Replay::Safe);
+        let call = self.oauth_call("the password grant request", Replay::Safe);
         let response = request
             .request(&call)
             .map_err(|err| token_error(err, "password", &self.provider.metadata.issuer, &call))?;

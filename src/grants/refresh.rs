@@ -42,9 +42,7 @@ impl ProviderClient<'_> {
         let requested_at = self.clock.now();
         // A provider that rotates refresh tokens spends this one on the first request it
         // processes: resent only if the first surely never arrived (see http/retry.rs).
-        let call = self
-            .http
-            .oauth("the refresh request", Replay::OnlyIfUnprocessed);
+        let call = self.oauth_call("the refresh request", Replay::OnlyIfUnprocessed);
         match request.request(&call) {
             Ok(response) => {
                 let current = response

@@ -36,7 +36,7 @@ impl ProviderClient<'_> {
         let shown = crate::text::display_url(endpoint);
         crate::debug!(1, "revoking the refresh token at {shown}");
         // Revoking twice is harmless: a lost answer may be resent.
-        let call = self.http.oauth("the revocation request", Replay::Safe);
+        let call = self.oauth_call("the revocation request", Replay::Safe);
         let response = call
             .call(request)
             .map_err(|failure| fail(Exit::Provider, format!("revoking at {shown}: {failure}")))?;

@@ -67,7 +67,7 @@ impl ProviderClient<'_> {
         use oauth2::SyncHttpClient;
         let issuer = &self.provider.metadata.issuer;
         // A subject token can be exchanged again: resending after a lost answer is safe.
-        let call = self.http.oauth("the token exchange request", Replay::Safe);
+        let call = self.oauth_call("the token exchange request", Replay::Safe);
         let response = call.call(request).map_err(|failure| {
             token_error::<oauth2::basic::BasicErrorResponseType>(
                 RequestTokenError::Request(failure),
