@@ -79,6 +79,37 @@ pub enum Command {
     /// Print the man page (roff) on stdout.
     #[command(after_help = "Example:\n  kubecred man > /usr/local/share/man/man1/kubecred.1")]
     Man,
+    /// The background renewal a cache hit starts (refresh-ahead); not for people. Hidden from
+    /// help, completions and the man page.
+    #[command(name = RENEW_AHEAD, hide = true)]
+    RenewAhead(RenewAheadArgs),
+}
+
+/// The name of the hidden background-renewal command.
+const RENEW_AHEAD: &str = "renew-ahead";
+
+/// `kubecred renew-ahead`: get-token's settings, and the lock the hit hands down.
+#[derive(Debug, Clone, Args)]
+pub struct RenewAheadArgs {
+    /// The descriptor of the entry's locked lock file, inherited from the hit that started this
+    /// run (unix); checked to be that file. Without it, the lock is taken without waiting.
+    #[arg(long, value_name = "FD")]
+    pub lock_fd: Option<i32>,
+
+    #[command(flatten)]
+    pub token: TokenArgs,
+}
+
+/// The arguments of the background renewal of the get-token run whose command line is `argv`
+/// (program name first, as the process got it): `renew-ahead [--lock-fd=FD] <get-token's
+/// arguments>`. `None` when `argv` does not run get-token.
+pub fn renewal_arguments(argv: Vec<OsString>, lock_fd: Option<i32>) -> Option<Vec<OsString>> {
+    let argv = kubelogin::rewrite_argv(argv);
+    let words = get_token_words(&argv)?;
+    let mut args = vec![OsString::from(RENEW_AHEAD)];
+    args.extend(lock_fd.map(|fd| OsString::from(format!("--lock-fd={fd}"))));
+    args.extend(words.iter().cloned());
+    Some(args)
 }
 
 /// `kubecred logout`: the settings of one entry, or `--all`.
@@ -524,15 +555,11 @@ impl Cli {
 pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
 
 /// kubectl runs `get-token` on every command, so its plain command lines are read without clap
-/// (see fast_get_token.rs), and the others with only get-token's flags built (clap builds every
-/// flag of every subcommand otherwise). Anything but a clean parse returns `None`, and the full
-/// parser runs: help, `--version` and every error come from it, unchanged.
+/// (see fast_get_token.rs). Anything else returns `None`, and the full parser runs: help,
+/// `--version`, every error and every unusual line come from clap, unchanged.
 fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
     let words = get_token_words(argv)?;
-    let args = match fast_get_token::parse(words, |name| std::env::var_os(name)) {
-        Some(args) => args,
-        None => parse_get_token_with_clap(argv)?,
-    };
+    let args = fast_get_token::parse(words, |name| std::env::var_os(name))?;
     Some(Cli {
         command: Command::GetToken(args),
     })
@@ -541,27 +568,6 @@ fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
 /// The words after `get-token`, when `argv` (rewritten from kubelogin's) runs get-token.
 fn get_token_words(argv: &[OsString]) -> Option<&[OsString]> {
     (argv.get(1)?.to_str()? == "get-token").then(|| &argv[2..])
-}
-
-/// get-token's command line through clap, with only get-token's own flags built.
-fn parse_get_token_with_clap(argv: &[OsString]) -> Option<TokenArgs> {
-    use clap::FromArgMatches;
-    // Help and version flags would only send the run to the full parser anyway.
-    let mut command = TokenArgs::augment_args(
-        clap::Command::new("get-token")
-            .disable_help_flag(true)
-            .disable_version_flag(true)
-            .args_override_self(true),
-    );
-    let mut matches = command.try_get_matches_from_mut(&argv[1..]).ok()?;
-    // Taking the values out of the matches saves cloning them all (`from_arg_matches` clones).
-    let args = TokenArgs::from_arg_matches_mut(&mut matches).ok()?;
-    // Freeing clap's command tree and matches, hundreds of small allocations, was a tenth of a
-    // cache hit's own instructions; the process exits soon after, so they are left to it (once
-    // per process, a few tens of KiB).
-    std::mem::forget(command);
-    std::mem::forget(matches);
-    Some(args)
 }
 
 /// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).

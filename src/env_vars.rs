@@ -30,9 +30,5 @@ pub const KUBECRED_CLIENT_PRIVATE_KEY: &str = "KUBECRED_CLIENT_PRIVATE_KEY";
 pub const ACTIONS_ID_TOKEN_REQUEST_URL: &str = "ACTIONS_ID_TOKEN_REQUEST_URL";
 pub const ACTIONS_ID_TOKEN_REQUEST_TOKEN: &str = "ACTIONS_ID_TOKEN_REQUEST_TOKEN";
 
-/// Set by kubecred in the environment of the background renewal it starts (refresh-ahead,
-/// `acquire/renew_ahead.rs`): on unix, the descriptor of the entry lock it hands down.
-pub const KUBECRED_BACKGROUND_RENEWAL: &str = "KUBECRED_BACKGROUND_RENEWAL";
-
 /// Any non-empty value turns colour off (<https://no-color.org>); see `login/progress.rs`.
 pub const NO_COLOR: &str = "NO_COLOR";

@@ -65,6 +65,18 @@ impl Tokens {
         let margin = chrono::Duration::from_std(min_validity).ok()?;
         (expiry - margin > now).then_some((token, expiry))
     }
+
+    /// The credential, while the API server still accepts it: its printed expiry, which keeps
+    /// [`EXPIRY_SAFETY_MARGIN`], is still ahead of `now`. What may be handed out when no fresh
+    /// one can be had (stale-if-error, a refused refresh token); never an expired token.
+    pub fn usable_credential(
+        &self,
+        kind: TokenKind,
+        now: DateTime<Utc>,
+    ) -> Option<(&Secret, DateTime<Utc>)> {
+        let (token, expiry) = self.credential(kind)?;
+        (expiry - EXPIRY_SAFETY_MARGIN > now).then_some((token, expiry))
+    }
 }
 
 /// How much earlier than the token's real expiry the printed `expirationTimestamp` is.

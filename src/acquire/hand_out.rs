@@ -12,7 +12,8 @@
 //! the time); a new entry file (any save) has a new time, so a stamp always names the token in
 //! that file. Bounds, so that a client that legitimately runs the plugin twice costs at most one
 //! refresh and a server that rejects every token causes no loop:
-//! - only a run by a client (`KUBERNETES_EXEC_INFO` set) and only the same parent (`getppid`);
+//! - only a run by a client (`KUBERNETES_EXEC_INFO` set) and only the same parent process
+//!   (`std::os::unix::process::parent_id`);
 //! - the file's stamp must be this parent's, from at most [`RERUN_WINDOW`] ago;
 //! - a token handed out after a refresh (a forced one, or any new token) is stamped as such and
 //!   is never force-refreshed for the same parent;
@@ -55,9 +56,7 @@ pub(super) fn parent(run_by_client: bool) -> Option<u32> {
     }
     #[cfg(unix)]
     {
-        // SAFETY: getppid has no preconditions and cannot fail.
-        let ppid = unsafe { libc::getppid() };
-        u32::try_from(ppid).ok().filter(|&pid| pid > 1)
+        Some(std::os::unix::process::parent_id()).filter(|&pid| pid > 1)
     }
     #[cfg(not(unix))]
     None

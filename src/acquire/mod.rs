@@ -7,27 +7,32 @@
 //! `disk` storage). Everything slow happens under the lock, so N parallel kubectl processes
 //! cause one request to the identity provider, and one browser tab. The login cool-down
 //! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
+//! What a renewal may do, and what a refresh's outcome means, is decided in `renewal.rs` for
+//! this path and for the background renewal of refresh-ahead (`renew_ahead.rs`) alike; what is
+//! remembered about an entry besides its tokens is its state (`entry_state.rs`).
 
 mod cooldown;
-mod failure_note;
+mod detach;
+mod entry_state;
 mod hand_out;
 mod renew_ahead;
+mod renewal;
 #[cfg(test)]
 mod tests;
 
-pub use cooldown::Cooldown;
-pub(crate) use failure_note::Failure;
-pub use renew_ahead::{last_failure_of as last_renewal_failure, run as renew_in_background};
+pub(crate) use entry_state::{EntryState, StateFile};
+pub use renew_ahead::run as renew_in_background;
 
 use crate::cache::{EntryLock, TokenCache};
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
 use crate::error::{fail, transient, Exit};
 use crate::exec_credential;
-use crate::grants::{ProviderClient, RefreshOutcome, Revocation};
+use crate::grants::{ProviderClient, Revocation};
 use crate::login::paste;
-use crate::tokens::{printed_expiry, Tokens, EXPIRY_SAFETY_MARGIN};
-use failure_note::FailureNote;
+use crate::tokens::{printed_expiry, Tokens};
+use entry_state::Note;
+use renewal::{Means, Refreshed};
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +59,8 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
                 let renew = hit.renew_ahead;
                 let document = hit.hand_out();
                 crate::debug!(1, "cache hit");
-                if renew {
-                    renew_ahead::start(config, &cache);
+                if let Some(tokens_obtained_at) = renew {
+                    renew_ahead::start(config, &cache, tokens_obtained_at, clock);
                 }
                 return Ok(document);
             }
@@ -114,8 +119,9 @@ struct CachedHit<'a> {
     cache: &'a TokenCache,
     /// The hand-out stamp to set: when (seconds) and the mark.
     stamp: Option<(i64, u32)>,
-    /// The token is in its refresh-ahead window: renew it in the background.
-    renew_ahead: bool,
+    /// The token is in its refresh-ahead window: renew it in the background. When the cached
+    /// tokens were obtained (the renewal's notes are about them).
+    renew_ahead: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl CachedHit<'_> {
@@ -161,7 +167,7 @@ fn from_cache<'a>(
         document,
         cache,
         stamp,
-        renew_ahead,
+        renew_ahead: renew_ahead.then_some(obtained_at),
     })))
 }
 
@@ -243,8 +249,7 @@ pub fn forget(
         },
     };
     cache.remove(&lock)?;
-    cooldown_for(cache).clear();
-    refused_refresh_note(cache).clear();
+    StateFile::of(cache).remove_all();
     Ok(Forgotten {
         found: cached.is_some(),
         revocation,
@@ -297,11 +302,8 @@ fn still_valid_after(
     clock: &dyn Clock,
 ) -> Option<String> {
     let cached = cache.load().ok()??;
-    let (token, expiry) = cached.tokens.credential(config.token_kind)?;
     let now = clock.now();
-    if expiry - EXPIRY_SAFETY_MARGIN <= now {
-        return None;
-    }
+    let (token, expiry) = cached.tokens.usable_credential(config.token_kind, now)?;
     let printed = printed_expiry(expiry, now);
     let until = printed.format("%Y-%m-%d %H:%M:%S UTC");
     if crate::error::exit_code_of(failure) == Exit::Provider {
@@ -353,52 +355,24 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
     ))
 }
 
-/// After a refresh whose answer could not be used: the provider may have rotated the refresh
-/// token all the same, and the old one is then spent (reusing it can revoke the whole grant), so
-/// the new one is kept with the cached tokens.
-fn keep_rotated_refresh_token(
-    cache: &TokenCache,
-    cached: &Tokens,
-    refresh_token: crate::secret::Secret,
-    lock: &EntryLock,
-) -> anyhow::Result<()> {
-    let mut kept = cached.clone();
-    kept.refresh_token = Some(refresh_token);
-    cache.save(&kept, lock)
-}
-
-fn cooldown_for(cache: &TokenCache) -> Cooldown {
-    Cooldown::new(cache.state_path("login-failed"))
-}
-
-/// Where a refresh token the provider refused while the cached token was still good is noted
-/// (see the `Rejected` arm of [`obtain_under_lock`]).
-fn refused_refresh_note(cache: &TokenCache) -> FailureNote {
-    FailureNote::new(cache.state_path("refresh-refused"))
-}
-
 /// The cached tokens, when the provider refused their refresh token (noted after they were
 /// obtained) and the credential is still valid: handed out without a login until it runs out.
-/// The refusal was said once, when it happened; a login is needed only once the token is no
-/// longer accepted.
+/// The refusal was said once, when it happened (or shown by `status`, when the background
+/// renewal met it); a login is needed only once the token is no longer accepted.
 fn valid_after_refused_refresh(
     config: &Config,
-    cache: &TokenCache,
     cached: &crate::cache::Cached,
+    state: &EntryState,
     clock: &dyn Clock,
 ) -> Option<Tokens> {
-    let (_, expiry) = cached.tokens.credential(config.token_kind)?;
-    if expiry - EXPIRY_SAFETY_MARGIN <= clock.now() {
-        return None;
-    }
-    let refusal = refused_refresh_note(cache).read()?;
-    if refusal.failed_at < cached.tokens.obtained_at {
-        return None; // About an older login.
-    }
+    cached
+        .tokens
+        .usable_credential(config.token_kind, clock.now())?;
+    let refusal = state.refresh_refused.as_ref()?;
     crate::debug!(
         1,
         "the provider refused the refresh token at {} ({}); handing out the cached token until it runs out",
-        refusal.failed_at.format("%H:%M:%S UTC"),
+        refusal.at.format("%H:%M:%S UTC"),
         refusal.reason
     );
     Some(cached.tokens.clone())
@@ -430,86 +404,83 @@ fn obtain_under_lock(
             return Ok(cached.tokens.clone());
         }
     }
+    let state = StateFile::of(cache).read(cached.as_ref().map(|c| c.tokens.obtained_at));
 
     // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
-    let refresh_token = match (&cached, trigger) {
-        (Some(cached), Trigger::GetToken) => cache.refresh_token(cached, &lock)?,
-        _ => None,
+    let renewable = match trigger {
+        Trigger::GetToken => cached.as_ref(),
+        Trigger::ExplicitLogin => None,
     };
-    if refresh_token.is_none() {
-        if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced) {
-            if let Some(tokens) = valid_after_refused_refresh(config, cache, cached, clock) {
-                return Ok(tokens);
+    let provider = match renewal::means(config, cache, renewable, &lock)? {
+        Means::Refresh(refresh_token) => {
+            let cached = cached
+                .as_ref()
+                .expect("a refresh token comes from an entry");
+            let provider = ProviderClient::new(config, clock)?;
+            match renewal::refresh(
+                config,
+                cache,
+                &provider,
+                &cached.tokens,
+                &refresh_token,
+                &lock,
+                clock,
+            )? {
+                Refreshed::Renewed(tokens) => return Ok(tokens),
+                Refreshed::Refused { reason, kept } => {
+                    // Not an outage, and the cached token may still be good: handed out until it
+                    // runs out (said once: the refresh token is gone), then a login is needed.
+                    let usable = kept.usable_credential(config.token_kind, clock.now());
+                    if let (Some((_, expiry)), Trigger::GetToken, false) = (usable, trigger, forced)
+                    {
+                        crate::log::notice(format!(
+                            "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
+                            config.issuer,
+                            printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
+                        ));
+                        return Ok(kept);
+                    }
+                    crate::debug!(1, "refresh token refused ({reason}); logging in again");
+                    if usable.is_none() {
+                        // Nothing in it can be used any more: an entry that is dead should not
+                        // be listed by `status` while the login it needs fails.
+                        if let Err(err) = cache.remove(&lock) {
+                            crate::log::notice(format!(
+                                "could not delete the cache entry of the refused refresh token: {}",
+                                crate::error::one_line(&err)
+                            ));
+                        }
+                    }
+                }
+                Refreshed::WithoutCredential => crate::debug!(
+                    1,
+                    "the refresh response lacks the token kubectl needs; logging in again"
+                ),
             }
+            Some(provider)
         }
-        preflight_login(config, cache, trigger, clock)?;
-    }
+        Means::Grant | Means::Login(_) => {
+            if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced) {
+                if let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock) {
+                    return Ok(tokens);
+                }
+            }
+            None
+        }
+    };
+    preflight_login(config, &state, trigger, clock)?;
 
     notice_secrets_on_command_line(config);
     // The subject token itself is the credential: no provider, no discovery.
     if config.grant == Grant::FederatedToken {
         let tokens = crate::grants::federated_token(config, clock)?;
-        cache.save(&tokens, &lock)?;
+        renewal::save(cache, &tokens, &lock)?;
         return Ok(tokens);
     }
-    let provider = ProviderClient::new(config, clock)?;
-    if let (Some(refresh_token), Some(cached)) = (refresh_token, &cached) {
-        let original = cached.tokens.original_identity();
-        match provider.refresh(&refresh_token, original.as_ref())? {
-            RefreshOutcome::Refreshed(tokens) => {
-                // Saved before anything else: the provider may have rotated the refresh token.
-                cache.save(&tokens, &lock)?;
-                if tokens.credential(config.token_kind).is_some() {
-                    return Ok(tokens);
-                }
-                crate::debug!(
-                    1,
-                    "the refresh response lacks the token kubectl needs; logging in again"
-                );
-            }
-            RefreshOutcome::Unusable {
-                refresh_token,
-                error,
-            } => {
-                keep_rotated_refresh_token(cache, &cached.tokens, refresh_token, &lock)?;
-                return Err(error);
-            }
-            RefreshOutcome::Rejected(reason) => {
-                // Revoked, or expired at the provider: not an outage, and the cached token is
-                // still good. Hand it out until it runs out, without the dead refresh token (so
-                // this is said once); then a login is needed.
-                let usable = cached
-                    .tokens
-                    .credential(config.token_kind)
-                    .filter(|(_, expiry)| *expiry - EXPIRY_SAFETY_MARGIN > clock.now());
-                if let (Some((_, expiry)), Trigger::GetToken, false) = (usable, trigger, forced) {
-                    let mut kept = cached.tokens.clone();
-                    kept.refresh_token = None;
-                    cache.save(&kept, &lock)?;
-                    refused_refresh_note(cache).record(&reason, clock.now());
-                    crate::log::notice(format!(
-                        "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
-                        config.issuer,
-                        printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
-                    ));
-                    return Ok(kept);
-                }
-                crate::debug!(
-                    1,
-                    "refresh token rejected ({reason}); dropping the cache entry"
-                );
-                // A leftover keyring item must not stand between the user and a new login.
-                if let Err(err) = cache.remove(&lock) {
-                    crate::log::notice(format!(
-                        "could not delete the rejected token: {}",
-                        crate::error::one_line(&err)
-                    ));
-                }
-            }
-        }
-        preflight_login(config, cache, trigger, clock)?;
-    }
-
+    let provider = match provider {
+        Some(provider) => provider,
+        None => ProviderClient::new(config, clock)?,
+    };
     obtain_new(config, cache, &provider, &lock, clock)
 }
 
@@ -519,7 +490,7 @@ fn obtain_under_lock(
 /// refusal is transient: it says nothing about the cached token, which may still be handed out.
 fn preflight_login(
     config: &Config,
-    cache: &TokenCache,
+    state: &EntryState,
     trigger: Trigger,
     clock: &dyn Clock,
 ) -> anyhow::Result<()> {
@@ -553,7 +524,11 @@ fn preflight_login(
         ));
     }
     if trigger == Trigger::GetToken && !config.force_refresh {
-        cooldown_for(cache).check(config.login.cooldown, clock.now())?;
+        cooldown::check(
+            state.login_failed.as_ref(),
+            config.login.cooldown,
+            clock.now(),
+        )?;
     }
     Ok(())
 }
@@ -590,21 +565,30 @@ fn obtain_new(
 ) -> anyhow::Result<Tokens> {
     if !config.grant.is_user_login() {
         let tokens = provider.obtain()?;
-        cache.save(&tokens, lock)?;
+        renewal::save(cache, &tokens, lock)?;
         return Ok(tokens);
     }
-    let cooldown = cooldown_for(cache);
+    let state = StateFile::of(cache);
+    let note_failure = |reason: &str| {
+        state.update(lock, |state| {
+            state.login_failed = Some(Note::new(reason, clock.now()));
+        });
+    };
     // Written before the browser opens: a login that is abandoned (Ctrl-C, or an IDE killing
     // the plugin) must hold off the next tab as much as one that failed.
-    cooldown.record_failure("a login was started and did not finish", clock.now());
+    note_failure("a login was started and did not finish");
     match provider.obtain() {
         Ok(tokens) => {
-            cooldown.clear();
-            cache.save(&tokens, lock)?;
-            Ok(tokens)
+            // Saving clears the note; a login that succeeded must not leave it behind when the
+            // save fails.
+            let saved = renewal::save(cache, &tokens, lock);
+            if saved.is_err() {
+                state.clear();
+            }
+            saved.map(|()| tokens)
         }
         Err(err) => {
-            cooldown.record_failure(&crate::error::one_line(&err), clock.now());
+            note_failure(&crate::error::one_line(&err));
             Err(err)
         }
     }

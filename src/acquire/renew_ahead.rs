@@ -4,45 +4,51 @@
 //!
 //! The hit decides with arithmetic on the entry it already read ([`due`]): no extra system call
 //! until the window (`--refresh-ahead`, a quarter of the lifetime by default) is reached. Then
-//! it takes the entry's lock without waiting — held: a renewal (or a login) is already under
-//! way, nothing to do — and starts this same binary with the same command line and
-//! [`RENEWAL_ENV`] set, detached from kubectl: its own session, stdin, stdout and stderr on the
-//! null device, so neither kubecred nor client-go (which reads the plugin's pipes to their end)
-//! waits for it. On unix the child inherits the locked file (its descriptor number in
-//! `RENEWAL_ENV`) and holds the lock from the start, so however many hits see the window, one
-//! renewal runs; elsewhere it takes the lock itself.
+//! it reads the entry's state (one small file, usually absent) for the back-off, takes the
+//! entry's lock without waiting — held: a renewal (or a login) is already under way, nothing to
+//! do — and starts this same binary as `kubecred renew-ahead` with get-token's arguments,
+//! detached from kubectl (`detach.rs`), handing it the lock.
 //!
-//! The renewal ([`run`]) never opens a browser or prompts: it refreshes, or runs a grant that
-//! needs no person (client credentials, token exchange, a password from the environment or a
-//! file). It re-reads the entry under the lock and does nothing if another run renewed it. A
-//! failure leaves the entry as it was (the next hit tries again; the foreground falls back to the
-//! cached token on an outage) and is noted for `kubecred status` and `-v`, never on kubectl's
-//! stderr.
+//! The renewal ([`run`]) holds the foreground's standard, because nobody watches it:
+//! - it never asks for a person: it renews with what [`renewal::means`] finds — the refresh
+//!   token, or a grant that needs nobody — and otherwise does nothing (a refresh token missing
+//!   from the keyring is the foreground's to deal with, when the token runs out);
+//! - it never changes what a hit answers while the cached token is valid: the entry changes only
+//!   by new tokens, by a rotated refresh token, or by dropping a refresh token the provider
+//!   refused (the token kubectl gets stays); it leaves no cool-down and deletes nothing;
+//! - it backs off: a failure is noted with when the next renewal may start ([`retry_at`]):
+//!   after an outage, a growing interval that still leaves a try before `--min-validity`; after
+//!   a refusal, or with nothing to renew with, not again for these tokens. Hits read the note
+//!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
-use super::failure_note::{Failure, FailureNote};
-use crate::cache::{Cached, EntryLock, TokenCache};
+use super::detach;
+use super::entry_state::{EntryState, Note, RenewalFailure, RenewalNote, StateFile};
+use super::renewal::{self, Means, Refreshed};
+use crate::cache::{EntryLock, TokenCache};
 use crate::clock::Clock;
-use crate::config::{Config, Grant, PasswordSettings, PasswordSource, RefreshAhead};
+use crate::config::{Config, RefreshAhead};
 use crate::error::{fail, Exit};
-use crate::grants::{ProviderClient, RefreshOutcome};
-use chrono::{DateTime, Utc};
-use std::process::{Command, Stdio};
+use crate::grants::ProviderClient;
+use chrono::{DateTime, Duration, Utc};
 
-// Set in the renewal's environment: this run is the background renewal. Its value is the
-// descriptor of the inherited lock on unix, `-` where the child takes the lock itself.
-use crate::env_vars::KUBECRED_BACKGROUND_RENEWAL as RENEWAL_ENV;
+/// The wait before the first retry after a failed renewal; doubled after each further failure.
+const FIRST_RETRY: Duration = Duration::seconds(10);
+
+/// No retry closer than this to the foreground's turn: by then the token is renewed by the
+/// run that finds it too short, and a request or two saved is not worth a process.
+const SHORTEST_RETRY: Duration = Duration::seconds(1);
 
 /// Whether a hit with this entry should start a renewal: its token has less than the window
-/// left, and it can be renewed without a person. The caller has already found it fresh (more
-/// than `--min-validity` left).
+/// left, and the entry says it can be renewed without a person. The caller has already found it
+/// fresh (more than `--min-validity` left).
 pub(super) fn due(
     config: &Config,
-    cached: &Cached,
+    cached: &crate::cache::Cached,
     expiry: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> bool {
     in_window(config.refresh_ahead, cached.tokens.obtained_at, expiry, now)
-        && (cached.has_refresh_token() || renewable_by_grant(config))
+        && (cached.has_refresh_token() || renewal::grant_needs_no_person(config))
 }
 
 /// Whether `now` is in the refresh-ahead window of a token obtained at `obtained_at`.
@@ -56,7 +62,7 @@ fn in_window(
     let window = match setting {
         RefreshAhead::Off => return false,
         RefreshAhead::Share(percent) => (expiry - obtained_at) * i32::from(percent) / 100,
-        RefreshAhead::Before(before) => match chrono::Duration::from_std(before) {
+        RefreshAhead::Before(before) => match Duration::from_std(before) {
             Ok(window) => window,
             Err(_) => return true, // Longer than any token lives.
         },
@@ -64,38 +70,80 @@ fn in_window(
     left < window
 }
 
-/// Whether the configured grant yields a new token without a person.
-fn renewable_by_grant(config: &Config) -> bool {
-    match config.grant {
-        Grant::ClientCredentials | Grant::TokenExchange => true,
-        Grant::Password => !matches!(
-            config.password,
-            Some(PasswordSettings {
-                source: PasswordSource::Prompt,
-                ..
-            }) | None
-        ),
-        // A login needs a person; a federated token is the subject token itself, renewed by
-        // whoever rotates its file.
-        Grant::Authcode | Grant::AuthcodeKeyboard | Grant::DeviceCode | Grant::FederatedToken => {
-            false
+/// Why no renewal may start now, given the state read for the entry's current tokens: the last
+/// one failed and its back-off has not run out. `None`: one may.
+fn backing_off(state: &EntryState, now: DateTime<Utc>) -> Option<String> {
+    let failed = state.renewal.as_ref()?.failed.as_ref()?;
+    let when = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M:%S UTC");
+    let last = format!(
+        "the last background renewal failed at {}: {}",
+        when(failed.note.at),
+        failed.note.reason
+    );
+    match failed.retry_at {
+        None => Some(format!(
+            "{last}; not again for this token (it is renewed when it runs out)"
+        )),
+        Some(retry_at) if now < retry_at => {
+            Some(format!("{last}; the next try after {}", when(retry_at)))
         }
+        Some(_) => None,
     }
 }
 
-/// Starts the background renewal of `cache`'s entry, unless one is under way. Best effort: a
+/// Whether a renewal a hit started at the state's `started_at` may still be under way (Windows,
+/// where the lock is not handed down, so the note is what stops the next hits). After the
+/// longest a renewal can take, it is taken to have died.
+#[cfg(windows)]
+fn started_recently(state: &EntryState, config: &Config, now: DateTime<Utc>) -> bool {
+    let longest = Duration::from_std(config.http.timeout * 3).unwrap_or(Duration::MAX)
+        + Duration::seconds(10);
+    state
+        .renewal
+        .as_ref()
+        .and_then(|renewal| renewal.started_at)
+        .is_some_and(|started| now < started + longest)
+}
+
+/// When the next background renewal may start after the `attempts`-th failure in a row at
+/// `failed_at`; `deadline` is when the foreground takes over (the token's expiry less
+/// `--min-validity`). An outage: [`FIRST_RETRY`], doubling, but never more than half the time
+/// left, so that one more try still happens before the deadline. A refusal: `None`, not again.
+fn retry_at(
+    transient: bool,
+    attempts: u32,
+    failed_at: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    if !transient {
+        return None;
+    }
+    let grown = FIRST_RETRY * 2i32.saturating_pow(attempts.saturating_sub(1).min(16));
+    let delay = grown.min((deadline - failed_at) / 2);
+    (delay >= SHORTEST_RETRY).then(|| failed_at + delay)
+}
+
+/// Starts the background renewal of `cache`'s entry (its tokens obtained at
+/// `tokens_obtained_at`), unless the back-off says not yet or one is under way. Best effort: a
 /// renewal that cannot start costs nothing but a `-v` line (the token is renewed in the
 /// foreground when it runs out).
-pub(super) fn start(config: &Config, cache: &TokenCache) {
-    if config.verbose > 0 {
-        if let Some(failure) = last_failure(cache) {
-            crate::debug!(
-                1,
-                "the last background renewal failed at {}: {}",
-                failure.failed_at.format("%Y-%m-%d %H:%M:%S UTC"),
-                failure.reason
-            );
-        }
+pub(super) fn start(
+    config: &Config,
+    cache: &TokenCache,
+    tokens_obtained_at: DateTime<Utc>,
+    clock: &dyn Clock,
+) {
+    #[cfg(not(windows))]
+    let _ = config; // Only Windows' started-renewal note needs the settings.
+    let state = StateFile::of(cache);
+    if let Some(why) = backing_off(&state.read(Some(tokens_obtained_at)), clock.now()) {
+        crate::debug!(1, "{why}");
+        return;
+    }
+    #[cfg(windows)]
+    if started_recently(&state.read(Some(tokens_obtained_at)), config, clock.now()) {
+        crate::debug!(1, "a renewal of this token is already under way");
+        return;
     }
     let lock = match cache.try_lock() {
         Ok(Some(lock)) => lock,
@@ -112,128 +160,102 @@ pub(super) fn start(config: &Config, cache: &TokenCache) {
             return;
         }
     };
-    match spawn(lock) {
+    // Windows cannot hand the lock down: the note stops the hits that come before the child
+    // takes the lock. Written under the lock, after looking again.
+    #[cfg(windows)]
+    {
+        let now = clock.now();
+        if started_recently(&state.read(Some(tokens_obtained_at)), config, now) {
+            return;
+        }
+        state.update(&lock, |state| {
+            state
+                .renewal
+                .get_or_insert_with(RenewalNote::default)
+                .started_at = Some(now);
+        });
+    }
+    match detach::spawn_renewal(lock) {
         Ok(()) => crate::debug!(1, "the token runs out soon: renewing it in the background"),
         Err(err) => crate::debug!(1, "could not start the background renewal: {err}"),
     }
 }
 
-/// Starts this binary again with the same arguments as the detached renewal, handing it `lock`
-/// on unix.
-///
-/// No `pre_exec`: without one, std starts the child with `posix_spawn` (no copy of this
-/// process's page tables), which costs the hit that starts a renewal about half of what a
-/// `fork` does. So the child starts its own session itself ([`run`]), and the lock's descriptor
-/// is made inheritable here rather than moved between fork and exec.
-fn spawn(lock: EntryLock) -> std::io::Result<()> {
-    let mut command = Command::new(std::env::current_exe()?);
-    command
-        .args(std::env::args_os().skip(1))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd;
-        let Some(file) = lock.into_file_for_child() else {
-            return Ok(()); // No lock file: no cache to renew into.
-        };
-        let fd = file.as_raw_fd();
-        // The one descriptor this process lets a child inherit, and this process starts no other
-        // child: clearing close-on-exec here is safe.
-        // SAFETY: fcntl on a descriptor this function owns.
-        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
-        command.env(RENEWAL_ENV, fd.to_string());
-        command.spawn()?;
-        // This process's descriptor closes here without unlocking: the child's copy holds on.
-        drop(file);
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::process::CommandExt;
-        const DETACHED_PROCESS: u32 = 0x0000_0008;
-        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
-        command
-            .env(RENEWAL_ENV, "-")
-            .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
-        // Windows cannot hand an advisory lock down: the child takes it again itself.
-        drop(lock);
-        command.spawn()?;
-    }
-    #[cfg(not(any(unix, windows)))]
-    {
-        command.env(RENEWAL_ENV, "-");
-        drop(lock);
-        command.spawn()?;
-    }
-    Ok(())
-}
-
-/// The background renewal, run in the child [`spawn`] started (`RENEWAL_ENV` set): renews the
-/// entry if it is still due, and notes how that went. Prints nothing.
-pub fn run(config: &Config, clock: &dyn Clock, lock_fd: &str) -> anyhow::Result<()> {
-    // Its own session: no controlling terminal, and no signal meant for kubectl's process group.
-    // (Failing means it is a session leader already: nothing to leave.)
-    #[cfg(unix)]
-    // SAFETY: setsid has no preconditions.
-    unsafe {
-        libc::setsid();
-    }
+/// The background renewal (`kubecred renew-ahead`, started by [`start`]): takes over the lock
+/// (`lock_fd`, on unix) or takes it, renews the entry if it is still due, and notes how that
+/// went. Prints nothing.
+pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::Result<()> {
     let cache = TokenCache::new(config);
-    let Some(lock) = take_lock(&cache, lock_fd)? else {
+    let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
-    let note = FailureNote::new(cache.state_path(FAILURE_SUFFIX));
+    let state = StateFile::of(&cache);
     match renew(config, &cache, &lock, clock) {
-        Ok(()) => {
-            note.clear();
+        Ok(Renewed::Yes) => Ok(()), // Saving the tokens cleared the notes.
+        Ok(Renewed::NotDue) => {
+            state.update(&lock, |state| {
+                if let Some(renewal) = &mut state.renewal {
+                    renewal.started_at = None;
+                    if renewal.failed.is_none() {
+                        state.renewal = None;
+                    }
+                }
+            });
             Ok(())
         }
-        Err(err) => {
-            note.record(&crate::error::one_line(&err), clock.now());
-            Err(err)
+        Err(Failed {
+            error,
+            tokens_obtained_at,
+            deadline,
+        }) => {
+            let now = clock.now();
+            state.update(&lock, |state| {
+                let previous = state
+                    .renewal
+                    .take()
+                    .and_then(|renewal| renewal.failed)
+                    .filter(|failed| failed.note.at >= tokens_obtained_at);
+                let attempts = previous.map_or(0, |failed| failed.attempts) + 1;
+                let transient = crate::error::is_transient(&error);
+                state.renewal = Some(RenewalNote {
+                    started_at: None,
+                    failed: Some(RenewalFailure {
+                        note: Note::new(&crate::error::one_line(&error), now),
+                        attempts,
+                        retry_at: retry_at(transient, attempts, now, deadline),
+                    }),
+                });
+            });
+            Err(error)
         }
     }
 }
 
-/// The lock the parent handed down on `lock_fd`, or taken now without waiting.
-fn take_lock(cache: &TokenCache, lock_fd: &str) -> anyhow::Result<Option<EntryLock>> {
-    #[cfg(unix)]
-    if let Ok(fd) = lock_fd.parse::<i32>() {
-        use std::os::fd::FromRawFd;
-        // SAFETY: fcntl only asks whether the descriptor is open.
-        if fd <= 2 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
-            return Err(fail(
-                Exit::Input,
-                format!(
-                    "{RENEWAL_ENV} is set by kubecred itself for its background renewal; unset it"
-                ),
-            ));
-        }
-        // SAFETY: the parent left the lock file open on this descriptor for this process alone
-        // (`spawn`), and nothing else here opens or closes it.
-        let file = unsafe { std::fs::File::from_raw_fd(fd) };
-        // SAFETY: fcntl on the descriptor `file` now owns: not inherited any further.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        return EntryLock::inherited(file, &cache.lock_path()).map(Some);
-    }
-    let _ = lock_fd;
-    cache.try_lock()
+/// What a background renewal did.
+enum Renewed {
+    Yes,
+    /// Nothing to do: logged out, renewed by another run, too late, or backing off.
+    NotDue,
 }
 
-/// Renews the entry under `lock` if it is still in the window: refresh token first, otherwise
-/// the grant when it needs no person. The entry changes only by a successful renewal (and by a
-/// refresh token the provider rotated, which must be kept whatever else happened).
+/// A failed background renewal, with what its back-off is computed from.
+struct Failed {
+    error: anyhow::Error,
+    tokens_obtained_at: DateTime<Utc>,
+    /// When the foreground takes over: the token's expiry less `--min-validity`.
+    deadline: DateTime<Utc>,
+}
+
+/// Renews the entry under `lock` if it is still due: with its refresh token or a grant that
+/// needs no person, never a login (see the module comment for what may change in the entry).
 fn renew(
     config: &Config,
     cache: &TokenCache,
     lock: &EntryLock,
     clock: &dyn Clock,
-) -> anyhow::Result<()> {
-    let Some(cached) = cache.load()? else {
-        return Ok(()); // Logged out meanwhile.
+) -> Result<Renewed, Failed> {
+    let Ok(Some(cached)) = cache.load() else {
+        return Ok(Renewed::NotDue); // Logged out meanwhile, or unreadable: the foreground says.
     };
     let now = clock.now();
     let Some((_, expiry)) =
@@ -241,62 +263,72 @@ fn renew(
             .tokens
             .fresh_credential(config.token_kind, now, config.min_validity)
     else {
-        return Ok(()); // Too late: the foreground renews (or logs in) on the next run.
+        return Ok(Renewed::NotDue); // Too late: the foreground renews (or logs in) on the next run.
     };
-    if !due(config, &cached, expiry, now) {
-        return Ok(()); // Another run renewed it.
+    let obtained_at = cached.tokens.obtained_at;
+    // Looked at again under the lock: a renewal that ended since the hit read the state (its
+    // failure noted), or one that succeeded, leaves nothing to do.
+    if !due(config, &cached, expiry, now)
+        || backing_off(&StateFile::of(cache).read(Some(obtained_at)), now).is_some()
+    {
+        return Ok(Renewed::NotDue);
     }
-    let refresh_token = cache.refresh_token(&cached, lock)?;
-    let provider = ProviderClient::new(config, clock)?;
-    let Some(refresh_token) = refresh_token else {
-        let tokens = provider.obtain()?;
-        return cache.save(&tokens, lock);
+    let failed = |error: anyhow::Error| Failed {
+        error,
+        tokens_obtained_at: obtained_at,
+        deadline: expiry - Duration::from_std(config.min_validity).unwrap_or(Duration::zero()),
     };
-    match provider.refresh(&refresh_token, cached.tokens.original_identity().as_ref())? {
-        RefreshOutcome::Refreshed(tokens) => {
-            cache.save(&tokens, lock)?;
+    let means = renewal::means(config, cache, Some(&cached), lock).map_err(failed)?;
+    let refresh_token = match means {
+        Means::Refresh(token) => token,
+        Means::Grant => {
+            let tokens = ProviderClient::new(config, clock)
+                .and_then(|provider| provider.obtain())
+                .map_err(failed)?;
             if tokens.credential(config.token_kind).is_none() {
-                return Err(fail(
+                return Err(failed(fail(
                     Exit::Provider,
-                    "the refresh answer lacks the token kubectl needs; a login is needed when the cached token runs out",
-                ));
+                    format!(
+                        "{} returned no token of the kind kubectl is given; the foreground asks again when the cached token runs out",
+                        config.issuer
+                    ),
+                )));
             }
-            Ok(())
+            renewal::save(cache, &tokens, lock).map_err(failed)?;
+            return Ok(Renewed::Yes);
         }
-        RefreshOutcome::Unusable {
-            refresh_token,
-            error,
-        } => {
-            super::keep_rotated_refresh_token(cache, &cached.tokens, refresh_token, lock)?;
-            Err(error)
-        }
-        // The entry stays: its token is still good, and the foreground says what this means
-        // when the token runs out.
-        RefreshOutcome::Rejected(reason) => Err(fail(
+        // Not a failure of the provider, but noted as one: it explains the login to come, and
+        // stops the next hits from starting a renewal that cannot do anything.
+        Means::Login(why) => return Err(failed(fail(Exit::Login, why))),
+    };
+    let provider = ProviderClient::new(config, clock).map_err(failed)?;
+    match renewal::refresh(
+        config,
+        cache,
+        &provider,
+        &cached.tokens,
+        &refresh_token,
+        lock,
+        clock,
+    )
+    .map_err(failed)?
+    {
+        Refreshed::Renewed(_) => Ok(Renewed::Yes),
+        Refreshed::Refused { reason, .. } => Err(failed(fail(
             Exit::Provider,
-            format!("the provider refused the refresh token ({reason}); a login is needed when the cached token runs out"),
-        )),
+            format!("the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"),
+        ))),
+        Refreshed::WithoutCredential => Err(failed(fail(
+            Exit::Provider,
+            "the refresh answer lacks the token kubectl needs; a login is needed when the cached token runs out",
+        ))),
     }
-}
-
-/// Where the background renewal of an entry notes its failure (beside the entry).
-const FAILURE_SUFFIX: &str = "renewal-failed";
-
-/// The failure the last background renewal of `cache`'s entry noted, if any.
-fn last_failure(cache: &TokenCache) -> Option<Failure> {
-    FailureNote::new(cache.state_path(FAILURE_SUFFIX)).read()
-}
-
-/// The failure the last background renewal of the entry `key` in `dir` noted (`status`).
-pub fn last_failure_of(dir: &std::path::Path, key: &crate::cache::CacheKey) -> Option<Failure> {
-    FailureNote::new(crate::cache::state_path(dir, key, FAILURE_SUFFIX)).read()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
-    use std::time::Duration;
 
     fn at(seconds: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + seconds, 0).unwrap()
@@ -304,6 +336,7 @@ mod tests {
 
     #[test]
     fn the_window_is_a_share_of_the_lifetime_or_a_fixed_time() {
+        use std::time::Duration;
         let (obtained, expiry) = (at(0), at(3600));
         let quarter = RefreshAhead::Share(25);
         assert!(!in_window(quarter, obtained, expiry, at(2699)));
@@ -315,5 +348,63 @@ mod tests {
         assert!(!in_window(RefreshAhead::Off, obtained, expiry, at(3599)));
         let forever = RefreshAhead::Before(Duration::MAX);
         assert!(in_window(forever, obtained, expiry, at(1)));
+    }
+
+    #[test]
+    fn after_an_outage_the_wait_doubles_and_leaves_a_try_before_the_deadline() {
+        // A 1 h token, the window its last 15 minutes, the foreground's turn at 59 min.
+        let deadline = at(3540);
+        let mut failed_at = at(2700);
+        let mut waits = Vec::new();
+        for attempts in 1.. {
+            let Some(next) = retry_at(true, attempts, failed_at, deadline) else {
+                break;
+            };
+            assert!(
+                next < deadline,
+                "attempt {attempts} retries after the deadline"
+            );
+            waits.push((next - failed_at).num_seconds());
+            failed_at = next;
+        }
+        // Doubling while it fits, then half of what is left each time, down to a second: a
+        // bounded number of tries, the last a second before the foreground's turn.
+        assert_eq!(
+            waits,
+            [10, 20, 40, 80, 160, 265, 132, 66, 33, 16, 8, 4, 2, 1]
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_not_retried_for_the_same_tokens() {
+        assert_eq!(retry_at(false, 1, at(0), at(3600)), None);
+        // Nor is anything at the deadline's door.
+        assert_eq!(retry_at(true, 1, at(0), at(1)), None);
+    }
+
+    #[test]
+    fn a_hit_waits_out_the_back_off_and_says_why_at_v() {
+        let failure = |retry_at| EntryState {
+            renewal: Some(RenewalNote {
+                started_at: None,
+                failed: Some(RenewalFailure {
+                    note: Note::new("invalid_client", at(0)),
+                    attempts: 1,
+                    retry_at,
+                }),
+            }),
+            ..EntryState::default()
+        };
+        assert_eq!(backing_off(&EntryState::default(), at(0)), None);
+        let later = failure(Some(at(10)));
+        let why = backing_off(&later, at(5)).unwrap();
+        assert!(
+            why.starts_with("the last background renewal failed at ")
+                && why.contains("invalid_client; the next try after "),
+            "{why}"
+        );
+        assert_eq!(backing_off(&later, at(10)), None);
+        let never = backing_off(&failure(None), at(100_000)).unwrap();
+        assert!(never.ends_with("not again for this token (it is renewed when it runs out)"));
     }
 }

@@ -13,6 +13,7 @@ mod setup;
 mod status;
 mod whoami;
 
+use crate::acquire;
 use crate::cli::{Cli, Command, TokenArgs};
 use crate::clock::SystemClock;
 use crate::config::{Config, Environment};
@@ -35,6 +36,11 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         Command::Man => docs::man(),
         Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
         Command::Whoami(args) => whoami::run(&args, &clock),
+        Command::RenewAhead(args) => {
+            let config = resolve(&args.token, Run::ByKubectl)?;
+            acquire::renew_in_background(&config, args.lock_fd, &clock)?;
+            Ok(None)
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
 //! directory only, and carries no secret.
 
-use crate::acquire::{last_renewal_failure, Failure};
+use crate::acquire::{EntryState, StateFile};
 use crate::cache::{list_sessions, RefreshPlace, Session, SessionPlace, Store};
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
@@ -43,9 +43,33 @@ struct JsonEntry<'a> {
     refresh_token: bool,
     /// `entry` (beside the other tokens) or the keyring store of its own item.
     refresh_token_in: Option<serde_json::Value>,
-    /// The last background renewal's failure (refresh-ahead), until one succeeds.
-    renewal_failed: Option<Failure>,
+    /// The last background renewal's failure (refresh-ahead), until new tokens are saved.
+    renewal_failed: Option<RenewalFailedJson>,
+    /// The provider refused the refresh token (it was dropped): a login is needed when the
+    /// cached token runs out.
+    refresh_refused: Option<NoteJson>,
     unreadable: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct NoteJson {
+    at: DateTime<Utc>,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct RenewalFailedJson {
+    failed_at: DateTime<Utc>,
+    reason: String,
+    /// Failed background renewals of these tokens in a row.
+    attempts: u32,
+    /// When the next background renewal may start; `null`: not again for these tokens.
+    retry_at: Option<DateTime<Utc>>,
+}
+
+/// The notes about an entry's current tokens (`acquire/entry_state.rs`).
+fn state_of(dir: &Path, session: &Session) -> EntryState {
+    StateFile::in_dir(dir, &session.key).read(session.obtained_at)
 }
 
 fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
@@ -53,6 +77,7 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
         .iter()
         .map(|session| {
             let about = session.about.as_ref();
+            let state = state_of(dir, session);
             JsonEntry {
                 key: session.key.as_str(),
                 issuer: about.map(|a| a.issuer.as_str()),
@@ -78,7 +103,18 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
                     RefreshPlace::Entry => Some("entry".into()),
                     RefreshPlace::Keyring(store) => serde_json::to_value(store).ok(),
                 },
-                renewal_failed: last_renewal_failure(dir, &session.key),
+                renewal_failed: state.renewal.and_then(|r| r.failed).map(|failed| {
+                    RenewalFailedJson {
+                        failed_at: failed.note.at,
+                        reason: failed.note.reason,
+                        attempts: failed.attempts,
+                        retry_at: failed.retry_at,
+                    }
+                }),
+                refresh_refused: state.refresh_refused.map(|note| NoteJson {
+                    at: note.at,
+                    reason: note.reason,
+                }),
                 unreadable: session.unreadable.as_deref(),
             }
         })
@@ -126,26 +162,45 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     for row in &rows {
         line(&mut row.iter().map(String::as_str));
     }
-    // What the background renewals failed at, below the table: they have no stderr of their own.
-    let failures: Vec<String> = sessions
+    // What went wrong out of sight, below the table: the background renewals have no stderr of
+    // their own, and a refusal they met is said nowhere else.
+    let notes: Vec<String> = sessions
         .iter()
         .zip(&rows)
-        .filter_map(|(session, row)| {
-            let failure = last_renewal_failure(dir, &session.key)?;
-            Some(format!(
-                "the background renewal for {} ({}) failed at {}: {}\n",
-                row[0],
-                row[3],
-                failure.failed_at.format("%Y-%m-%d %H:%M:%S UTC"),
-                printable_brief(&failure.reason, 300)
-            ))
-        })
+        .flat_map(|(session, row)| notes_below_table(&state_of(dir, session), &row[0], &row[3]))
         .collect();
-    if !failures.is_empty() {
+    if !notes.is_empty() {
         text.push('\n');
-        text.push_str(&failures.concat());
+        text.push_str(&notes.concat());
     }
     text
+}
+
+/// The lines about one entry's state under the table: a refused refresh token, and a failed
+/// background renewal with when the next one may start.
+fn notes_below_table(state: &EntryState, issuer: &str, subject: &str) -> Vec<String> {
+    let when = |at: &DateTime<Utc>| at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let mut lines = Vec::new();
+    if let Some(refused) = &state.refresh_refused {
+        lines.push(format!(
+            "the provider refused the refresh token for {issuer} ({subject}) at {}: {}; the cached token is used until it runs out, then a login is needed\n",
+            when(&refused.at),
+            printable_brief(&refused.reason, 300)
+        ));
+    }
+    if let Some(failed) = state.renewal.as_ref().and_then(|r| r.failed.as_ref()) {
+        let next = match &failed.retry_at {
+            Some(at) => format!("next try after {}", when(at)),
+            None => "not retried in the background for this token".to_string(),
+        };
+        lines.push(format!(
+            "the background renewal for {issuer} ({subject}) failed at {} ({} in a row; {next}): {}\n",
+            when(&failed.note.at),
+            failed.attempts,
+            printable_brief(&failed.note.reason, 300)
+        ));
+    }
+    lines
 }
 
 fn row(session: &Session, now: DateTime<Utc>) -> [String; 7] {

@@ -1,26 +1,11 @@
 //! The provider kept off kubectl's path while a token is valid, through the real kubectl against
 //! the test provider: stale-if-error (the provider down, answering 503, refusing the refresh
-//! token) and refresh-ahead (one detached background renewal for many hits, its failures in
-//! `status`).
+//! token). Refresh-ahead, the background renewal, is `background.rs`.
 
-use crate::sessions::kubecred_plain;
 use crate::support::*;
 use serde_json::json;
-use std::time::{Duration, Instant};
 
 const V1: &str = "client.authentication.k8s.io/v1";
-
-/// Waits (bounded) until `done` holds; panics naming `what` if it never does.
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < limit,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 #[test]
 fn an_outage_hands_out_the_still_valid_token_and_never_an_expired_one() {
@@ -134,101 +119,4 @@ fn a_refused_refresh_token_is_said_once_and_the_valid_token_serves_until_a_login
         .run()
         .failure(4)
         .stderr_contains("no login completed within 1s");
-}
-
-#[test]
-fn twenty_hits_in_the_window_start_one_renewal_that_outlives_kubectl() {
-    let bed = Testbed::start_with(json!({"clientCredentialsTtl": 60}));
-    let env = TestEnv::new();
-    // The window opens 1 s after a token is issued.
-    let mut args = env.cc_args(&bed);
-    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
-    let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, args.clone()));
-    let first = env.kubecred_owned(&args).run().success().token();
-    let entry = entry_bytes(&env.cache_dir());
-    std::thread::sleep(Duration::from_millis(1500));
-
-    // A provider that takes 12 s per token: the renewal is still under way when every kubectl
-    // is done, so none of them waited for it (nor for its pipes: it holds none of theirs).
-    bed.configure(json!({"tokenDelayMs": 12000}));
-    bed.reset_stats();
-    run_all_at_once((0..20).map(|_| env.kubectl(&kubeconfig, &["get", "--raw", "/version"])));
-    assert_eq!(
-        entry_bytes(&env.cache_dir()),
-        entry,
-        "the entry changed before the slow renewal could have finished"
-    );
-    wait_until("the background renewal", Duration::from_secs(30), || {
-        entry_bytes(&env.cache_dir()) != entry
-    });
-    assert_eq!(bed.token_requests("client_credentials"), 1, "one renewal");
-    let renewed = env
-        .kubecred_owned(&with_flag(&args, "--refresh-ahead=0"))
-        .run();
-    assert_ne!(renewed.success().token(), first);
-}
-
-#[test]
-fn a_failed_background_renewal_leaves_the_entry_and_shows_in_status_and_at_v() {
-    let bed = Testbed::start_with(json!({"clientCredentialsTtl": 60}));
-    let env = TestEnv::new();
-    let mut args = env.cc_args(&bed);
-    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
-    let first = env.kubecred_owned(&args).run().success().token();
-    let entry = entry_bytes(&env.cache_dir());
-    std::thread::sleep(Duration::from_millis(1500));
-
-    bed.configure(json!({"tokenError": "invalid_client"}));
-    bed.reset_stats();
-    let hit = env.kubecred_owned(&args).run().success();
-    assert_eq!(hit.token(), first);
-    assert_eq!(
-        hit.stderr(),
-        "",
-        "a renewal's failure never reaches kubectl's stderr"
-    );
-    let status = || kubecred_plain(&env, &["status"]).run().success().stdout();
-    wait_until(
-        "the renewal's failure in status",
-        Duration::from_secs(30),
-        || status().contains("the background renewal for"),
-    );
-    assert!(status().contains("invalid_client"), "{}", status());
-    assert_eq!(entry_bytes(&env.cache_dir()), entry, "the entry changed");
-    let json_status: serde_json::Value = serde_json::from_str(
-        &kubecred_plain(&env, &["status", "--output=json"])
-            .run()
-            .success()
-            .stdout(),
-    )
-    .unwrap();
-    let failed = &json_status["entries"][0]["renewal_failed"];
-    assert!(
-        failed["reason"]
-            .as_str()
-            .unwrap()
-            .contains("invalid_client"),
-        "{failed}"
-    );
-    env.kubecred_owned(&with_flag(&args, "-v"))
-        .run()
-        .success()
-        .stderr_contains("the last background renewal failed at ");
-
-    // The provider accepts again: the next hit's renewal succeeds and the note goes. The `-v` hit
-    // started a renewal of its own; it must be over first, or it holds the entry lock (the next
-    // hit then starts none) having asked the provider before the change.
-    wait_until(
-        "the -v hit's renewal to end",
-        Duration::from_secs(30),
-        || !an_entry_lock_is_held(&env.cache_dir()),
-    );
-    bed.configure(json!({"tokenError": null}));
-    env.kubecred_owned(&args).run().success();
-    wait_until("a successful renewal", Duration::from_secs(30), || {
-        entry_bytes(&env.cache_dir()) != entry
-    });
-    wait_until("the note to go", Duration::from_secs(10), || {
-        !status().contains("the background renewal for")
-    });
 }
