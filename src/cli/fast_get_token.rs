@@ -1,14 +1,14 @@
 //! get-token's command line read without clap, for the cache hit.
 //!
-//! kubectl runs `kubecred get-token` before its requests, and a hit is answered in about half a
-//! millisecond, so the parse is a large share of it: building clap's command for get-token's
-//! 54 flags (each with its help text and environment variable) and matching against it costs
-//! about a third more instructions than the whole hit otherwise takes (callgrind, the static
-//! build, the whole process: 726k against 547k; end to end 0.73× against 0.57× `cat`). This
-//! parser reads the plain command lines a kubeconfig holds (`--flag=value`, `--flag value`,
-//! `--switch`, `-v`) and the flags' `KUBECRED_*` variables, and returns `None` for anything
-//! else: help, an unknown flag, a value clap would refuse, an empty value, conflicting flags. The
-//! caller then runs clap, so every message and every unusual case is clap's own.
+//! kubectl runs `kubecred get-token` before its requests, and a hit costs little more than
+//! starting a process, so the parse is a large share of it: building clap's command for
+//! get-token's flags (each with its help text and environment variable) and matching against it
+//! costs about a third more than the whole hit otherwise does (README, "What keeps the cache hit
+//! fast", has the measurement). This parser reads the plain command lines a kubeconfig holds
+//! (`--flag=value`, `--flag value`, `--switch`, `-v`) and the flags' `KUBECRED_*` variables, and
+//! returns `None` for anything else: help, an unknown flag, a value clap would refuse, an empty
+//! value, conflicting flags. The caller then runs clap, so every message and every unusual case
+//! is clap's own.
 //!
 //! clap's definition in `cli.rs` stays the one source of truth: the table of flags this parser
 //! reads (`fast_get_token/flags.rs`) is generated from it by the test

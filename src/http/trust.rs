@@ -1,9 +1,9 @@
 //! Which TLS certificates kubecred trusts, loaded only as far as a handshake needs.
 //!
 //! reqwest's own native-roots support reads the whole system store (on Debian: the bundle file,
-//! then every file of `/etc/ssl/certs`, about 160 opens and 300 stats) each time a client is
-//! built: about 10 ms of a 20 ms grant, paid even when the provider's CA is the one given with
-//! `--certificate-authority`. We write our own verifier because no crate offers the lazy order
+//! then every file of `/etc/ssl/certs`) each time a client is built: about half of a grant's
+//! time (README, "Why these dependencies"), paid even when the provider's CA is the one given
+//! with `--certificate-authority`. We write our own verifier because no crate offers the lazy order
 //! we want; the verification itself stays rustls' (`WebPkiServerVerifier`). Tiers, each built
 //! only when the previous one does not know the certificate's issuer:
 //!

@@ -90,42 +90,73 @@ fn module_of(relative: &Path) -> Option<String> {
 }
 
 /// The modules `text` (Rust source, its tests cut off) names as `crate::<module>`, comments
-/// aside: `use crate::a::b`, `crate::a::f()`, `use crate::{a, b::c}`.
+/// aside: `use crate::a::b`, `crate::a::f()`, `use crate::{a, b::{c, d}}`, a group spread over
+/// several lines as rustfmt writes a long one included.
 fn crate_imports(text: &str) -> Vec<String> {
     let code = match text.find("#[cfg(test)]\nmod tests {") {
         Some(tests) => &text[..tests],
         None => text,
     };
+    // Comments out, lines kept: a group may span them.
+    let code: String = code
+        .lines()
+        .map(|line| {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                ""
+            } else {
+                line.split(" // ").next().unwrap_or(line)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut found = Vec::new();
-    for line in code.lines() {
-        let line = line.trim_start();
-        if line.starts_with("//") {
+    for (index, _) in code.match_indices("crate::") {
+        // `$crate::` is a macro's own path (debug! naming log), not an import of this file's.
+        if code[..index].ends_with('$') {
             continue;
         }
-        let line = line.split(" // ").next().unwrap_or(line);
-        for (index, _) in line.match_indices("crate::") {
-            // `$crate::` is a macro's own path (debug! naming log), not an import of this file's.
-            if line[..index].ends_with('$') {
-                continue;
-            }
-            let rest = &line[index + "crate::".len()..];
-            let names = match rest.strip_prefix('{') {
-                Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
-                None => vec![rest],
-            };
-            for name in names {
-                let module: String = name
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !module.is_empty() && module != "debug" {
-                    found.push(module);
-                }
+        let rest = &code[index + "crate::".len()..];
+        let names = match rest.strip_prefix('{') {
+            Some(group) => top_level_items(group),
+            None => vec![rest],
+        };
+        for name in names {
+            let module: String = name
+                .trim()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !module.is_empty() && module != "debug" {
+                found.push(module);
             }
         }
     }
     found
+}
+
+/// The items of a `{…}` group whose text starts after its `{`: split at its own commas, up to
+/// its closing brace; nested groups stay inside their item (`a::{b, c}` is one item, `a`).
+fn top_level_items(group: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..at]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
 }
 
 /// Every import that goes up or sideways in `layers`, and every module `layers` lacks.
@@ -231,6 +262,17 @@ fn the_layer_check_can_fail() {
     assert_eq!(layer_violations(&layers, &after_tests).len(), 1);
     let unlisted = [source("new.rs", "")];
     assert_eq!(layer_violations(&layers, &unlisted).len(), 1);
+    // A group rustfmt spread over several lines, with a nested group, is read whole: the import
+    // on its third line goes up.
+    let multi_line = [source(
+        "cache/mod.rs",
+        "use crate::{\n    log::{self, notice},\n    acquire::credential, // why\n};",
+    )];
+    assert_eq!(layer_violations(&layers, &multi_line).len(), 1);
+    assert_eq!(
+        crate_imports("use crate::{\n    log::{a, b},\n    oidc,\n};\ncrate::cache::f();"),
+        ["log", "oidc", "cache"]
+    );
 }
 
 #[test]
