@@ -10,11 +10,15 @@ failing at once (the provider refusing the client) and over before the next pair
 the window while a renewal is under way. What one spawn adds, apart from the scheduler's noise
 that the slowest of hundreds of calls in the expiries run also holds.
 
+backoff: hits in the window while every background renewal fails, first refused (the provider
+refusing the client), then in an outage (503): how many renewals started and how many token
+requests the provider saw for hundreds of hits, one every CALL_GAP seconds.
+
 outage: the provider's connections reset (the test bed's providerDown) for longer than
 --min-validity while kubectl runs in a loop: kubectl failures while the cached token was still
 valid, after it lapsed, and the provider's token requests once it is back.
 
-Usage: resilience.py expiries|spawn|outage CONFIG_JSON   (written by bench/run.sh; prints markdown)
+Usage: resilience.py expiries|spawn|backoff|outage CONFIG_JSON   (written by bench/run.sh; prints markdown)
 """
 
 import fcntl
@@ -140,6 +144,9 @@ def spawn(config):
         plain_hits.append(checked(timed(plain, env=env)))
         spawning_hits.append(checked(timed(window, env=env)))
         wait_unlocked(cache_dir)
+        # The failure's back-off would keep the next hit from starting one: forgotten, so that
+        # every hit in the window measured here spawns.
+        forget_renewal_notes(cache_dir)
     spawned = admin(config, "GET", "/stats")["token"]["client_credentials"]
     # A renewal that waits for the provider for the rest of the run: every hit in the window
     # finds it under way.
@@ -171,6 +178,48 @@ def spawn(config):
     lines.append(f"{calls} calls of each. The hit that starts a renewal: {ratio:.2f}× the plain hit's median; "
                  f"its slowest {worst:.1f}× the plain hit's median (the plain hit's own slowest: "
                  f"{max(plain_hits) / statistics.median(plain_hits):.1f}×).")
+    print("\n".join(lines))
+
+
+def forget_renewal_notes(cache_dir):
+    for path in glob.glob(f"{cache_dir}/state/*.json"):
+        os.remove(path)
+
+
+def backoff(config):
+    calls = config["calls"]
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_EXEC_INFO"}
+    window = config["get_token"] + ["--refresh-ahead=599s"]
+    lines = [
+        "| the renewals meet | hits in the window | over | renewals started | token requests |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, knobs in (
+        ("a refusal (`invalid_client`)", {"tokenError": "invalid_client"}),
+        ("an outage (503 `temporarily_unavailable`, retried 3 times per renewal)",
+         {"tokenError": "temporarily_unavailable"}),
+    ):
+        subprocess.run(config["logout"], check=True, stdout=subprocess.DEVNULL)
+        admin(config, "POST", "/config", {"tokenDelayMs": 0, "tokenError": None})
+        subprocess.run(config["get_token"], check=True, stdout=subprocess.DEVNULL, env=env)
+        time.sleep(1.5)
+        admin(config, "POST", "/config", knobs)
+        admin(config, "POST", "/reset")
+        started = time.monotonic()
+        for _ in range(calls):
+            checked(timed(window, env=env))
+            time.sleep(CALL_GAP)
+        wait_unlocked(config["cache_dir"])
+        over = time.monotonic() - started
+        requests = admin(config, "GET", "/stats")["token"]["client_credentials"]
+        status = json.loads(subprocess.run(config["status"], check=True, capture_output=True).stdout)
+        failed = status["entries"][0]["renewal_failed"] or {}
+        lines.append(f"| {label} | {calls} | {over:.0f} s | {failed.get('attempts', 0)} | {requests} |")
+    admin(config, "POST", "/config", {"tokenError": None})
+    lines.append("")
+    lines.append("A refusal is not retried for the same token; after an outage the next renewal waits "
+                 "10 s, then 20 s, 40 s, … (never past half the time left before `--min-validity`). "
+                 "Before the back-off, every hit that found no renewal under way started one.")
     print("\n".join(lines))
 
 
@@ -225,4 +274,4 @@ def outage(config):
 if __name__ == "__main__":
     mode, path = sys.argv[1], sys.argv[2]
     config = json.load(open(path))
-    {"expiries": expiries, "spawn": spawn, "outage": outage}[mode](config)
+    {"expiries": expiries, "spawn": spawn, "backoff": backoff, "outage": outage}[mode](config)

@@ -226,6 +226,7 @@ import json, sys
 out, fields, kubecred, work, admin, ca_file, *args = sys.argv[1:]
 config = {"get_token": [kubecred, *args], "admin": admin, "ca_file": ca_file,
           "logout": [kubecred, "logout", "--all", f"--cache-dir={work}/cache"],
+          "status": [kubecred, "status", "--output=json", f"--cache-dir={work}/cache"],
           "kubeconfig": f"{work}/resilience.kubeconfig",
           "kubeconfig_off": f"{work}/resilience-off.kubeconfig", "kubectl_env": None,
           "cache_dir": f"{work}/cache"}
@@ -247,6 +248,12 @@ spawn_calls=200
 [ "$quick" = --quick ] && spawn_calls=40
 resilience_config "$work/spawn.json" "{\"calls\": $spawn_calls}"
 spawn_table=$(python3 bench/resilience.py spawn "$work/spawn.json")
+
+echo "==> 7c. the back-off: hits in the window while the renewals fail" >&2
+backoff_calls=200
+[ "$quick" = --quick ] && backoff_calls=40
+resilience_config "$work/backoff.json" "{\"calls\": $backoff_calls}"
+backoff_table=$(python3 bench/resilience.py backoff "$work/backoff.json")
 stop_testbed
 
 echo "==> 8. the provider down for longer than --min-validity while kubectl runs" >&2
@@ -348,9 +355,15 @@ $expiries_table
 The slowest of hundreds of calls holds the machine's noise as well as the spawn. The hit that
 starts the renewal, measured alone (the static build; a 600 s token, \`--refresh-ahead 599s\` so
 that every hit is in the window; the renewal refused at once by the provider and over before
-the next call, so that each of these hits starts one):
+the next call, its back-off note removed, so that each of these hits starts one):
 
 $spawn_table
+
+The back-off: the same 600 s token, one hit in the window every 0.25 s while every background
+renewal fails. How many renewals the hits started (the \`attempts\` that \`kubecred status\`
+shows) and how many token requests reached the provider:
+
+$backoff_table
 
 ## 8. An outage
 

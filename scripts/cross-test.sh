@@ -5,7 +5,9 @@
 # what a user downloads, not a debug build.
 #   Windows (Wine 8): --version; a client-credentials grant; the next run answered from the cache
 #     (no token request); `status` lists the entry; `logout` forgets it; the same with
-#     --cache-storage keyring (Wine's Credential Manager).
+#     --cache-storage keyring (Wine's Credential Manager); refresh-ahead: a hit in the window ends
+#     its output as fast as a plain hit while the renewal waits for a slow provider, and starts
+#     one renewal however many hits come.
 #   Linux arm64 (qemu-user): --version; a client-credentials grant; a cache hit.
 # Wine 8 lacks bcryptprimitives.dll, which Rust's std needs: a one-function stand-in
 # (tests/support/wine/bcryptprimitives.c) is built with mingw and put beside the exe, for Wine
@@ -83,4 +85,51 @@ for storage in disk keyring; do
     win status | tr -d '\r' | grep -q "no cached logins" || fail "windows $storage: logout left an entry"
     echo "    --cache-storage $storage: a grant, a cache hit, status and logout: ok" >&2
 done
+
+# refresh-ahead on Windows: a hit in the window starts the renewal without handing it kubectl's
+# pipes (std creates children with bInheritHandles set), so reading the hit's stdout to its end,
+# as client-go does, takes as long as for a plain hit while the provider takes 15 s for the
+# renewal; and hits that come while it runs start no other. stderr goes to a file, as client-go
+# passes its own stderr on: Wine (not Windows) gives every child the unix descriptor 2 of its
+# parent whatever its handles say (dlls/ntdll/unix/process.c, spawn_process), so a pipe there
+# would measure Wine.
+# A wine process started while the prefix's services are not up hands its standard handles to
+# them: a persistent wineserver (the one the runs above started would exit when idle, and cannot
+# be made persistent while it runs) and wineboot come first, their stdio on /dev/null.
+wineserver -k < /dev/null > /dev/null 2>&1 || true
+wineserver -w < /dev/null > /dev/null 2>&1 || true
+wineserver -p < /dev/null > /dev/null 2>&1
+wine wineboot -i < /dev/null > /dev/null 2>&1 || true
+win "${cc_args[@]}" > /dev/null || fail "windows refresh-ahead grant: $(cat "$work/win.stderr")"
+bed_admin POST /config '{"tokenDelayMs": 15000}' > /dev/null
+before=$(token_requests)
+# Seconds until the child's stdout reaches its end (the child itself may go on); its stderr to
+# a file.
+read_to_end() {
+    python3 - "$work/hit.stderr" "$@" <<'PY'
+import subprocess, sys, time
+with open(sys.argv[1], "wb") as stderr:
+    started = time.monotonic()
+    child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+    out = child.stdout.read()
+    elapsed = time.monotonic() - started
+    child.wait(timeout=120)
+if child.returncode != 0 or b'"ExecCredential"' not in out:
+    sys.exit("exit %s: %s" % (child.returncode, open(sys.argv[1], errors="replace").read()))
+print("%.2f" % elapsed)
+PY
+}
+plain=$(read_to_end wine "$exe" "${cc_args[@]}" --refresh-ahead=0) || fail "windows plain hit: $plain"
+window=$(read_to_end wine "$exe" "${cc_args[@]}" --refresh-ahead=1h) || fail "windows window hit: $window"
+for _ in 1 2 3; do
+    read_to_end wine "$exe" "${cc_args[@]}" --refresh-ahead=1h > /dev/null || fail "windows window hit"
+done
+python3 -c 'import sys; p, w = map(float, sys.argv[1:]); sys.exit(w > max(3 * p, p + 2))' "$plain" "$window" \
+    || fail "windows: the window hit's stdout ended after ${window}s, a plain hit's after ${plain}s: the renewal holds kubectl's pipe"
+for _ in $(seq 60); do [ "$(token_requests)" != "$before" ] && break; sleep 0.5; done
+sleep 16 # the renewal's request takes 15 s
+[ "$(token_requests)" = $((before + 1)) ] \
+    || fail "windows: $(($(token_requests) - before)) token requests for four hits in the window, expected one renewal"
+bed_admin POST /config '{"tokenDelayMs": 0}' > /dev/null
+echo "    refresh-ahead: the window hit's stdout ended in ${window}s (a plain hit's in ${plain}s) with the provider taking 15 s; one renewal for four hits: ok" >&2
 echo "==> the other platforms' builds pass" >&2
