@@ -335,14 +335,17 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
                 "no access token with a known expiry (no exp claim, no expires_in)"
             }
         };
-        fail(Exit::Provider, format!("{} returned {what}", config.issuer))
+        fail(
+            Exit::Provider,
+            format!("{} returned {what}", config.issuer_as_given),
+        )
     })?;
     if expiry <= clock.now() {
         return Err(fail(
             Exit::Provider,
             format!(
                 "{} returned a token that has already expired ({expiry}); check the clocks of this machine and the provider",
-                config.issuer
+                config.issuer_as_given
             ),
         ));
     }
@@ -489,7 +492,7 @@ fn obtain_under_lock(
                     refused_refresh_note(cache).record(&reason, clock.now());
                     crate::log::notice(format!(
                         "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
-                        config.issuer,
+                        config.issuer_as_given,
                         printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
                     ));
                     return Ok(kept);
