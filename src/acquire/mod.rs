@@ -574,10 +574,10 @@ fn terminal_attached() -> bool {
 /// A secret given as a command-line flag shows in `ps` to every user of the machine: say so
 /// when it is about to be used (not on the cache-hit path, where it is not).
 fn notice_secrets_on_command_line(config: &Config) {
-    for flag in &config.secrets_on_command_line {
+    for secret in &config.secrets_on_command_line {
         crate::log::notice(format!(
-            "{flag} on the command line is visible to other users in `ps`; use {flag}-file or the KUBECRED_{} environment variable",
-            flag.trim_start_matches("--").replace('-', "_").to_uppercase()
+            "{} on the command line is visible to other users in `ps`; use {}",
+            secret.flag, secret.instead
         ));
     }
 }
