@@ -320,6 +320,68 @@ fn device_flow_approved_in_the_browser_with_slow_down() {
     );
 }
 
+/// The device flow's home: an SSH session, no display, no browser setting. kubecred shows the
+/// URL and the code, says nothing about a browser it could not open, and the login completes
+/// when approved elsewhere (here: the scripted browser, given the URL the way a person would).
+#[test]
+fn device_flow_over_ssh_shows_the_code_and_says_nothing_of_a_browser() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = device_args(&bed);
+    args.retain(|arg| !arg.starts_with("--browser-command"));
+    let mut child = env
+        .kubecred_owned(&args)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("BROWSER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no URL: {seen}");
+        seen.push_str(&line);
+        if let Some(rest) = line.strip_prefix("kubecred: to log in, open ") {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let approved = std::process::Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .arg(&url)
+        .status()
+        .unwrap();
+    assert!(approved.success());
+    let output = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let shown = format!("{seen}{rest}");
+    assert!(output.status.success(), "{shown}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ExecCredential"));
+    assert!(
+        !shown.to_lowercase().contains("browser:") && !shown.contains("could not open"),
+        "{shown}"
+    );
+    assert!(!shown.contains("opening the browser"), "{shown}");
+    // Every line it wrote reads like the others: `kubecred: ` and lower case (the QR code aside).
+    for text_line in shown
+        .lines()
+        .filter(|l| l.chars().any(|c| c.is_ascii_alphabetic()))
+    {
+        assert!(
+            text_line.starts_with("kubecred: ")
+                && !text_line["kubecred: ".len()..].starts_with(char::is_uppercase),
+            "{text_line:?} in\n{shown}"
+        );
+    }
+}
+
 #[test]
 fn device_flow_denied_is_a_clear_error() {
     if !have(Need::Browser) {

@@ -375,8 +375,8 @@ pub fn command_note(command: &ExecCommand) -> String {
     match command {
         ExecCommand::Name => String::new(),
         ExecCommand::KubectlPluginName => "\
-# command kubectl-kubecred: kubecred is on PATH only under its kubectl plugin name (krew links
-# no `kubecred`). That link survives `kubectl krew upgrade`; the versioned file behind it does not.
+# kubectl-kubecred: the only name kubecred has on PATH (krew links no `kubecred`). That link
+# survives `kubectl krew upgrade`; the versioned file behind it does not.
 "
         .to_string(),
         ExecCommand::Path(_) => "\
