@@ -68,7 +68,7 @@ fn report_no_match(config: &Config, what: &str, sessions: &[Session]) {
             differences.join("; ")
         };
         let client = crate::text::printable_brief(&about.client_id, 200);
-        let login = match &about.subject {
+        let login = match about.subject.as_ref().filter(|s| **s != about.client_id) {
             Some(subject) => format!(
                 "{} (client {client})",
                 crate::text::printable_brief(subject, 100)
@@ -160,7 +160,10 @@ fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
         let done = acquire::forget(&cache, lock_timeout, revoke_with.as_ref(), clock)?;
         let what = match &session.about {
             Some(about) => describe(&about.issuer, &about.client_id, &about.account),
-            None => format!("cache entry {}", session.key),
+            None => format!(
+                "a cached login that does not say whose it is ({})",
+                session.key
+            ),
         };
         report(&what, &done);
     }
@@ -217,7 +220,7 @@ fn report(what: &str, done: &Forgotten) {
         }
         RevocationOutcome::Failed(err) => {
             crate::log::notice(format!(
-                "warning: revoking the refresh token failed: {}; the cached tokens are deleted all the same",
+                "warning: revoking the refresh token failed: {}; the cached login is forgotten all the same",
                 crate::error::one_line(err)
             ));
             "the refresh token may still be valid at the provider".to_string()

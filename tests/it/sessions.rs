@@ -216,7 +216,7 @@ fn a_failed_revocation_is_a_warning_and_the_entry_still_goes() {
         .run()
         .success()
         .stderr_contains("warning: revoking the refresh token failed")
-        .stderr_contains("deleted all the same")
+        .stderr_contains("the cached login is forgotten all the same")
         .never_shows(&["refresh-token-of-bob", "id-token-of-bob"]);
     assert!(run.stdout().is_empty());
     for (path, text) in every_file_text(&env.cache_dir()) {
