@@ -161,6 +161,19 @@ fn runs_as_a_kubectl_plugin_through_a_symlink_on_path() {
     kubectl(&["completion", "bash"])
         .success()
         .stdout_contains("complete -F");
+    // A usage error names kubectl's help command, the one that works here.
+    let line = usage_error(kubectl(&["get-token", "--grant-type=foo"]));
+    assert!(
+        line.ends_with("(see kubectl kubecred get-token --help)"),
+        "{line}"
+    );
+    assert_eq!(
+        usage_error(kubectl(&["completion"])),
+        "kubectl kubecred completion needs <SHELL>: bash, zsh, fish or powershell (see kubectl kubecred completion --help)"
+    );
+    kubectl(&["get-token", "--help"])
+        .success()
+        .stdout_contains("Usage: kubectl kubecred get-token");
 }
 
 #[test]
@@ -290,41 +303,6 @@ fn usage_errors_name_what_to_type_and_the_help_of_the_command_run() {
             .success()
             .stdout_contains("Usage: kubecred ");
     }
-}
-
-#[cfg(unix)]
-#[test]
-fn under_kubectl_a_usage_error_names_kubectls_help_command() {
-    let env = TestEnv::new();
-    let bin = env.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(kubecred_bin(), bin.join("kubectl-kubecred")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let kubectl = |args: &[&str]| {
-        let mut cmd = Command::new(kubectl_bin());
-        cmd.env_clear()
-            .env("PATH", &path)
-            .env("HOME", env.home())
-            .arg("kubecred")
-            .args(args);
-        cmd.run()
-    };
-    let line = usage_error(kubectl(&["get-token", "--grant-type=foo"]));
-    assert!(
-        line.ends_with("(see kubectl kubecred get-token --help)"),
-        "{line}"
-    );
-    assert_eq!(
-        usage_error(kubectl(&["completion"])),
-        "kubectl kubecred completion needs <SHELL>: bash, zsh, fish or powershell (see kubectl kubecred completion --help)"
-    );
-    kubectl(&["get-token", "--help"])
-        .success()
-        .stdout_contains("Usage: kubectl kubecred get-token");
 }
 
 /// `kubecred man` as `man` shows it: no literal backticks or roff escapes, every command in a

@@ -40,6 +40,29 @@ fn secret_file(env: &TestEnv) -> PathBuf {
     path
 }
 
+/// Adds the API stand-in as the cluster of a context for user `ci-bot`, and uses it.
+fn use_testbed_cluster(env: &TestEnv, bed: &Testbed, kubeconfig: &Path) {
+    for step in [
+        vec![
+            "config",
+            "set-cluster",
+            "testbed",
+            "--server",
+            &bed.api_server,
+        ],
+        vec![
+            "config",
+            "set-context",
+            "testbed",
+            "--cluster=testbed",
+            "--user=ci-bot",
+        ],
+        vec!["config", "use-context", "testbed"],
+    ] {
+        env.kubectl(kubeconfig, &step).run().success();
+    }
+}
+
 fn kubectl_json(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Value {
     let run = env.kubectl(kubeconfig, args).run().success();
     serde_json::from_str(&run.stdout()).unwrap()
@@ -98,25 +121,7 @@ fn setup_diagnoses_logs_in_and_prints_configuration_that_works() {
         args.iter().any(|a| a.starts_with("--cache-dir=")),
         "{args:?}"
     );
-    for step in [
-        vec![
-            "config",
-            "set-cluster",
-            "testbed",
-            "--server",
-            &bed.api_server,
-        ],
-        vec![
-            "config",
-            "set-context",
-            "testbed",
-            "--cluster=testbed",
-            "--user=ci-bot",
-        ],
-        vec!["config", "use-context", "testbed"],
-    ] {
-        env.kubectl(&kubeconfig, &step).run().success();
-    }
+    use_testbed_cluster(&env, &bed, &kubeconfig);
     let ca = format!("--certificate-authority={}", bed.ca_file.display());
     bed.reset_stats();
     env.kubectl(&kubeconfig, &[&ca, "auth", "whoami"])
@@ -360,6 +365,14 @@ fn package_layout(env: &TestEnv, versioned: &str, link: &str) -> (PathBuf, Strin
     (root, path)
 }
 
+/// [`setup_args`] with the test's cache, for a run outside `TestEnv::kubecred` (which adds it).
+fn setup_args_with_cache(env: &TestEnv, bed: &Testbed, secret: &Path) -> Vec<String> {
+    let mut args = setup_args(bed, secret);
+    args.push(format!("--cache-dir={}", env.cache_dir().display()));
+    args.push("--cache-storage=disk".into());
+    args
+}
+
 /// What setup printed for kubectl: the set-credentials command (4), the YAML user's command
 /// (5) and the kuberc entry (6).
 fn printed_commands(stdout: &str) -> (String, String, String) {
@@ -376,25 +389,7 @@ fn printed_commands(stdout: &str) -> (String, String, String) {
 fn printed_user_works(env: &TestEnv, bed: &Testbed, stdout: &str, path: &str) {
     let kubeconfig = env.dir.path().join("printed-user.yaml");
     std::fs::write(&kubeconfig, section(stdout, 5)).unwrap();
-    for step in [
-        vec![
-            "config",
-            "set-cluster",
-            "testbed",
-            "--server",
-            &bed.api_server,
-        ],
-        vec![
-            "config",
-            "set-context",
-            "testbed",
-            "--cluster=testbed",
-            "--user=ci-bot",
-        ],
-        vec!["config", "use-context", "testbed"],
-    ] {
-        env.kubectl(&kubeconfig, &step).run().success();
-    }
+    use_testbed_cluster(env, bed, &kubeconfig);
     let ca = format!("--certificate-authority={}", bed.ca_file.display());
     env.kubectl(&kubeconfig, &[&ca, "auth", "whoami"])
         .env("PATH", path)
@@ -417,9 +412,7 @@ fn setup_under_krew_prints_the_plugin_name_on_path_and_no_store_path() {
         "krew/store/kubecred/v0.1.0/kubecred",
         "krew/bin/kubectl-kubecred",
     );
-    let mut args = setup_args(&bed, &secret);
-    args.push(format!("--cache-dir={}", env.cache_dir().display()));
-    args.push("--cache-storage=disk".into());
+    let args = setup_args_with_cache(&env, &bed, &secret);
     let run = std::process::Command::new(kubectl_bin())
         .env_clear()
         .env("PATH", &path)
@@ -465,9 +458,7 @@ fn setup_under_homebrew_prints_kubecred_not_the_cellar_path() {
         "brew/Cellar/kubecred/0.1.0/bin/kubecred",
         "brew/bin/kubecred",
     );
-    let mut args = setup_args(&bed, &secret);
-    args.push(format!("--cache-dir={}", env.cache_dir().display()));
-    args.push("--cache-storage=disk".into());
+    let args = setup_args_with_cache(&env, &bed, &secret);
     let run = std::process::Command::new("kubecred")
         .env_clear()
         .env("PATH", &path)
