@@ -124,22 +124,25 @@ fn missing(
 /// A value clap refused, with the values it takes, and where it came from when that was a
 /// variable rather than the command line.
 fn invalid_value(err: &clap::Error, arg: &Arg, argv: &[OsString]) -> String {
+    let values = possible_values(arg);
     let Some(value) = string(err, ContextKind::InvalidValue) else {
         return first_line(err);
     };
-    if value.is_empty() {
-        // `--scope` with nothing after it: clap's line says that.
-        return first_line(err);
+    // `-o` with nothing after it: clap's line says a value is required; or a value whose
+    // parser lists none: clap's line says why it is refused.
+    if value.is_empty() || values.is_empty() {
+        return if values.is_empty() {
+            first_line(err)
+        } else {
+            format!("{}; possible values: {}", first_line(err), either(&values))
+        };
     }
     let given = match from_variable(arg, &value, argv) {
         Some(variable) => format!("invalid value '{value}' in {variable} (for {})", flag(arg)),
         None => format!("invalid value '{value}' for {}", flag(arg)),
     };
-    let values = possible_values(arg);
     let allowed = if is_on_off(&values) {
         "it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off".into()
-    } else if values.is_empty() {
-        first_line(err)
     } else {
         format!("possible values: {}", either(&values))
     };
@@ -272,6 +275,14 @@ mod tests {
         assert_eq!(
             line(&["kubecred", "status", "-o", "yaml"]),
             "invalid value 'yaml' for --output; possible values: table or json (see kubecred status --help)"
+        );
+        assert_eq!(
+            line(&["kubecred", "status", "-o"]),
+            "a value is required for '--output <OUTPUT>' but none was supplied; possible values: table or json (see kubecred status --help)"
+        );
+        assert_eq!(
+            line(&["kubecred", "get-token", "--scope"]),
+            "a value is required for '--scope <SCOPE>' but none was supplied (see kubecred get-token --help)"
         );
         assert_eq!(
             line(&["kubecred", "completion", "tcsh"]),
