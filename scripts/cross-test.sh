@@ -21,15 +21,23 @@ cd "$root"
 
 ensure_cross_deps
 ensure_node_deps "$root"
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
-windows_zip="dist/kubecred-$version-x86_64-pc-windows-gnu.zip"
-arm_tar="dist/kubecred-$version-aarch64-unknown-linux-musl.tar.gz"
+version=$(python3 scripts/release_files.py version)
+windows_folder="kubecred-$version-x86_64-pc-windows-gnu"
+arm_folder="kubecred-$version-aarch64-unknown-linux-musl"
+windows_zip="dist/$windows_folder.zip"
+arm_tar="dist/$arm_folder.tar.gz"
 if [ ! -f "$windows_zip" ] || [ ! -f "$arm_tar" ]; then
     bash scripts/release.sh
 fi
 
 work=$(mktemp -d)
-cleanup() { stop_testbed 2> /dev/null || true; rm -rf "$work"; }
+# The prefix's wineserver outlives the last wine process by a few seconds and writes into the
+# prefix meanwhile: it is ended (it is this prefix's alone) before the prefix is removed.
+cleanup() {
+    stop_testbed 2> /dev/null || true
+    if [ -n "${WINEPREFIX:-}" ]; then wineserver -k 2> /dev/null || true; wineserver -w 2> /dev/null || true; fi
+    rm -rf "$work"
+}
 trap cleanup EXIT
 fail() { echo "cross-test: $*" >&2; exit 1; }
 
@@ -45,10 +53,10 @@ token_of() { python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["kind
 echo "==> aarch64 Linux (static musl) under qemu-aarch64" >&2
 mkdir -p "$work/arm"
 tar -C "$work/arm" -xzf "$arm_tar"
-arm=(qemu-aarch64 "$work/arm/kubecred")
+arm=(qemu-aarch64 "$work/arm/$arm_folder/kubecred")
 # The ELF header's machine field (offset 18): 183 is aarch64.
 python3 -c 'import sys; h=open(sys.argv[1],"rb").read(20); sys.exit(h[:4]!=b"\x7fELF" or int.from_bytes(h[18:20],"little")!=183)' \
-    "$work/arm/kubecred" || fail "the arm64 archive does not hold an aarch64 binary"
+    "$work/arm/$arm_folder/kubecred" || fail "the arm64 archive does not hold an aarch64 binary"
 "${arm[@]}" --version | grep -q "^kubecred $version" || fail "arm64 --version"
 before=$(token_requests)
 first=$("${arm[@]}" "${cc_args[@]}" "--cache-dir=$work/arm-cache" | token_of)
@@ -61,11 +69,11 @@ echo "    --version, a client-credentials grant and a cache hit: ok" >&2
 echo "==> x86_64 Windows under Wine ($(wine --version))" >&2
 mkdir -p "$work/win"
 python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$windows_zip" "$work/win"
-x86_64-w64-mingw32-gcc -O2 -shared -o "$work/win/bcryptprimitives.dll" \
+x86_64-w64-mingw32-gcc -O2 -shared -o "$work/win/$windows_folder/bcryptprimitives.dll" \
     tests/support/wine/bcryptprimitives.c -lbcrypt
 export WINEPREFIX="$work/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 wineboot --init > /dev/null 2>&1 || true
-exe="$work/win/kubecred.exe"
+exe="$work/win/$windows_folder/kubecred.exe"
 # Wine maps the Unix root to Z:, and kubecred's cache directory is under %LOCALAPPDATA%.
 win() { wine "$exe" "$@" 2> "$work/win.stderr"; }
 win --version | tr -d '\r' | grep -q "^kubecred $version" || fail "windows --version: $(cat "$work/win.stderr")"

@@ -4,10 +4,14 @@
 #                                        the machine can link it (a macOS runner; see below)
 #   kubecred-<version>-<target>.zip      x86_64 Windows (kubecred.exe, mingw)
 #   SHA256SUMS                           of every archive
-#   kubecred.yaml                        the krew plugin manifest, with those checksums
-#   kubecred.rb                          the Homebrew formula, with those checksums
-# Each archive holds the binary, LICENSE, README.md, the shell completions (bash, zsh, fish,
-# PowerShell) and the man page. The manifest and the formula are generated here, never edited.
+#   kubecred.yaml                        the krew plugin manifest
+#   homebrew-tap/Formula/kubecred.rb     the Homebrew formula, as the tap repository holds it
+#   kubecred.json, winget/*.yaml         the scoop manifest and winget's manifests (Windows)
+# Each archive holds one folder, kubecred-<version>-<target>/, with the binary, LICENSE,
+# README.md (its links into the repository made absolute), the shell completions (bash, zsh,
+# fish, PowerShell) and the man page. Everything but the binaries is written by
+# scripts/release_files.py, which also reads the version: the checksums and manifests are
+# generated from the archives, never edited.
 #
 # Cross builds: aarch64 Linux with cargo-zigbuild (zig as the C compiler and linker for ring),
 # Windows with Debian's mingw-w64. macOS cannot be linked here without Apple's SDK; on a macOS
@@ -15,15 +19,20 @@
 #
 # Usage: scripts/release.sh [TARGET...]   (default: every target this machine can build)
 # Env: GITHUB_REPOSITORY (owner/name, for the download URLs; set by GitHub Actions),
-#      RELEASE_TAG (default v<version from Cargo.toml>).
+#      RELEASE_TAG (default v<version from Cargo.toml>; anything else is refused).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . scripts/system-deps.sh
 . scripts/static-build.sh
 
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+release_files() { python3 "$root/scripts/release_files.py" "$@"; }
+version=$(release_files version)
 tag=${RELEASE_TAG:-v$version}
+if [ "$tag" != "v$version" ]; then
+    echo "release: the tag $tag does not name Cargo.toml's version $version; tag v$version, or change the version" >&2
+    exit 1
+fi
 repository=${GITHUB_REPOSITORY:-kubecred/kubecred}
 dist="$root/dist"
 
@@ -78,43 +87,28 @@ trap 'rm -rf "$stage"' EXIT
 
 # A binary for this machine writes the docs: the first target built that runs here.
 runner=""
-archives=()
+folders=()
 for target in "${targets[@]}"; do
     binary=$(build "$target")
     if [ -z "$runner" ] && "$binary" --version > /dev/null 2>&1; then
         runner=$binary
     fi
-    name="kubecred-$version-$target"
-    mkdir -p "$stage/$name"
-    cp "$binary" LICENSE README.md "$stage/$name/"
-    archives+=("$name")
+    folder="kubecred-$version-$target"
+    mkdir -p "$stage/$folder"
+    cp "$binary" LICENSE "$stage/$folder/"
+    release_files readme README.md "$stage/$folder/README.md" "$tag" "$repository"
+    folders+=("$folder")
 done
 [ -n "$runner" ] || { echo "release: no target built for this machine; cannot write the docs" >&2; exit 1; }
 docs "$runner" "$stage/docs"
 
-cd "$stage"
-for name in "${archives[@]}"; do
-    cp -r docs/completions docs/man "$name/"
-    case "$name" in
-    *windows*) python3 - "$name" "$dist/$name.zip" <<'PY' ;;
-import os, sys, zipfile
-folder, out = sys.argv[1:]
-with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-    for directory, _, files in sorted(os.walk(folder)):
-        for file in sorted(files):
-            path = os.path.join(directory, file)
-            archive.write(path, os.path.relpath(path, folder))
-PY
-    *) tar -C "$name" -czf "$dist/$name.tar.gz" . ;;
+for folder in "${folders[@]}"; do
+    cp -r "$stage/docs/completions" "$stage/docs/man" "$stage/$folder/"
+    case "$folder" in
+    *windows*) release_files archive "$stage" "$folder" "$dist/$folder.zip" ;;
+    *) release_files archive "$stage" "$folder" "$dist/$folder.tar.gz" ;;
     esac
 done
-cd "$dist"
-# sha256sum's format, written portably (macOS has no sha256sum).
-python3 - > SHA256SUMS <<'PY'
-import glob, hashlib
-for name in sorted(glob.glob("*.tar.gz") + glob.glob("*.zip")):
-    print(f"{hashlib.sha256(open(name, 'rb').read()).hexdigest()}  {name}")
-PY
-python3 "$root/scripts/release_manifests.py" "$version" "$tag" "$repository" SHA256SUMS
+release_files dist "$dist" "$tag" "$repository"
 echo "==> dist/ ($tag):" >&2
-ls -l "$dist" >&2
+ls -lR "$dist" >&2

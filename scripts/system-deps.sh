@@ -11,6 +11,7 @@
 #   musl-tools       musl-gcc, for ring's C code in the static musl build (scripts/static-build.sh)
 #   glewlwyd, sqlite3  the second OpenID Provider of the test bed and the shell that creates its
 #                    database (tests/support/glewlwyd.mjs)
+#   man-db           renders the man page for its test (no literal markup)
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -26,6 +27,7 @@ KUBECRED_SYSTEM_DEPS=(
     "musl-tools:musl-gcc"
     "glewlwyd:glewlwyd"
     "sqlite3:sqlite3"
+    "man-db:man"
 )
 
 # What the release and the other platforms' tests need beyond that (scripts/release.sh,
@@ -37,6 +39,20 @@ KUBECRED_CROSS_DEPS=(
     "gcc-mingw-w64-x86-64:x86_64-w64-mingw32-gcc"
     "qemu-user:qemu-aarch64"
     "wine:wine"
+)
+
+# What the archives' test needs (scripts/archive-test.sh): README's install line downloads with
+# curl and the test reads its manifests with PyYAML; the archives are extracted with unzip too;
+# the Homebrew formula is checked and run with ruby; bash-completion loads the installed
+# completion.
+KUBECRED_ARCHIVE_TEST_DEPS=(
+    "curl:curl"
+    "unzip:unzip"
+    "ruby:ruby"
+    "python3-yaml:test -d /usr/lib/python3/dist-packages/yaml"
+    "bash-completion:test -f /usr/share/bash-completion/bash_completion"
+    "man-db:man"
+    "zsh:zsh"
 )
 
 # missing_deps ENTRY...: prints the packages whose command is missing, one per line.

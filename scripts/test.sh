@@ -8,7 +8,8 @@
 # client (examples/kube-client, its own crate).
 # Then the build a Linux user downloads, the static musl release binary copied alone into an empty
 # directory, runs the integration tests again (they run KUBECRED_TEST_BINARY when it is set), and
-# the other platforms' release builds run under Wine and qemu (scripts/cross-test.sh).
+# the other platforms' release builds run under Wine and qemu (scripts/cross-test.sh), and the
+# release archives and manifests are used as their users would (scripts/archive-test.sh).
 # Extra arguments go to `cargo test` (and skip the static binary's and the other platforms' runs:
 # a subset is being tried).
 set -euo pipefail
@@ -22,7 +23,7 @@ cd "$root"
 
 for tool in cargo node npm python3 kubectl; do
     command -v "$tool" >/dev/null 2>&1 || {
-        echo "scripts/test.sh: $tool is required (README: Rust, Node.js 20+, python3, kubectl 1.26+)" >&2
+        echo "scripts/test.sh: $tool is required (README: Rust, Node.js 20+, python3, kubectl 1.30+)" >&2
         exit 1
     }
 done
@@ -61,4 +62,5 @@ ALONE="$alone" dbus-run-session -- sh -c '
 
 if [ $# -eq 0 ]; then
     bash scripts/cross-test.sh
+    bash scripts/archive-test.sh
 fi

@@ -8,8 +8,10 @@
 
 mod fast_get_token;
 mod federation;
+mod usage_error;
 
 pub use federation::{CiTokenSourceArg, FederationArgs};
+pub use usage_error::usage_error_line;
 
 use crate::kubelogin::{self, KubeloginFlags};
 use clap::builder::BoolishValueParser;
@@ -52,12 +54,12 @@ pub enum Command {
         kubecred login --issuer-url https://idp.example --client-id kubernetes \\\n      \
         --account admin --prompt select_account")]
     Login(LoginArgs),
-    /// Revoke and forget the cached tokens for these settings, or all of them (--all).
+    /// Forget the cached login for these settings, or every one (--all), revoking its refresh token.
     #[command(after_help = "Examples:\n  \
         kubecred logout --issuer-url https://idp.example --client-id kubernetes\n  \
         kubecred logout --all")]
     Logout(LogoutArgs),
-    /// List the cached logins (never a token): issuer, client, account, subject, expiry.
+    /// List the cached logins (never a token): issuer, client, scopes, account, subject, expiry.
     #[command(after_help = "Examples:\n  kubecred status\n  kubecred status --output json")]
     Status(StatusArgs),
     /// Check a provider, log in, show the token's claims, and print the cluster and kubectl configuration.
@@ -67,17 +69,13 @@ pub enum Command {
     #[command(after_help = WHOAMI_EXAMPLES)]
     Whoami(WhoamiArgs),
     /// Print a shell completion script on stdout.
-    #[command(
-        after_help = "Examples:\n  source <(kubecred completion bash)     # in ~/.bashrc\n  \
-        kubecred completion zsh > \"${fpath[1]}/_kubecred\"\n  \
-        kubecred completion fish > ~/.config/fish/completions/kubecred.fish"
-    )]
+    #[command(after_help = COMPLETION_EXAMPLES)]
     Completion {
         #[arg(value_enum)]
         shell: ShellArg,
     },
     /// Print the man page (roff) on stdout.
-    #[command(after_help = "Example:\n  kubecred man > /usr/local/share/man/man1/kubecred.1")]
+    #[command(after_help = MAN_EXAMPLES)]
     Man,
     /// The background renewal a cache hit starts (refresh-ahead); not for people. Hidden from
     /// help, completions and the man page.
@@ -115,7 +113,7 @@ pub fn renewal_arguments(argv: Vec<OsString>, lock_fd: Option<i32>) -> Option<Ve
 /// `kubecred logout`: the settings of one entry, or `--all`.
 #[derive(Debug, Clone, Args)]
 pub struct LogoutArgs {
-    /// Forget every cached entry under the cache directory (revoking each refresh token).
+    /// Forget every cached login under the cache directory (revoking each refresh token).
     #[arg(long)]
     pub all: bool,
 
@@ -180,6 +178,27 @@ const SETUP_EXAMPLES: &str = "Examples:
   # The same for the device flow, asking for refresh tokens:
   kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
     --grant-type=device-code --scope=offline_access";
+
+// Per-user places the shells and man-db read, so that no root is needed; each directory is
+// created first, as a new account has none of them.
+const COMPLETION_EXAMPLES: &str = "Examples:
+  # bash (bash-completion 2 loads it on first use):
+  mkdir -p ~/.local/share/bash-completion/completions
+  kubecred completion bash \\
+    > ~/.local/share/bash-completion/completions/kubecred
+  # zsh: a directory of your own on fpath, set in ~/.zshrc before compinit:
+  #   fpath=(~/.zfunc $fpath); autoload -Uz compinit && compinit
+  mkdir -p ~/.zfunc && kubecred completion zsh > ~/.zfunc/_kubecred
+  # fish:
+  mkdir -p ~/.config/fish/completions
+  kubecred completion fish > ~/.config/fish/completions/kubecred.fish
+  # PowerShell, in $PROFILE:
+  kubecred completion powershell | Out-String | Invoke-Expression";
+
+const MAN_EXAMPLES: &str = "Examples:
+  # man finds ~/.local/share/man by itself when ~/.local/bin is on PATH:
+  mkdir -p ~/.local/share/man/man1
+  kubecred man > ~/.local/share/man/man1/kubecred.1";
 
 const WHOAMI_EXAMPLES: &str = "Examples:
   # Who the current kubeconfig context's kubecred user is:
@@ -551,8 +570,7 @@ impl Cli {
     }
 }
 
-/// The file name kubectl looks for on PATH for `kubectl kubecred` (`.exe` on Windows).
-pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
+pub use crate::command_on_path::KUBECTL_PLUGIN_NAME;
 
 /// kubectl runs `get-token` on every command, so its plain command lines are read without clap
 /// (see fast_get_token.rs). Anything else returns `None`, and the full parser runs: help,
@@ -570,66 +588,10 @@ fn get_token_words(argv: &[OsString]) -> Option<&[OsString]> {
     (argv.get(1)?.to_str()? == "get-token").then(|| &argv[2..])
 }
 
-/// The one stderr line for a command line clap refused (without the `kubecred: error: ` prefix).
-/// The command or flag clap found close to a misspelt one (`get-tokn` → `get-token`).
-fn suggestion(err: &clap::Error) -> Option<String> {
-    use clap::error::{ContextKind, ContextValue};
-    let value = err
-        .get(ContextKind::SuggestedSubcommand)
-        .or_else(|| err.get(ContextKind::SuggestedArg))?;
-    match value {
-        ContextValue::String(one) => Some(one.clone()),
-        ContextValue::Strings(many) => many.first().cloned(),
-        _ => None,
-    }
-}
-
-pub fn usage_error_line(err: &clap::Error) -> String {
-    use clap::error::ErrorKind;
-    match err.kind() {
-        // clap would print the whole help (whose first line is the description) as the "error".
-        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            "a command is required: get-token, login, logout, status, setup, whoami, completion or man (see kubecred --help)".into()
-        }
-        _ => {
-            let rendered = err.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|line| !line.trim().is_empty())
-                .unwrap_or("invalid command line")
-                .trim_start_matches("error: ");
-            // clap's "tip: a similar argument exists" is on a later line: keep it in this one.
-            match suggestion(err) {
-                Some(similar) => format!("{first}; did you mean '{similar}'? (see kubecred --help)"),
-                None => format!("{first} (see kubecred --help)"),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
-
-    #[test]
-    fn a_misspelt_command_or_flag_keeps_clap_s_suggestion_in_the_one_line() {
-        let line = |argv: &[&str]| usage_error_line(&Cli::try_parse_from(argv).unwrap_err());
-        assert_eq!(
-            line(&["kubecred", "get-tokn"]),
-            "unrecognized subcommand 'get-tokn'; did you mean 'get-token'? (see kubecred --help)"
-        );
-        assert!(
-            line(&["kubecred", "get-token", "--isuer-url=x"])
-                .ends_with("; did you mean '--issuer-url'? (see kubecred --help)"),
-            "{}",
-            line(&["kubecred", "get-token", "--isuer-url=x"])
-        );
-        assert_eq!(
-            line(&["kubecred", "get-token", "--bogus"]),
-            "unexpected argument '--bogus' found (see kubecred --help)"
-        );
-    }
 
     /// clap wraps help at the terminal's width: an example line longer than a narrow terminal
     /// would be cut in the middle of a command, and a pasted half fails.
@@ -761,8 +723,9 @@ mod tests {
         assert!(Cli::try_parse_command_line(["kubecred", "get-token", "-v1"]).is_err());
         let args = token_args(&["kubecred", "get-token", "-vv"]);
         assert_eq!(args.verbose, 2);
-        let err = Cli::try_parse_command_line(["kubecred", "oidc-login"]).unwrap_err();
-        assert!(usage_error_line(&err).starts_with("a command is required"));
+        let argv = ["kubecred", "oidc-login"].map(OsString::from);
+        let err = Cli::try_parse_command_line(argv.clone()).unwrap_err();
+        assert!(usage_error_line(&err, &argv).starts_with("a command is required"));
     }
 
     #[test]
@@ -798,25 +761,6 @@ mod tests {
         assert_eq!(args.certificate_authority_data, ["QQ==", "Qg=="]);
         assert_eq!(args.auth_params, ["acr_values=a,b"]);
         assert_eq!(args.certificate_authority, [PathBuf::from("a,b.pem")]);
-    }
-
-    #[test]
-    fn a_missing_command_says_which_commands_there_are() {
-        for argv in [&["kubecred"][..], &["kubecred", "oidc-login"]] {
-            let err = Cli::try_parse_command_line(argv).unwrap_err();
-            assert_eq!(
-                usage_error_line(&err),
-                "a command is required: get-token, login, logout, status, setup, whoami, completion or man (see kubecred --help)",
-                "{argv:?}"
-            );
-        }
-        let err = Cli::try_parse_command_line(["kubecred", "get-token", "--nope"]).unwrap_err();
-        let line = usage_error_line(&err);
-        assert!(
-            line.contains("--nope") && line.ends_with("(see kubecred --help)"),
-            "{line}"
-        );
-        assert!(!line.contains('\n'), "{line}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod cache;
 pub(crate) mod ci_token;
 pub mod cli;
 pub(crate) mod clock;
+pub(crate) mod command_on_path;
 pub(crate) mod commands;
 pub mod config;
 pub(crate) mod digest;

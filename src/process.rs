@@ -77,7 +77,10 @@ fn clap_error(err: clap::Error) -> u8 {
             0
         }
         _ => {
-            crate::log::error_line(usage_error_line(&err));
+            // The arguments again, read only on this path: the parse consumed them, and a cache
+            // hit should not pay for a copy.
+            let argv: Vec<_> = std::env::args_os().collect();
+            crate::log::error_line(usage_error_line(&err, &argv));
             Exit::Usage as u8
         }
     }

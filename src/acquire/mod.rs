@@ -337,14 +337,17 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
                 "no access token with a known expiry (no exp claim, no expires_in)"
             }
         };
-        fail(Exit::Provider, format!("{} returned {what}", config.issuer))
+        fail(
+            Exit::Provider,
+            format!("{} returned {what}", config.issuer_as_given),
+        )
     })?;
     if expiry <= clock.now() {
         return Err(fail(
             Exit::Provider,
             format!(
                 "{} returned a token that has already expired ({expiry}); check the clocks of this machine and the provider",
-                config.issuer
+                config.issuer_as_given
             ),
         ));
     }
@@ -435,7 +438,7 @@ fn obtain_under_lock(
                     {
                         crate::log::notice(format!(
                             "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
-                            config.issuer,
+                            config.issuer_as_given,
                             printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
                         ));
                         return Ok(kept);
@@ -546,10 +549,10 @@ fn terminal_attached() -> bool {
 /// A secret given as a command-line flag shows in `ps` to every user of the machine: say so
 /// when it is about to be used (not on the cache-hit path, where it is not).
 fn notice_secrets_on_command_line(config: &Config) {
-    for flag in &config.secrets_on_command_line {
+    for secret in &config.secrets_on_command_line {
         crate::log::notice(format!(
-            "{flag} on the command line is visible to other users in `ps`; use {flag}-file or the KUBECRED_{} environment variable",
-            flag.trim_start_matches("--").replace('-', "_").to_uppercase()
+            "{} on the command line is visible to other users in `ps`; use {}",
+            secret.flag, secret.instead
         ));
     }
 }

@@ -290,7 +290,7 @@ fn renew(
                     Exit::Provider,
                     format!(
                         "{} returned no token of the kind kubectl is given; the foreground asks again when the cached token runs out",
-                        config.issuer
+                        config.issuer_as_given
                     ),
                 )));
             }

@@ -104,6 +104,9 @@ impl TokenCache {
                 account: config.account.clone(),
                 subject: None,
                 grant: config.grant.name().to_string(),
+                scopes: config.scopes.clone(),
+                audience: config.audience.clone(),
+                resource: config.resource.clone(),
             }),
         }
     }

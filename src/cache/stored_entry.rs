@@ -7,7 +7,7 @@
 //! separate location tag) are still read, so an upgrade does not log anyone out; the next save
 //! writes version 2.
 //!
-//! [`EntryAbout`] (issuer, client, account, subject, grant) rides along in an optional `about`
+//! [`EntryAbout`] (issuer, client, account, subject, grant, scopes, audience, resource) rides along in an optional `about`
 //! field, so that `kubecred status` can say whose an entry is: the file name is only a hash. It is
 //! optional and additive, so the version stays 2: an older kubecred ignores the field (serde
 //! skips unknown fields) and an entry written before it existed reads as "unknown".
@@ -49,6 +49,14 @@ pub struct EntryAbout {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
     pub grant: String,
+    /// The scopes asked for: two logins to one client often differ only in them, and `status`
+    /// and `logout` show how. Added later within version 2 (absent in older entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
 }
 
 /// One entry as stored (version 2).
@@ -274,6 +282,9 @@ mod tests {
             account: Some("work".into()),
             subject: Some("alice".into()),
             grant: "authcode".into(),
+            scopes: vec!["openid".into(), "email".into()],
+            audience: None,
+            resource: Some("https://kubernetes.example".into()),
         };
         let json = StoredEntry::with_refresh_inside(&tokens(None), Some(about.clone())).to_json();
         assert_eq!(StoredEntry::parse(&json).unwrap().about, Some(about));

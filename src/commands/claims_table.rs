@@ -23,7 +23,7 @@ pub fn of_credential(config: &Config, tokens: &Tokens) -> anyhow::Result<Map<Str
             Exit::Provider,
             format!(
                 "{} returned no {}",
-                config.issuer,
+                config.issuer_as_given,
                 match config.token_kind {
                     TokenKind::IdToken => "ID token; request the openid scope",
                     TokenKind::AccessToken => "access token with a known expiry",

@@ -20,7 +20,7 @@ pub(super) fn run(
         .unwrap_or_else(|| "unknown".into());
     crate::log::notice(format!(
         "logged in to {} as {who} (token valid until {until})",
-        config.issuer
+        config.issuer_as_given
     ));
     if print_token_info {
         if let Some((token, expiry)) = tokens.credential(config.token_kind) {

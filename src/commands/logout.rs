@@ -2,10 +2,13 @@
 //! with `--all` — so that the next `get-token` logs in again (to switch accounts, or after a role
 //! change). The refresh token is revoked at the provider's `revocation_endpoint` (RFC 7009) when
 //! discovery names one; a failed revocation is a warning, and the local entry goes all the same.
+//! When nothing matches the settings, it lists the cached logins for the same issuer and how
+//! each differs from them (client, grant, scopes, account, audience, resource), and names
+//! `--all`: the cache key is a hash, so a login with one scope more is another entry.
 
 use super::{resolve, Run};
 use crate::acquire::{self, Forgotten, RevocationOutcome};
-use crate::cache::{list_sessions, Session, TokenCache};
+use crate::cache::{list_sessions, EntryAbout, Session, TokenCache};
 use crate::cli::{LogoutArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::config::{self, Config};
@@ -17,7 +20,7 @@ pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option
     }
     let config = resolve(&args.token, Run::ByPerson)?;
     let cache = TokenCache::new(&config);
-    let what = describe(config.issuer.as_str(), &config.client.id, &config.account);
+    let what = describe(&config.issuer_as_given, &config.client.id, &config.account);
     let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
     report(&what, &done);
     let mut found = done.found;
@@ -35,9 +38,89 @@ pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option
         found |= done.found;
     }
     if !found {
-        crate::log::notice(format!("no cached tokens for {what}"));
+        report_no_match(&config, &what, &list_sessions(&config.cache.dir)?);
     }
     Ok(None)
+}
+
+/// No cached login has these settings: say which ones this issuer has, and how each differs.
+fn report_no_match(config: &Config, what: &str, sessions: &[Session]) {
+    let same_issuer: Vec<&EntryAbout> = sessions
+        .iter()
+        .filter_map(|session| session.about.as_ref())
+        .filter(|about| url::Url::parse(&about.issuer).is_ok_and(|url| url == config.issuer))
+        .collect();
+    if same_issuer.is_empty() {
+        crate::log::notice(format!(
+            "no cached login for {what}, nor any other for that issuer; kubecred status lists the cached logins"
+        ));
+        return;
+    }
+    crate::log::notice(format!(
+        "no cached login for {what} with these settings; the cached logins for that issuer differ from them:"
+    ));
+    for about in same_issuer {
+        let differences = differences(about, config);
+        let how = if differences.is_empty() {
+            "in a setting not recorded (the client secret, a CA, --auth-param or --login-hint)"
+                .to_string()
+        } else {
+            differences.join("; ")
+        };
+        let client = crate::text::printable_brief(&about.client_id, 200);
+        let login = match about.subject.as_ref().filter(|s| **s != about.client_id) {
+            Some(subject) => format!(
+                "{} (client {client})",
+                crate::text::printable_brief(subject, 100)
+            ),
+            None => format!("client {client}"),
+        };
+        crate::log::notice(format!("  {login}: {how}"));
+    }
+    crate::log::notice(
+        "to log out of one, repeat the settings it was logged in with; to log out of every cached login, run kubecred logout --all",
+    );
+}
+
+/// How a cached login's recorded settings differ from this command's, one phrase each:
+/// `scopes "openid email groups" (here "openid email")`.
+fn differences(about: &EntryAbout, config: &Config) -> Vec<String> {
+    let shown = |value: Option<&str>| match value {
+        Some(value) => format!("{:?}", crate::text::printable_brief(value, 100)),
+        None => "none".to_string(),
+    };
+    let mut found = Vec::new();
+    let mut compare = |name: &str, cached: Option<&str>, here: Option<&str>| {
+        if cached != here {
+            found.push(format!("{name} {} (here {})", shown(cached), shown(here)));
+        }
+    };
+    compare("client", Some(&about.client_id), Some(&config.client.id));
+    compare("grant", Some(&about.grant), Some(config.grant.name()));
+    // Entries written before scopes were recorded say nothing about them.
+    if !about.scopes.is_empty() {
+        compare(
+            "scopes",
+            Some(&about.scopes.join(" ")),
+            Some(&config.scopes.join(" ")),
+        );
+    }
+    compare(
+        "account",
+        about.account.as_deref(),
+        config.account.as_deref(),
+    );
+    compare(
+        "audience",
+        about.audience.as_deref(),
+        config.audience.as_deref(),
+    );
+    compare(
+        "resource",
+        about.resource.as_deref(),
+        config.resource.as_deref(),
+    );
+    found
 }
 
 /// Every entry under the cache directory, each revoked at its own provider (recorded in the
@@ -46,7 +129,7 @@ fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
     let dir = crate::config::resolve_cache_dir(&args.cache)?;
     let sessions = list_sessions(&dir)?;
     if sessions.is_empty() {
-        crate::log::notice(format!("no cached tokens in {}", dir.display()));
+        crate::log::notice(format!("no cached logins in {}", dir.display()));
     }
     for session in &sessions {
         let revoke_with =
@@ -77,7 +160,10 @@ fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
         let done = acquire::forget(&cache, lock_timeout, revoke_with.as_ref(), clock)?;
         let what = match &session.about {
             Some(about) => describe(&about.issuer, &about.client_id, &about.account),
-            None => format!("cache entry {}", session.key),
+            None => format!(
+                "a cached login that does not say whose it is ({})",
+                session.key
+            ),
         };
         report(&what, &done);
     }
@@ -134,13 +220,13 @@ fn report(what: &str, done: &Forgotten) {
         }
         RevocationOutcome::Failed(err) => {
             crate::log::notice(format!(
-                "warning: revoking the refresh token failed: {}; the cached tokens are deleted all the same",
+                "warning: revoking the refresh token failed: {}; the cached login is forgotten all the same",
                 crate::error::one_line(err)
             ));
             "the refresh token may still be valid at the provider".to_string()
         }
     };
     crate::log::notice(format!(
-        "logged out of {what}: forgot the cached tokens; {revocation}"
+        "logged out of {what}: forgot the cached login; {revocation}"
     ));
 }

@@ -1,4 +1,4 @@
-//! `kubecred status`: every cached entry — issuer, client, account, subject, where it is kept,
+//! `kubecred status`: every cached login — issuer, client, scopes, account, subject, where it is kept,
 //! when its token expires, whether it holds a refresh token — as a table for people or JSON for
 //! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
 //! directory only, and carries no secret.
@@ -31,6 +31,10 @@ struct JsonEntry<'a> {
     account: Option<&'a str>,
     subject: Option<&'a str>,
     grant: Option<&'a str>,
+    /// The scopes asked for (empty for an entry written before they were recorded).
+    scopes: Vec<&'a str>,
+    audience: Option<&'a str>,
+    resource: Option<&'a str>,
     /// `file` or `keyring`.
     storage: &'static str,
     /// The keyring store of a `keyring` entry (`secret-service`, `keyutils`, `native`).
@@ -85,6 +89,10 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
                 account: about.and_then(|a| a.account.as_deref()),
                 subject: about.and_then(|a| a.subject.as_deref()),
                 grant: about.map(|a| a.grant.as_str()),
+                scopes: about
+                    .map_or_else(Vec::new, |a| a.scopes.iter().map(String::as_str).collect()),
+                audience: about.and_then(|a| a.audience.as_deref()),
+                resource: about.and_then(|a| a.resource.as_deref()),
                 storage: match session.place {
                     SessionPlace::File => "file",
                     SessionPlace::Keyring { .. } => "keyring",
@@ -140,9 +148,9 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
         return format!("no cached logins in {}\n", dir.display());
     }
     let header = [
-        "ISSUER", "CLIENT", "ACCOUNT", "SUBJECT", "STORAGE", "EXPIRES", "REFRESH",
+        "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "SUBJECT", "STORAGE", "EXPIRES", "REFRESH",
     ];
-    let rows: Vec<[String; 7]> = sessions.iter().map(|s| row(s, now)).collect();
+    let rows: Vec<[String; 8]> = sessions.iter().map(|s| row(s, now)).collect();
     let mut widths = header.map(str::len);
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -167,7 +175,7 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     let notes: Vec<String> = sessions
         .iter()
         .zip(&rows)
-        .flat_map(|(session, row)| notes_below_table(&state_of(dir, session), &row[0], &row[3]))
+        .flat_map(|(session, row)| notes_below_table(&state_of(dir, session), &row[0], &row[4]))
         .collect();
     if !notes.is_empty() {
         text.push('\n');
@@ -203,7 +211,7 @@ fn notes_below_table(state: &EntryState, issuer: &str, subject: &str) -> Vec<Str
     lines
 }
 
-fn row(session: &Session, now: DateTime<Utc>) -> [String; 7] {
+fn row(session: &Session, now: DateTime<Utc>) -> [String; 8] {
     // Read back from files: made safe for a terminal, cut to a sane width.
     let shown = |value: Option<&str>| {
         value.map_or_else(|| "-".to_string(), |v| printable_brief(v, 60).into_owned())
@@ -231,6 +239,12 @@ fn row(session: &Session, now: DateTime<Utc>) -> [String; 7] {
     [
         shown(about.map(|a| a.issuer.as_str())),
         shown(about.map(|a| a.client_id.as_str())),
+        shown(
+            about
+                .map(|a| a.scopes.join(" "))
+                .filter(|scopes| !scopes.is_empty())
+                .as_deref(),
+        ),
         shown(about.and_then(|a| a.account.as_deref())),
         shown(about.and_then(|a| a.subject.as_deref())),
         storage,

@@ -40,7 +40,7 @@ pub(super) fn run(args: &WhoamiArgs, clock: &dyn Clock) -> anyhow::Result<Option
             crate::config::TokenKind::IdToken => "ID token",
             crate::config::TokenKind::AccessToken => "access token",
         },
-        config.issuer,
+        config.issuer_as_given,
         config.client.id
     );
     report.push_str(&claims_table::render(&claims, now));
@@ -102,7 +102,13 @@ fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
                     "the exec args of user {:?} (context {:?}) do not parse: {}",
                     stanza.user,
                     stanza.context,
-                    crate::cli::usage_error_line(&err)
+                    crate::cli::usage_error_line(
+                        &err,
+                        &argv
+                            .iter()
+                            .map(std::ffi::OsString::from)
+                            .collect::<Vec<_>>()
+                    )
                 ),
             ))
         }

@@ -276,22 +276,43 @@ pub(super) fn resolve_password(
     Ok(Some(PasswordSettings { username, source }))
 }
 
+/// A flag that carried a secret on the command line, where its value shows in `ps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretOnCommandLine {
+    /// As it was given (kubelogin's `--oidc-client-secret` too), so the notice names what the
+    /// user typed.
+    pub flag: &'static str,
+    /// What to use instead.
+    pub instead: &'static str,
+}
+
 /// Flags given on the command line that carry a secret: their value shows in `ps`.
-pub fn secret_flags_on_command_line(argv: &[std::ffi::OsString]) -> Vec<&'static str> {
-    const SECRET_FLAGS: [(&str, &str); 3] = [
-        ("--client-secret", "--client-secret"),
-        ("--oidc-client-secret", "--client-secret"),
-        ("--password", "--password"),
+pub fn secret_flags_on_command_line(argv: &[std::ffi::OsString]) -> Vec<SecretOnCommandLine> {
+    const CLIENT_SECRET: &str =
+        "--client-secret-file or the KUBECRED_CLIENT_SECRET environment variable";
+    const SECRET_FLAGS: [SecretOnCommandLine; 3] = [
+        SecretOnCommandLine {
+            flag: "--client-secret",
+            instead: CLIENT_SECRET,
+        },
+        SecretOnCommandLine {
+            flag: "--oidc-client-secret",
+            instead: CLIENT_SECRET,
+        },
+        SecretOnCommandLine {
+            flag: "--password",
+            instead: "--password-file or the KUBECRED_PASSWORD environment variable",
+        },
     ];
     let mut found = Vec::new();
     for arg in argv.iter().filter_map(|arg| arg.to_str()) {
-        for (flag, name) in SECRET_FLAGS {
-            let matches = arg == flag
+        for secret in SECRET_FLAGS {
+            let matches = arg == secret.flag
                 || arg
-                    .strip_prefix(flag)
+                    .strip_prefix(secret.flag)
                     .is_some_and(|rest| rest.starts_with('='));
-            if matches && !found.contains(&name) {
-                found.push(name);
+            if matches && !found.contains(&secret) {
+                found.push(secret);
             }
         }
     }

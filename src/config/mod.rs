@@ -18,7 +18,7 @@ mod tests;
 pub use extension::CLUSTER_EXTENSION;
 pub use federation::{
     secret_flags_on_command_line, CredentialSource, PasswordSettings, PasswordSource,
-    PrivateKeyPem, PrivateKeySettings, SubjectTokenSettings, TOKEN_TYPE_JWT,
+    PrivateKeyPem, PrivateKeySettings, SecretOnCommandLine, SubjectTokenSettings, TOKEN_TYPE_JWT,
 };
 pub use settings::*;
 
@@ -47,7 +47,7 @@ pub struct Environment {
     pub client_private_key: Option<Secret>,
     /// Secret-carrying flags seen in the process's arguments (see
     /// [`secret_flags_on_command_line`]).
-    pub secrets_on_command_line: Vec<&'static str>,
+    pub secrets_on_command_line: Vec<SecretOnCommandLine>,
 }
 
 impl Environment {

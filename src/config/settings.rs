@@ -3,7 +3,8 @@
 //! knows about clap, the environment or the cluster extension.
 
 use super::federation::{
-    CredentialSource, PasswordSettings, PrivateKeySettings, SubjectTokenSettings,
+    CredentialSource, PasswordSettings, PrivateKeySettings, SecretOnCommandLine,
+    SubjectTokenSettings,
 };
 use crate::exec_credential::ExecInfo;
 use crate::secret::Secret;
@@ -35,7 +36,7 @@ pub struct Config {
     pub password: Option<PasswordSettings>,
     /// Flags that carried a secret on the command line (visible in `ps`); a notice names them
     /// when a grant runs.
-    pub secrets_on_command_line: Vec<&'static str>,
+    pub secrets_on_command_line: Vec<SecretOnCommandLine>,
     /// Which token the ExecCredential carries.
     pub token_kind: TokenKind,
     pub audience: Option<String>,

@@ -539,9 +539,27 @@ fn secret_flags_on_the_command_line_are_found() {
     .iter()
     .map(Into::into)
     .collect();
+    let found: Vec<(&str, &str)> = secret_flags_on_command_line(&argv)
+        .iter()
+        .map(|secret| (secret.flag, secret.instead))
+        .collect();
+    // As typed (kubelogin's name too), each with what to use instead.
     assert_eq!(
-        secret_flags_on_command_line(&argv),
-        ["--client-secret", "--password"]
+        found,
+        [
+            (
+                "--client-secret",
+                "--client-secret-file or the KUBECRED_CLIENT_SECRET environment variable"
+            ),
+            (
+                "--oidc-client-secret",
+                "--client-secret-file or the KUBECRED_CLIENT_SECRET environment variable"
+            ),
+            (
+                "--password",
+                "--password-file or the KUBECRED_PASSWORD environment variable"
+            ),
+        ]
     );
 }
 

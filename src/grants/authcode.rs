@@ -130,13 +130,13 @@ impl ProviderClient<'_> {
         }
         if paste.is_some() {
             crate::log::notice(
-                "Or paste the code (or the whole URL the browser was sent to) here and press Enter.",
+                "or paste the code (or the whole URL the browser was sent to) here and press Enter",
             );
         }
         // No spinner while stdin takes a pasted code: its redraws would garble the typed line.
         let _spinner = paste
             .is_none()
-            .then(|| progress::Spinner::start("Waiting for the login in the browser", deadline));
+            .then(|| progress::Spinner::start("waiting for the login in the browser", deadline));
         let code = wait::for_code(listener, paste, self.expected_response(&state), deadline)?;
         self.exchange_code(&client, &code, verifier, &nonce)
     }

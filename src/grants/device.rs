@@ -4,7 +4,6 @@
 
 use super::errors::{describe_server_error, token_error};
 use super::ProviderClient;
-use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
 use crate::http::Replay;
 use crate::login::{browser, device_display};
@@ -62,18 +61,10 @@ impl ProviderClient<'_> {
             complete.as_deref(),
             details.expires_in(),
         );
-        if self.config.login.browser != BrowserChoice::Skip {
-            let target = complete
-                .clone()
-                .unwrap_or_else(|| details.verification_uri().to_string());
-            // The URL and code are already on screen: a browser that fails to open is no error.
-            if let Err(err) = browser::open(&target, &self.config.login.browser) {
-                crate::log::notice(format!(
-                    "could not open a browser: {}",
-                    crate::error::one_line(&err)
-                ));
-            }
-        }
+        let target = complete
+            .clone()
+            .unwrap_or_else(|| details.verification_uri().to_string());
+        browser::open_quietly(&target, &self.config.login.browser);
         let mut poll = client.exchange_device_access_token(&details);
         for (name, value) in self.audience_params() {
             poll = poll.add_extra_param(name, value);
@@ -92,7 +83,7 @@ impl ProviderClient<'_> {
         // The device code is redeemed once, by the poll that gets the tokens.
         let poll_call = self.oauth_call("the device token poll", Replay::OnlyIfUnprocessed);
         let spinner = crate::login::progress::Spinner::start(
-            "Waiting for the login to be approved",
+            "waiting for the login to be approved",
             started + auth_timeout.min(details.expires_in()),
         );
         let response = poll

@@ -33,7 +33,7 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
             format!(
                 "the token from the {from} was issued by {:?}, not by --issuer-url {}; set --issuer-url to the issuer the cluster trusts",
                 crate::text::printable_brief(issuer, 200),
-                config.issuer
+                config.issuer_as_given
             ),
         ));
     }

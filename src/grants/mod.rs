@@ -181,11 +181,11 @@ impl<'a> ProviderClient<'a> {
         // An empty token would be cached and printed, and kubectl would fail with it for the
         // token's whole lifetime: it is the provider's error, and nothing is kept.
         if access.trim().is_empty() {
-            return Err(empty_token(&self.config.issuer, "access_token"));
+            return Err(empty_token(&self.config.issuer_as_given, "access_token"));
         }
         if let Some(raw) = &response.extra_fields().id_token {
             if raw.trim().is_empty() {
-                return Err(empty_token(&self.config.issuer, "id_token"));
+                return Err(empty_token(&self.config.issuer_as_given, "id_token"));
             }
         }
         let access_expiry = access_token_expiry(&access, response.expires_in(), requested_at);
@@ -232,7 +232,7 @@ impl<'a> ProviderClient<'a> {
     }
 }
 
-fn empty_token(issuer: &url::Url, field: &str) -> anyhow::Error {
+fn empty_token(issuer: &str, field: &str) -> anyhow::Error {
     crate::error::fail(
         crate::error::Exit::Provider,
         format!(

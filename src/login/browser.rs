@@ -30,11 +30,11 @@ use url::Url;
 pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<bool> {
     let shown = printable(url);
     if *choice == BrowserChoice::Skip {
-        notice(format!("Open this URL in a browser to log in: {shown}"));
+        notice(format!("open this URL in a browser to log in: {shown}"));
         return Ok(false);
     }
     notice(format!(
-        "Opening the browser for login. If it does not open, visit: {shown}"
+        "opening the browser to log in; if it does not open, visit {shown}"
     ));
     // The URL comes from the provider's metadata: make sure a launcher receives a web address,
     // not something it would take for an option (`--...`) or a local file.
@@ -56,6 +56,26 @@ pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<bool> {
                 Ok(false)
             }
         },
+    }
+}
+
+/// Opens the device flow's verification page when a browser is at hand, and says nothing when
+/// none is: the URL and the code are on screen already, and the device flow's usual home is a
+/// machine without a browser (SSH), where a failure is expected, not news. `-v` tells what
+/// happened.
+pub fn open_quietly(url: &str, choice: &BrowserChoice) {
+    if !is_web_url(url) {
+        return;
+    }
+    let opened = match choice {
+        BrowserChoice::Skip => return,
+        BrowserChoice::Command(words) => {
+            open_with_command(words, url).map_err(|err| crate::error::one_line(&err))
+        }
+        BrowserChoice::System => open_with_system_browser(url),
+    };
+    if let Err(why) = opened {
+        debug!(1, "not opening a browser for the device login: {why}");
     }
 }
 
@@ -216,7 +236,7 @@ mod tests {
         );
         assert!(
             stderr.contains(&format!(
-                "Opening the browser for login. If it does not open, visit: {URL}"
+                "opening the browser to log in; if it does not open, visit {URL}"
             )),
             "stderr: {stderr}"
         );

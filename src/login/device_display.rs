@@ -44,24 +44,24 @@ pub fn render(
         // Asking the user to compare the code protects against being sent someone else's.
         Some(complete) => writeln!(
             text,
-            "To log in, open {} in a browser and check that it shows the code {code}.",
+            "kubecred: to log in, open {} in a browser and check that it shows the code {code}",
             printable(complete)
         ),
         None => writeln!(
             text,
-            "To log in, open {} in a browser and enter the code {code}.",
+            "kubecred: to log in, open {} in a browser and enter the code {code}",
             printable(verification_uri)
         ),
     }
     .expect("writing to a String");
     if let Some(qr) = qr_code(verification_uri_complete.unwrap_or(verification_uri)) {
-        text.push_str("Or scan this with a phone:\n");
+        text.push_str("kubecred: or scan this with a phone:\n");
         text.push_str(&qr);
         text.push('\n');
     }
     writeln!(
         text,
-        "The code expires in {}.",
+        "kubecred: the code expires in {}",
         crate::duration::in_words(expires_in)
     )
     .expect("writing to a String");
@@ -92,11 +92,11 @@ mod tests {
     fn with_a_complete_uri_it_shows_that_and_the_code_to_check() {
         let text = render(URI, "WDJB-MJHT", Some(COMPLETE), Duration::from_secs(600));
         assert!(text.starts_with(&format!(
-            "To log in, open {COMPLETE} in a browser and check that it shows the code WDJB-MJHT.\n"
+            "kubecred: to log in, open {COMPLETE} in a browser and check that it shows the code WDJB-MJHT\n"
         )));
-        assert!(text.contains("Or scan this with a phone:\n"));
+        assert!(text.contains("kubecred: or scan this with a phone:\n"));
         assert!(
-            text.ends_with("The code expires in 10 minutes.\n"),
+            text.ends_with("kubecred: the code expires in 10 minutes\n"),
             "{text}"
         );
     }
@@ -105,9 +105,9 @@ mod tests {
     fn without_one_it_asks_to_enter_the_code() {
         let text = render(URI, "WDJB-MJHT", None, Duration::from_secs(90));
         assert!(text.starts_with(&format!(
-            "To log in, open {URI} in a browser and enter the code WDJB-MJHT.\n"
+            "kubecred: to log in, open {URI} in a browser and enter the code WDJB-MJHT\n"
         )));
-        assert!(text.ends_with("The code expires in 1 minute.\n"));
+        assert!(text.ends_with("kubecred: the code expires in 1 minute\n"));
     }
 
     #[test]
@@ -142,7 +142,7 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(!text.contains('\x1b') && !text.contains('\x07'));
-        assert!(text.contains("enter the code AB CD."));
-        assert!(text.ends_with("The code expires in 5 seconds.\n"));
+        assert!(text.contains("enter the code AB CD\n"));
+        assert!(text.ends_with("kubecred: the code expires in 5 seconds\n"));
     }
 }

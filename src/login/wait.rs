@@ -19,7 +19,8 @@ use crate::secret::Secret;
 use std::time::{Duration, Instant};
 
 /// The prompt of [`read_code`].
-pub const CODE_PROMPT: &str = "Paste the code (or the whole URL the browser was sent to): ";
+pub const CODE_PROMPT: &str =
+    "kubecred: paste the code (or the whole URL the browser was sent to): ";
 
 /// Serves the login callback on `listener` until the callback for this login arrives, and
 /// returns its code. The sockets close when it returns.

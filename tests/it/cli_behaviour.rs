@@ -161,6 +161,19 @@ fn runs_as_a_kubectl_plugin_through_a_symlink_on_path() {
     kubectl(&["completion", "bash"])
         .success()
         .stdout_contains("complete -F");
+    // A usage error names kubectl's help command, the one that works here.
+    let line = usage_error(kubectl(&["get-token", "--grant-type=foo"]));
+    assert!(
+        line.ends_with("(see kubectl kubecred get-token --help)"),
+        "{line}"
+    );
+    assert_eq!(
+        usage_error(kubectl(&["completion"])),
+        "kubectl kubecred completion needs <SHELL>: bash, zsh, fish or powershell (see kubectl kubecred completion --help)"
+    );
+    kubectl(&["get-token", "--help"])
+        .success()
+        .stdout_contains("Usage: kubectl kubecred get-token");
 }
 
 #[test]
@@ -237,4 +250,102 @@ fn a_reader_that_goes_away_ends_a_report_quietly_and_fails_a_credential() {
             && stderr.lines().count() == 1,
         "{stderr}"
     );
+}
+
+/// The one error line of a usage error: exit 2, nothing on stdout, no second line.
+fn usage_error(run: Run) -> String {
+    let run = run.failure(2);
+    assert!(run.stdout().is_empty(), "{}", run.stdout());
+    let stderr = run.stderr();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    stderr
+        .strip_prefix("kubecred: error: ")
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .trim_end()
+        .to_string()
+}
+
+#[test]
+fn usage_errors_name_what_to_type_and_the_help_of_the_command_run() {
+    let env = TestEnv::new();
+    // A missing argument: its name and its values.
+    assert_eq!(
+        usage_error(kubecred_plain(&env, &["completion"]).run()),
+        "kubecred completion needs <SHELL>: bash, zsh, fish or powershell (see kubecred completion --help)"
+    );
+    // A bad value: the allowed ones, and the subcommand's own help.
+    assert_eq!(
+        usage_error(kubecred_plain(&env, &["status", "-o", "yaml"]).run()),
+        "invalid value 'yaml' for --output; possible values: table or json (see kubecred status --help)"
+    );
+    let grant = usage_error(kubecred_plain(&env, &["get-token", "--grant-type=foo"]).run());
+    assert!(
+        grant.starts_with("invalid value 'foo' for --grant-type; possible values: auto, authcode, authcode-keyboard, device-code,"),
+        "{grant}"
+    );
+    assert!(
+        grant.ends_with("(see kubecred get-token --help)"),
+        "{grant}"
+    );
+    // A bad value from the environment names the variable and what it takes.
+    assert_eq!(
+        usage_error(
+            kubecred_plain(&env, &["get-token", "--issuer-url=https://idp.example", "--client-id=k"])
+                .env("KUBECRED_FORCE_REFRESH", "maybe")
+                .run()
+        ),
+        "invalid value 'maybe' in KUBECRED_FORCE_REFRESH (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
+    );
+    // The help command each line names works as written.
+    for help in ["completion", "status", "get-token"] {
+        kubecred_plain(&env, &[help, "--help"])
+            .run()
+            .success()
+            .stdout_contains("Usage: kubecred ");
+    }
+}
+
+/// `kubecred man` as `man` shows it: no literal backticks or roff escapes, every command in a
+/// section of its own, and no reference to a page that is not shipped (the archive ships
+/// kubecred.1 alone; scripts/archive-test.sh checks the archive's page the same way).
+#[test]
+fn the_man_page_renders_without_markup_and_refers_to_no_page_it_lacks() {
+    let env = TestEnv::new();
+    let page = env.dir.path().join("kubecred.1");
+    let roff = kubecred_plain(&env, &["man"]).run().success().stdout();
+    std::fs::write(&page, &roff).unwrap();
+    let rendered = Command::new("man")
+        .arg("-l")
+        .arg(&page)
+        .env("MANWIDTH", "100")
+        .env("MANPAGER", "cat")
+        .env("LANG", "C.UTF-8")
+        .run()
+        .success()
+        .stdout();
+    for markup in ["`", "\\f", "\\-"] {
+        assert!(
+            !rendered.contains(markup),
+            "{markup:?} shows in\n{rendered}"
+        );
+    }
+    for heading in [
+        "COMMANDS",
+        "EXAMPLES",
+        "KUBECRED GET-TOKEN",
+        "KUBECRED SETUP",
+    ] {
+        assert!(
+            rendered.lines().any(|line| line == heading),
+            "no {heading} heading in\n{rendered}"
+        );
+    }
+    assert!(rendered.contains("kubectl runs kubecred get-token from a kubeconfig exec stanza"));
+    let mut references: Vec<&str> = rendered
+        .split(|c: char| c.is_whitespace())
+        .filter(|word| word.ends_with("(1)") || word.contains("(1)"))
+        .collect();
+    references.sort();
+    references.dedup();
+    assert_eq!(references, ["kubecred(1)"], "{rendered}");
 }

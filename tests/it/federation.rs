@@ -366,7 +366,15 @@ fn a_client_secret_on_the_command_line_gets_a_ps_notice_when_used() {
     env.kubecred_owned(&env.cc_args(&bed))
         .run()
         .success()
-        .stderr_contains("--client-secret on the command line is visible to other users in `ps`");
+        .stderr_contains("kubecred: --client-secret on the command line is visible to other users in `ps`; use --client-secret-file or the KUBECRED_CLIENT_SECRET environment variable");
+    // kubelogin's name is named as typed, with the same advice.
+    let mut kubelogin = env.cc_args(&bed);
+    kubelogin[3] = format!("--oidc-client-secret={CC_SECRET}");
+    kubelogin.push("--force-refresh".into());
+    env.kubecred_owned(&kubelogin)
+        .run()
+        .success()
+        .stderr_contains("kubecred: --oidc-client-secret on the command line is visible to other users in `ps`; use --client-secret-file or the KUBECRED_CLIENT_SECRET environment variable");
 }
 
 #[test]

@@ -168,6 +168,19 @@ fn a_busy_listen_address_moves_on_to_the_next() {
 
 /// Reads kubecred's stderr until the login URL appears.
 fn login_url_from(stderr: &mut impl BufRead, seen: &mut String) -> String {
+    url_from(stderr, seen, |line| {
+        let start = line.find("http")?;
+        let url = line[start..].trim();
+        url.contains("/auth").then(|| url.to_string())
+    })
+}
+
+/// Reads kubecred's stderr (into `seen`) until `pick` finds a URL in a line.
+fn url_from(
+    stderr: &mut impl BufRead,
+    seen: &mut String,
+    pick: impl Fn(&str) -> Option<String>,
+) -> String {
     let mut line = String::new();
     loop {
         line.clear();
@@ -176,13 +189,32 @@ fn login_url_from(stderr: &mut impl BufRead, seen: &mut String) -> String {
             "no login URL on stderr: {seen}"
         );
         seen.push_str(&line);
-        if let Some(start) = line.find("http") {
-            let url = line[start..].trim().to_string();
-            if url.contains("/auth") {
-                return url;
-            }
+        if let Some(url) = pick(&line) {
+            return url;
         }
     }
+}
+
+/// Approves the login at `url` in the scripted browser, as a person would, then waits for
+/// kubecred: it succeeded with a credential; everything it wrote on stderr.
+fn approve_and_finish(
+    url: &str,
+    child: std::process::Child,
+    mut stderr: impl Read,
+    seen: String,
+) -> String {
+    let status = std::process::Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .arg(url)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let mut shown = seen;
+    stderr.read_to_string(&mut shown).unwrap();
+    assert!(output.status.success(), "stderr: {shown}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ExecCredential"));
+    shown
 }
 
 fn http_get(url: &url::Url) -> String {
@@ -236,20 +268,10 @@ fn a_forged_callback_is_refused_and_the_real_login_still_completes() {
     let missing_state = url::Url::parse(&format!("{redirect}?code=forged-code-4711")).unwrap();
     assert!(http_get(&missing_state).starts_with("HTTP/1.1 400"));
     // The wait goes on: the real browser login completes it.
-    let status = std::process::Command::new("node")
-        .arg(repo_root().join("tests/support/browser.mjs"))
-        .arg(login_url.as_str())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
-    assert!(output.status.success(), "stderr: {seen}{rest}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains("ExecCredential"));
+    let shown = approve_and_finish(login_url.as_str(), child, stderr, seen);
     assert!(
-        !format!("{seen}{rest}").contains("forged-code-4711"),
-        "a code must never be echoed: {rest}"
+        !shown.contains("forged-code-4711"),
+        "a code must never be echoed: {shown}"
     );
 }
 
@@ -318,6 +340,52 @@ fn device_flow_approved_in_the_browser_with_slow_down() {
         polls >= 2,
         "slow_down answered at least once before the token: {stats}"
     );
+}
+
+/// The device flow's home: an SSH session, no display, no browser setting. kubecred shows the
+/// URL and the code, says nothing about a browser it could not open, and the login completes
+/// when approved elsewhere (here: the scripted browser, given the URL the way a person would).
+#[test]
+fn device_flow_over_ssh_shows_the_code_and_says_nothing_of_a_browser() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = device_args(&bed);
+    args.retain(|arg| !arg.starts_with("--browser-command"));
+    let mut child = env
+        .kubecred_owned(&args)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("BROWSER")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let url = url_from(&mut stderr, &mut seen, |line| {
+        let rest = line.strip_prefix("kubecred: to log in, open ")?;
+        rest.split_whitespace().next().map(str::to_string)
+    });
+    let shown = approve_and_finish(&url, child, stderr, seen);
+    assert!(
+        !shown.to_lowercase().contains("browser:") && !shown.contains("could not open"),
+        "{shown}"
+    );
+    assert!(!shown.contains("opening the browser"), "{shown}");
+    // Every line it wrote reads like the others: `kubecred: ` and lower case (the QR code aside).
+    for text_line in shown
+        .lines()
+        .filter(|l| l.chars().any(|c| c.is_ascii_alphabetic()))
+    {
+        assert!(
+            text_line.starts_with("kubecred: ")
+                && !text_line["kubecred: ".len()..].starts_with(char::is_uppercase),
+            "{text_line:?} in\n{shown}"
+        );
+    }
 }
 
 #[test]

@@ -198,7 +198,7 @@ impl Running {
     /// The authorization URL kubecred prints (`--skip-open-browser`).
     #[track_caller]
     fn login_url(&mut self) -> Url {
-        let line = self.stderr_line_with("Open this URL in a browser to log in: ", URL_WAIT);
+        let line = self.stderr_line_with("open this URL in a browser to log in: ", URL_WAIT);
         let start = line.find("http").expect("a URL on the line");
         Url::parse(line[start..].trim()).unwrap_or_else(|err| panic!("{line}: {err}"))
     }
@@ -442,7 +442,7 @@ fn authcode_keyboard_takes_the_pasted_code() {
     let run = kubecred
         .finish(EXIT_WAIT)
         .success()
-        .stderr_contains("Paste the code")
+        .stderr_contains("paste the code")
         .never_shows(&[&code]);
     assert_logged_in_as_alice(&bed, &run);
 }
@@ -488,7 +488,7 @@ fn paste_is_ignored(stdin: Stdin, interactive: bool) {
         .finish(EXIT_WAIT)
         .failure(4)
         .stderr_contains("no login completed within 3s");
-    for offered_or_read in ["Or paste the code", "the pasted text"] {
+    for offered_or_read in ["or paste the code", "the pasted text"] {
         assert!(
             !run.stderr().contains(offered_or_read),
             "no paste may be offered or read: {}",

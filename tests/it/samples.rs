@@ -53,6 +53,20 @@ fn every_sample_loads_in_kubectl_and_its_settings_resolve() {
         );
     }
 
+    // README says "every file in kubeconfig-samples/": its table lists every one.
+    let table = readme
+        .split("### kubeconfig samples")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README.md has a kubeconfig samples section");
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy();
+        assert!(
+            table.contains(&format!("| [`{name}`](kubeconfig-samples/{name}) |")),
+            "README's kubeconfig samples table does not list {name}"
+        );
+    }
+
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(path).unwrap();

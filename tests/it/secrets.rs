@@ -405,7 +405,7 @@ fn the_leak_detectors_see_what_they_look_for() {
             .quiet_zone(true)
             .build();
         let cells = qr_cells(&format!(
-            "Or scan this with a phone:\n{drawn}\nThe code expires.\n"
+            "kubecred: or scan this with a phone:\n{drawn}\nkubecred: the code expires\n"
         ))
         .unwrap();
         assert!(qr_encodes(&cells, url));

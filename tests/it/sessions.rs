@@ -2,7 +2,8 @@
 //! and JSON) without a token in it, `--account` keeps separate entries, and `kubecred logout`
 //! revokes the refresh token (RFC 7009: the provider's introspection then calls it inactive),
 //! leaves no copy of a token under the cache dir, and still forgets the entry when the provider
-//! cannot be reached.
+//! cannot be reached; without a match it lists the issuer's cached logins and how they differ.
+//! The issuer is shown as it was written, byte for byte, everywhere.
 
 use crate::support::*;
 use serde_json::Value;
@@ -186,7 +187,10 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
     env.kubecred_owned(&settings("logout"))
         .run()
         .success()
-        .stderr_contains("no cached tokens for");
+        .stderr_contains(&format!(
+            "no cached login for {} ({CONFIDENTIAL_CLIENT}), nor any other for that issuer",
+            bed.issuer
+        ));
 }
 
 #[test]
@@ -212,7 +216,7 @@ fn a_failed_revocation_is_a_warning_and_the_entry_still_goes() {
         .run()
         .success()
         .stderr_contains("warning: revoking the refresh token failed")
-        .stderr_contains("deleted all the same")
+        .stderr_contains("the cached login is forgotten all the same")
         .never_shows(&["refresh-token-of-bob", "id-token-of-bob"]);
     assert!(run.stdout().is_empty());
     for (path, text) in every_file_text(&env.cache_dir()) {
@@ -257,4 +261,133 @@ fn keyring_entries_are_listed_from_their_index_and_logout_all_removes_them() {
     // The keyring item is gone: the same settings ask the provider again.
     env.kubecred_owned(&args).run().success();
     assert_eq!(bed.token_requests("client_credentials"), 2);
+}
+
+/// `kubecred <command>` with the client-credentials settings against `issuer`.
+fn cc_command(env: &TestEnv, bed: &Testbed, command: &str, issuer: &str) -> std::process::Command {
+    let mut args = env.cc_args(bed);
+    args[0] = command.into();
+    args[1] = format!("--issuer-url={issuer}");
+    env.kubecred_owned(&args)
+}
+
+#[test]
+fn login_status_whoami_and_logout_show_the_issuer_byte_for_byte() {
+    let bed = Testbed::start();
+    // As the provider names itself (no slash), and with a slash it accepts too.
+    for issuer in [bed.issuer.clone(), format!("{}/", bed.issuer)] {
+        let env = TestEnv::new();
+        let other = if issuer.ends_with('/') {
+            bed.issuer.clone()
+        } else {
+            format!("{issuer}/")
+        };
+        let shows_only = |text: &str, what: &str| {
+            assert!(text.contains(&issuer), "{what} lacks {issuer:?}:\n{text}");
+            let without_issuer = text.replace(&issuer, "");
+            assert!(
+                !without_issuer.contains(&bed.issuer),
+                "{what} shows the issuer otherwise than {issuer:?} (as {other:?}?):\n{text}"
+            );
+        };
+        let login = cc_command(&env, &bed, "login", &issuer).run().success();
+        assert!(
+            login
+                .stderr()
+                .contains(&format!("logged in to {issuer} as ")),
+            "{}",
+            login.stderr()
+        );
+        shows_only(&login.stderr(), "login");
+
+        let table = kubecred_plain(&env, &["status"]).run().success().stdout();
+        let row = table.lines().nth(1).unwrap_or_default();
+        assert!(row.starts_with(&format!("{issuer}  ")), "{table}");
+        shows_only(&table, "status");
+        assert_eq!(status_json(&env)["entries"][0]["issuer"], issuer.as_str());
+
+        // whoami's heading names the settings' issuer (its claims table then shows the token's
+        // own `iss`, which is the provider's spelling).
+        let whoami = cc_command(&env, &bed, "whoami", &issuer)
+            .run()
+            .success()
+            .stdout();
+        let heading = whoami
+            .lines()
+            .find(|line| line.starts_with("Claims of the"))
+            .unwrap_or_else(|| panic!("{whoami}"));
+        assert!(
+            heading.ends_with(&format!("gets from {issuer} (client {CC_CLIENT}):")),
+            "{whoami}"
+        );
+
+        let logout = cc_command(&env, &bed, "logout", &issuer).run().success();
+        assert!(
+            logout.stderr().contains(&format!(
+                "logged out of {issuer} ({CC_CLIENT}): forgot the cached login"
+            )),
+            "{}",
+            logout.stderr()
+        );
+        shows_only(&logout.stderr(), "logout");
+    }
+}
+
+#[test]
+fn logout_without_a_match_lists_the_issuers_cached_logins_and_how_they_differ() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // Two cached logins of one issuer and client, apart only by their scopes and account.
+    let login = |extra: &[&str]| {
+        let mut args = env.cc_args(&bed);
+        args.extend(extra.iter().map(|a| a.to_string()));
+        env.kubecred_owned(&args).run().success();
+    };
+    login(&["--scope=email"]);
+    login(&["--scope=email,groups", "--account=admin"]);
+    let status = status_json(&env);
+    let mut scopes: Vec<String> = status["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["scopes"].to_string())
+        .collect();
+    scopes.sort();
+    assert_eq!(
+        scopes,
+        [r#"["email","groups"]"#, r#"["email"]"#],
+        "{status}"
+    );
+    let table = kubecred_plain(&env, &["status"]).run().success().stdout();
+    assert!(
+        table.starts_with("ISSUER") && table.contains("SCOPES") && table.contains("email groups"),
+        "status tells them apart:\n{table}"
+    );
+
+    let mut logout = env.cc_args(&bed);
+    logout[0] = "logout".into();
+    logout.push("--scope=profile".into());
+    let run = env.kubecred_owned(&logout).run().success();
+    let stderr = run.stderr();
+    for line in [
+        format!(
+            "kubecred: no cached login for {} ({CC_CLIENT}) with these settings; the cached logins for that issuer differ from them:",
+            bed.issuer
+        ),
+        r#"scopes "email" (here "profile")"#.to_string(),
+        r#"scopes "email groups" (here "profile"); account "admin" (here none)"#.to_string(),
+        "kubecred: to log out of one, repeat the settings it was logged in with; to log out of every cached login, run kubecred logout --all".to_string(),
+    ] {
+        assert!(stderr.contains(&line), "{line:?} missing:\n{stderr}");
+    }
+    // Nothing was forgotten.
+    assert_eq!(cache_token_files(&env.cache_dir()).len(), 2);
+    // With the login's own settings, it goes.
+    logout.pop();
+    logout.push("--scope=email".into());
+    env.kubecred_owned(&logout)
+        .run()
+        .success()
+        .stderr_contains("logged out of");
+    assert_eq!(cache_token_files(&env.cache_dir()).len(), 1);
 }

@@ -40,6 +40,29 @@ fn secret_file(env: &TestEnv) -> PathBuf {
     path
 }
 
+/// Adds the API stand-in as the cluster of a context for user `ci-bot`, and uses it.
+fn use_testbed_cluster(env: &TestEnv, bed: &Testbed, kubeconfig: &Path) {
+    for step in [
+        vec![
+            "config",
+            "set-cluster",
+            "testbed",
+            "--server",
+            &bed.api_server,
+        ],
+        vec![
+            "config",
+            "set-context",
+            "testbed",
+            "--cluster=testbed",
+            "--user=ci-bot",
+        ],
+        vec!["config", "use-context", "testbed"],
+    ] {
+        env.kubectl(kubeconfig, &step).run().success();
+    }
+}
+
 fn kubectl_json(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Value {
     let run = env.kubectl(kubeconfig, args).run().success();
     serde_json::from_str(&run.stdout()).unwrap()
@@ -76,8 +99,13 @@ fn setup_diagnoses_logs_in_and_prints_configuration_that_works() {
     assert_eq!(view["users"][0]["name"], "ci-bot");
     assert_eq!(exec["apiVersion"], V1BETA1);
     assert_eq!(exec["interactiveMode"], "Never");
-    let binary = std::fs::canonicalize(kubecred_bin()).unwrap();
+    // Not on PATH here: the binary's path as it was run, with the reason beside it.
+    let binary = kubecred_bin();
     assert_eq!(exec["command"], json!(binary.display().to_string()));
+    assert!(
+        section(&stdout, 5).contains("# command: this binary's path, as kubecred is not on PATH"),
+        "{stdout}"
+    );
     let args: Vec<&str> = exec["args"]
         .as_array()
         .unwrap()
@@ -93,25 +121,7 @@ fn setup_diagnoses_logs_in_and_prints_configuration_that_works() {
         args.iter().any(|a| a.starts_with("--cache-dir=")),
         "{args:?}"
     );
-    for step in [
-        vec![
-            "config",
-            "set-cluster",
-            "testbed",
-            "--server",
-            &bed.api_server,
-        ],
-        vec![
-            "config",
-            "set-context",
-            "testbed",
-            "--cluster=testbed",
-            "--user=ci-bot",
-        ],
-        vec!["config", "use-context", "testbed"],
-    ] {
-        env.kubectl(&kubeconfig, &step).run().success();
-    }
+    use_testbed_cluster(&env, &bed, &kubeconfig);
     let ca = format!("--certificate-authority={}", bed.ca_file.display());
     bed.reset_stats();
     env.kubectl(&kubeconfig, &[&ca, "auth", "whoami"])
@@ -332,4 +342,141 @@ fn setup_with_the_password_grant_prints_args_that_log_in() {
         .env("KUBECRED_PASSWORD", password)
         .run()
         .success();
+}
+
+/// A package manager's layout in the test's directory: this kubecred copied to `versioned`,
+/// linked from `link` (both relative to the layout's root); the PATH that finds the link and
+/// kubectl.
+#[cfg(unix)]
+fn package_layout(env: &TestEnv, versioned: &str, link: &str) -> (PathBuf, String) {
+    let root = env.dir.path().join("packages");
+    let file = root.join(versioned);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::copy(kubecred_bin(), &file).unwrap();
+    let link = root.join(link);
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let kubectl_dir = kubectl_bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        link.parent().unwrap().display(),
+        kubectl_dir.display()
+    );
+    (root, path)
+}
+
+/// [`setup_args`] with the test's cache, for a run outside `TestEnv::kubecred` (which adds it).
+fn setup_args_with_cache(env: &TestEnv, bed: &Testbed, secret: &Path) -> Vec<String> {
+    let mut args = setup_args(bed, secret);
+    args.push(format!("--cache-dir={}", env.cache_dir().display()));
+    args.push("--cache-storage=disk".into());
+    args
+}
+
+/// What setup printed for kubectl: the set-credentials command (4), the YAML user's command
+/// (5) and the kuberc entry (6).
+fn printed_commands(stdout: &str) -> (String, String, String) {
+    let yaml = section(stdout, 5);
+    let command = yaml
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("command: "))
+        .unwrap_or_else(|| panic!("no command in\n{yaml}"))
+        .to_string();
+    (section(stdout, 4), command, section(stdout, 6))
+}
+
+/// Runs the kubeconfig user of section 5 against the API stand-in with `path` as PATH.
+fn printed_user_works(env: &TestEnv, bed: &Testbed, stdout: &str, path: &str) {
+    let kubeconfig = env.dir.path().join("printed-user.yaml");
+    std::fs::write(&kubeconfig, section(stdout, 5)).unwrap();
+    use_testbed_cluster(env, bed, &kubeconfig);
+    let ca = format!("--certificate-authority={}", bed.ca_file.display());
+    env.kubectl(&kubeconfig, &[&ca, "auth", "whoami"])
+        .env("PATH", path)
+        .run()
+        .success()
+        .stdout_contains(CC_CLIENT);
+}
+
+/// krew installs the binary in a versioned store and links only `kubectl-kubecred` onto PATH;
+/// `krew upgrade` deletes the store directory. setup, run as the plugin, prints the link's name
+/// (which that PATH runs) and explains it, never the store path.
+#[cfg(unix)]
+#[test]
+fn setup_under_krew_prints_the_plugin_name_on_path_and_no_store_path() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let secret = secret_file(&env);
+    let (root, path) = package_layout(
+        &env,
+        "krew/store/kubecred/v0.1.0/kubecred",
+        "krew/bin/kubectl-kubecred",
+    );
+    let args = setup_args_with_cache(&env, &bed, &secret);
+    let run = std::process::Command::new(kubectl_bin())
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", env.home())
+        .arg("kubecred")
+        .args(&args)
+        .run()
+        .success();
+    let stdout = run.stdout();
+    let (set_credentials, command, kuberc) = printed_commands(&stdout);
+    assert_eq!(command, "\"kubectl-kubecred\"");
+    assert!(
+        set_credentials.contains("--exec-command=kubectl-kubecred'"),
+        "{set_credentials}"
+    );
+    assert!(
+        kuberc.contains("- command: \"kubectl-kubecred\""),
+        "{kuberc}"
+    );
+    assert!(
+        stdout.contains("(krew links no `kubecred`)"),
+        "the stanza says why:\n{stdout}"
+    );
+    for path_part in ["store", &root.display().to_string()] {
+        assert!(
+            !stdout.contains(path_part),
+            "{path_part:?} printed:\n{stdout}"
+        );
+    }
+    // The name exists on that PATH, and kubectl runs the printed user with it.
+    printed_user_works(&env, &bed, &stdout, &path);
+}
+
+/// Homebrew's layout: the binary in a versioned Cellar directory, linked as `bin/kubecred`.
+#[cfg(unix)]
+#[test]
+fn setup_under_homebrew_prints_kubecred_not_the_cellar_path() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let secret = secret_file(&env);
+    let (_, path) = package_layout(
+        &env,
+        "brew/Cellar/kubecred/0.1.0/bin/kubecred",
+        "brew/bin/kubecred",
+    );
+    let args = setup_args_with_cache(&env, &bed, &secret);
+    let run = std::process::Command::new("kubecred")
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", env.home())
+        .args(&args)
+        .run()
+        .success();
+    let stdout = run.stdout();
+    let (set_credentials, command, _) = printed_commands(&stdout);
+    assert_eq!(command, "\"kubecred\"");
+    assert!(
+        set_credentials.contains("--exec-command=kubecred'"),
+        "{set_credentials}"
+    );
+    assert!(!stdout.contains("Cellar"), "{stdout}");
+    assert!(
+        !stdout.contains("# command"),
+        "no note for the plain name:\n{stdout}"
+    );
+    printed_user_works(&env, &bed, &stdout, &path);
 }

@@ -2,17 +2,19 @@
 //! obtained: the API server's `AuthenticationConfiguration` (issuer, audiences and the claim
 //! mappings this token supports) and the legacy `--oidc-*` flags; RBAC bindings for the user and
 //! its groups; the kubectl side (a `kubectl config set-credentials` command, the same user as
-//! kubeconfig YAML, running this very binary); and the kuberc allowlist entry for kubectl 1.35+.
+//! kubeconfig YAML, running this very binary by the name it has on PATH); and the kuberc
+//! allowlist entry for kubectl 1.35+.
 //!
 //! Every YAML string is written as a JSON string literal (valid YAML, and nothing in a claim can
 //! break out of it); shell words are quoted with `shlex`. Sections start with a `# ====` line so
 //! that each can be cut out (the tests do).
 
 use crate::cli::TokenArgs;
+use crate::command_on_path::ExecCommand;
 use clap::ValueEnum;
 use serde_json::{Map, Value};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The prefix the generated configuration puts before usernames and groups from the provider,
 /// so that they can never collide with `system:` names or another provider's.
@@ -23,8 +25,8 @@ pub struct Inputs<'a> {
     pub args: &'a TokenArgs,
     /// Name of the kubeconfig user to create.
     pub user_name: &'a str,
-    /// The absolute path of this binary, for the exec `command`.
-    pub command: PathBuf,
+    /// How a kubeconfig runs this binary (`command_on_path`): the exec `command`.
+    pub command: ExecCommand,
     pub claims: &'a Map<String, Value>,
     /// The `alg` of the token's JWS header.
     pub signing_alg: Option<String>,
@@ -368,6 +370,23 @@ pub fn exec_env(args: &TokenArgs) -> Vec<(&'static str, &'static str)> {
     }
 }
 
+/// Why the stanza runs the command it does, as `#` comment lines; nothing for plain `kubecred`.
+pub fn command_note(command: &ExecCommand) -> String {
+    match command {
+        ExecCommand::Name => String::new(),
+        ExecCommand::KubectlPluginName => "\
+# kubectl-kubecred: the only name kubecred has on PATH (krew links no `kubecred`). That link
+# survives `kubectl krew upgrade`; the versioned file behind it does not.
+"
+        .to_string(),
+        ExecCommand::Path(_) => "\
+# command: this binary's path, as kubecred is not on PATH. Put it on PATH and write
+# `kubecred` instead, so that moving or upgrading it does not break this kubeconfig.
+"
+        .to_string(),
+    }
+}
+
 /// `kubectl config set-credentials` for the user, then pointing the current context at it.
 pub fn set_credentials_command(inputs: &Inputs, interactive_mode: &str) -> String {
     let mut words = vec![
@@ -376,7 +395,7 @@ pub fn set_credentials_command(inputs: &Inputs, interactive_mode: &str) -> Strin
         "set-credentials".into(),
         shell(inputs.user_name),
         "--exec-api-version=client.authentication.k8s.io/v1beta1".into(),
-        shell(&format!("--exec-command={}", inputs.command.display())),
+        shell(&format!("--exec-command={}", inputs.command.as_command())),
     ];
     for arg in exec_args(inputs.args) {
         words.push(shell(&format!("--exec-arg={arg}")));
@@ -386,7 +405,8 @@ pub fn set_credentials_command(inputs: &Inputs, interactive_mode: &str) -> Strin
     }
     words.push(format!("--exec-interactive-mode={interactive_mode}"));
     format!(
-        "{}\nkubectl config set-context --current --user={}\n",
+        "# kubectl 1.30+ (--exec-interactive-mode); with an older kubectl, use the YAML of 5.\n{}{}\nkubectl config set-context --current --user={}\n",
+        command_note(&inputs.command),
         words.join(" \\\n    "),
         shell(inputs.user_name)
     )
@@ -407,11 +427,10 @@ pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
         out,
         "      apiVersion: client.authentication.k8s.io/v1beta1"
     );
-    let _ = writeln!(
-        out,
-        "      command: {}",
-        q(&inputs.command.display().to_string())
-    );
+    for line in command_note(&inputs.command).lines() {
+        let _ = writeln!(out, "      {line}");
+    }
+    let _ = writeln!(out, "      command: {}", q(&inputs.command.as_command()));
     let _ = writeln!(out, "      args:");
     for arg in exec_args(inputs.args) {
         let _ = writeln!(out, "      - {}", q(&arg));
@@ -429,9 +448,10 @@ pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
     out
 }
 
-/// kuberc (kubectl 1.35+): let kubectl run kubecred when the policy is an allowlist.
-pub fn kuberc(command: &Path) -> String {
-    let command = command.display().to_string();
+/// kuberc (kubectl 1.35+): let kubectl run kubecred when the policy is an allowlist. A bare
+/// name is looked up on PATH by kubectl, as the kubeconfig's command is.
+pub fn kuberc(command: &ExecCommand) -> String {
+    let command = command.as_command();
     let mut out = String::new();
     let _ = writeln!(out, "# ~/.kube/kuberc (or $KUBERC). If yours says credentialPluginPolicy: DenyAll, kubectl runs no");
     let _ = writeln!(

@@ -48,7 +48,7 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
     };
     crate::log::stderr(format_args!(
         "kubecred: checking {} before logging in\n",
-        config.issuer
+        config.issuer_as_given
     ));
 
     let client = http::client(&config.http, config.http.timeout)?;

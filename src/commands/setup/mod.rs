@@ -21,32 +21,6 @@ use crate::config::{Config, TokenKind};
 use crate::error::{fail, Exit};
 use std::fmt::Write;
 
-/// This binary's real path, for the kubeconfig and kuberc setup prints: kubectl's credential
-/// plugin policy matches exact paths, and a link (`kubectl-kubecred`) is resolved to its target.
-/// `current_exe` returns the link itself on some systems (macOS), hence the canonicalize.
-fn this_binary() -> anyhow::Result<std::path::PathBuf> {
-    std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .map(without_verbatim_prefix)
-        .map_err(|err| {
-            fail(
-                Exit::Input,
-                format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
-            )
-        })
-}
-
-/// `C:\Users\…` for Windows' `\\?\C:\Users\…`: canonicalize returns the verbatim form, which
-/// is neither what a user reads nor what they would write in a kubeconfig. Other paths as they are.
-fn without_verbatim_prefix(path: std::path::PathBuf) -> std::path::PathBuf {
-    let plain = path
-        .to_str()
-        .and_then(|text| text.strip_prefix(r"\\?\"))
-        .filter(|rest| rest.as_bytes().get(1) == Some(&b':'))
-        .map(std::path::PathBuf::from);
-    plain.unwrap_or(path)
-}
-
 pub(super) fn run(
     args: &SetupArgs,
     config: &Config,
@@ -56,7 +30,7 @@ pub(super) fn run(
 
     crate::log::stderr(format_args!(
         "kubecred: logging in to {} as client {}\n",
-        config.issuer, config.client.id
+        config.issuer_as_given, config.client.id
     ));
     let tokens = acquire::login(config, clock)?;
     let claims = claims_table::of_credential(config, &tokens)?;
@@ -108,7 +82,12 @@ pub(super) fn run(
         .expect("of_credential found the credential");
     let signing_alg = crate::tokens::unverified_jwt_segment(token.expose(), 0)
         .and_then(|header| header.get("alg")?.as_str().map(String::from));
-    let command = this_binary()?;
+    let command = crate::command_on_path::for_kubeconfig().map_err(|err| {
+        fail(
+            Exit::Input,
+            format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
+        )
+    })?;
     let inputs = advice::Inputs {
         args: &args.token,
         user_name: &args.user_name,
@@ -177,28 +156,4 @@ pub(super) fn run(
         &advice::kuberc(&inputs.command),
     );
     Ok(Some(out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_verbatim_prefix;
-    use std::path::PathBuf;
-
-    #[test]
-    fn a_windows_verbatim_drive_path_is_printed_plainly() {
-        let plain = |p: &str| without_verbatim_prefix(PathBuf::from(p));
-        assert_eq!(
-            plain(r"\\?\C:\Program Files\kubecred\kubecred.exe"),
-            PathBuf::from(r"C:\Program Files\kubecred\kubecred.exe")
-        );
-        // A verbatim UNC path has no plain form this simple: left as it is.
-        assert_eq!(
-            plain(r"\\?\UNC\server\share\kubecred.exe"),
-            PathBuf::from(r"\\?\UNC\server\share\kubecred.exe")
-        );
-        assert_eq!(
-            plain("/usr/local/bin/kubecred"),
-            PathBuf::from("/usr/local/bin/kubecred")
-        );
-    }
 }
