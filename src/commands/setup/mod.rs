@@ -12,6 +12,9 @@
 mod advice;
 mod diagnose;
 
+/// A kubecred stanza's `args` for get-token's settings (`convert-kubeconfig` writes them too).
+pub(super) use advice::exec_args;
+
 use super::claims_table;
 use crate::acquire;
 use crate::authn_config::{self, AuthenticationConfiguration};
