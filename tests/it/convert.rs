@@ -380,6 +380,63 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
     );
 }
 
+/// kubelogin's `--token-cache-storage=keyring`: its tokens are an OS keyring item, as go-keyring
+/// writes it (attributes `service` = `kubelogin` and `username` = `kubelogin/tokencache/<hash>`,
+/// the JSON document as the secret), and only the lock file is in its directory. Runs inside
+/// scripts/test.sh's private D-Bus session with gnome-keyring.
+#[test]
+fn kubelogins_keyring_storage_is_read_where_the_keyring_is_reachable() {
+    let Some(env) = TestEnv::with_keyring() else {
+        return;
+    };
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let bin = bin_dir(&env);
+    let tokens = tokens_of_a_login(&env, &bed, "profile");
+    let hash = "0e3c1b2a9f8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29180706f5e4d3c2b1a099";
+    let account = format!("kubelogin/tokencache/{hash}");
+    let document = serde_json::json!({"id_token": tokens.0, "refresh_token": tokens.1});
+    env.client(Path::new("secret-tool"))
+        .args([
+            "store",
+            &format!("--label=Password for '{account}' on 'kubelogin'"),
+        ])
+        .args(["service", "kubelogin", "username", &account])
+        .run_with_stdin(&document.to_string())
+        .success();
+    let dir = env.home().join(".kube/cache/oidc-login");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{hash}.lock")), "").unwrap();
+    let kubeconfig = env.dir.path().join("config");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: testbed\n  cluster: {{server: '{}', certificate-authority-data: {}}}\ncontexts:\n- name: kl\n  context: {{cluster: testbed, user: kl}}\ncurrent-context: kl\nusers:\n- name: kl\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: kubectl\n      args: [oidc-login, get-token, '--oidc-issuer-url={}', --oidc-client-id=kubecred, --oidc-extra-scope=profile, --token-cache-storage=keyring]\n",
+            bed.api_server, bed.ca_data, bed.issuer
+        ),
+    )
+    .unwrap();
+    bed.reset_stats();
+    convert(&env, &bin, &["--kubeconfig", kubeconfig.to_str().unwrap()])
+        .run()
+        .success()
+        .stdout_contains(&format!(
+            ") and the refresh token from the OS keyring item kubelogin/{account}\n"
+        ));
+    kubectl(&env, &bin, &kubeconfig, &["auth", "whoami"])
+        .success()
+        .stdout_contains("alice");
+    let stats = bed.stats();
+    assert_eq!(stats["authorization"], 0, "{stats}");
+    assert_eq!(stats["token"]["total"], 0, "{stats}");
+    env.client(Path::new("secret-tool"))
+        .args(["clear", "service", "kubelogin", "username", &account])
+        .run()
+        .success();
+}
+
 #[test]
 fn a_broken_file_in_kubeconfig_is_refused_before_any_change() {
     let bed = Testbed::start();
