@@ -23,8 +23,8 @@ pub struct Replacement {
     pub content: Vec<u8>,
 }
 
-/// A file written: where (the real file, links followed), and its backup (none for a file
-/// that did not exist).
+/// A file written (in the order of the replacements): where (a link followed to its file), and
+/// its backup (none for a file that did not exist).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
     pub path: PathBuf,
@@ -111,11 +111,13 @@ impl Staged {
 
 /// The backup and the temporary file of one replacement.
 fn stage(path: &Path, content: &[u8], stamp: &str) -> io::Result<Staged> {
-    // A link is followed to the file it names (a dotfiles manager's link stays a link).
-    let target = match fs::canonicalize(path) {
-        Ok(real) => real,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => path.to_path_buf(),
-        Err(err) => return Err(err),
+    // A link is followed to the file it names (a dotfiles manager's link stays a link); any
+    // other path is used as given (canonicalize would turn a Windows path into its `\\?\` form).
+    let is_link = fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    let target = if is_link {
+        fs::canonicalize(path)?
+    } else {
+        path.to_path_buf()
     };
     let existing = match fs::metadata(&target) {
         Ok(meta) if meta.is_file() => Some(meta),

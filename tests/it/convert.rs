@@ -72,6 +72,13 @@ fn kubectl(env: &TestEnv, bin: &Path, kubeconfig: &Path, args: &[&str]) -> Run {
         .run()
 }
 
+#[track_caller]
+fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} in\n{text}");
+    }
+}
+
 /// Every file in `dir` whose name starts with `prefix`.
 fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -192,14 +199,12 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         .success()
         .never_shows(&[&valid.1, &expired.1, "aks-spn-secret"]);
     let report = run.stdout();
-    for line in [
+    assert_contains_all(&report, &[
         "  would convert \"legacy\" (auth-provider oidc): would carry the ID token (valid until ",
         "  would convert \"expired\" (auth-provider oidc): would carry the refresh token (the ID token expired at ",
         "  would convert \"kl\" (int128/kubelogin): would carry the ID token (valid until ",
         "  would be written (--dry-run: nothing was)\n",
-    ] {
-        assert!(report.contains(line), "{line:?} in\n{report}");
-    }
+    ]);
     assert!(
         !report.contains(&valid.0) && !report.contains(&valid.1),
         "{report}"
@@ -216,7 +221,7 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         .never_shows(&[&valid.1, &expired.1]);
     let report = run.stdout();
     assert!(report.starts_with(&format!("{shown}\n")), "{report}");
-    for line in [
+    assert_contains_all(&report, &[
         "  converted \"legacy\" (auth-provider oidc): carried the ID token (valid until ",
         ") and the refresh token\n",
         "  converted \"expired\" (auth-provider oidc): carried the refresh token; the ID token expired at ",
@@ -228,9 +233,7 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         "  converted \"aks-spn\" (Azure kubelogin --login spn): no tokens to carry: its grant needs no person\n",
         "  skipped \"aks-cert\": Azure kubelogin --login spn: stays with Azure's tool (a certificate credential",
         "  written; backup: ",
-    ] {
-        assert!(report.contains(line), "{line:?} in\n{report}");
-    }
+    ]);
     assert!(
         !report.contains(&valid.0) && !report.contains("aks-spn-secret"),
         "{report}"
@@ -242,18 +245,19 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
 
     // The file: every other user, the comments and the mode as they were; a private backup.
     let converted = std::fs::read_to_string(&kubeconfig).unwrap();
-    for kept in [
-        "# Hand-kept kubeconfig: this comment must survive.\n",
-        "# The platform's legacy login.\n",
-        EKS_USER,
-        STATIC_USER,
-        AKS_CERT_USER,
-        "# The end.\n",
-        "preferences: {}\n",
-        "- context: {cluster: testbed, user: legacy}\n  name: legacy\n",
-    ] {
-        assert!(converted.contains(kept), "{kept:?} in\n{converted}");
-    }
+    assert_contains_all(
+        &converted,
+        &[
+            "# Hand-kept kubeconfig: this comment must survive.\n",
+            "# The platform's legacy login.\n",
+            EKS_USER,
+            STATIC_USER,
+            AKS_CERT_USER,
+            "# The end.\n",
+            "preferences: {}\n",
+            "- context: {cluster: testbed, user: legacy}\n  name: legacy\n",
+        ],
+    );
     assert!(
         !converted.contains(&valid.1),
         "the refresh token left the kubeconfig"

@@ -94,14 +94,18 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         doc.set_entry(Section::Users, &user.name, with_exec(body, exec));
     }
     let mut replacements = Vec::new();
-    let mut layouts = Vec::new();
-    for file in files.iter().filter(|f| f.doc.changed()) {
+    let mut changes = Vec::new();
+    for (index, file) in files.iter().enumerate().filter(|(_, f)| f.doc.changed()) {
         let (text, layout) = file.doc.render();
         replacements.push(Replacement {
             path: file.path.clone(),
             content: text.into_bytes(),
         });
-        layouts.push((file.path.clone(), layout));
+        changes.push(Change {
+            file: index,
+            layout,
+            backup: None,
+        });
     }
     let written = if args.dry_run || replacements.is_empty() {
         Vec::new()
@@ -138,14 +142,25 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         })?
     };
 
+    // `replace_all` answers in the order it was given.
+    for (change, done) in changes.iter_mut().zip(written) {
+        change.backup = done.backup;
+    }
     Ok(Some(report(
         &files,
         &users,
-        &layouts,
-        &written,
+        &changes,
         args.dry_run,
         command_note,
     )))
+}
+
+/// A file to be changed: how it is written, and its backup once it is.
+struct Change {
+    /// Index into the files.
+    file: usize,
+    layout: Layout,
+    backup: Option<PathBuf>,
 }
 
 /// A kubeconfig file read for conversion.
@@ -505,8 +520,7 @@ fn with_exec(body: Option<Value>, exec: Value) -> Value {
 fn report(
     files: &[File],
     users: &[User],
-    layouts: &[(PathBuf, Layout)],
-    written: &[file_replace::Written],
+    changes: &[Change],
     dry_run: bool,
     command_note: Option<String>,
 ) -> String {
@@ -545,40 +559,26 @@ fn report(
         if !any {
             let _ = writeln!(out, "  no users to convert here");
         }
-        let layout = layouts.iter().find(|(path, _)| *path == file.path);
-        match layout {
-            None => {
-                let _ = writeln!(out, "  unchanged");
-            }
-            Some((_, layout)) => {
-                if let Layout::Whole(reason) = layout {
-                    let _ =
-                        writeln!(
-                        out,
-                        "  note: {} as a whole: comments and formatting are not kept ({reason})",
-                        if dry_run { "would be written" } else { "written" }
-                    );
-                }
+        let Some(change) = changes.iter().find(|c| c.file == index) else {
+            let _ = writeln!(out, "  unchanged");
+            continue;
+        };
+        if let Layout::Whole(reason) = &change.layout {
+            let _ = writeln!(
+                out,
+                "  note: {} as a whole: comments and formatting are not kept ({reason})",
                 if dry_run {
-                    let _ = writeln!(out, "  would be written (--dry-run: nothing was)");
+                    "would be written"
                 } else {
-                    let backup = written
-                        .iter()
-                        .find(|w| {
-                            std::fs::canonicalize(&file.path).is_ok_and(|real| real == w.path)
-                        })
-                        .and_then(|w| w.backup.as_ref());
-                    match backup {
-                        Some(backup) => {
-                            let _ = writeln!(out, "  written; backup: {}", backup.display());
-                        }
-                        None => {
-                            let _ = writeln!(out, "  written");
-                        }
-                    }
+                    "written"
                 }
-            }
+            );
         }
+        let _ = match (&change.backup, dry_run) {
+            (_, true) => writeln!(out, "  would be written (--dry-run: nothing was)"),
+            (Some(backup), false) => writeln!(out, "  written; backup: {}", backup.display()),
+            (None, false) => writeln!(out, "  written"),
+        };
     }
     if converted > 0 {
         if let Some(note) = command_note {

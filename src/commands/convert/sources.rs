@@ -322,15 +322,20 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
     let dir = token_cache_dir
         .map(|dir| expand_home(&dir))
         .unwrap_or_else(default_kubelogin_cache_dir);
+    let tokens = if args.grant_type == Some(GrantTypeArg::ClientCredentials) {
+        Tokens::NotNeeded
+    } else {
+        Tokens::KubeloginCache {
+            dir,
+            storage,
+            access_token: args.use_access_token,
+        }
+    };
     Plan::Convert(Conversion {
         from: "int128/kubelogin".into(),
         args: new_args,
         env,
-        tokens: Tokens::KubeloginCache {
-            dir,
-            storage,
-            access_token: args.use_access_token,
-        },
+        tokens,
         notes,
     })
 }

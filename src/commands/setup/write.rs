@@ -56,10 +56,12 @@ pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => Some(text),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-            Err(err) => return Err(input(format!(
+            Err(err) => {
+                return Err(input(format!(
                 "cannot read the kubeconfig {}: {err}; fix its permissions, or pass --kubeconfig",
                 path.display()
-            ))),
+            )))
+            }
         };
         if text.is_some() && default.is_none() {
             default = Some(files.len());
