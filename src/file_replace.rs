@@ -40,6 +40,29 @@ pub struct Failure {
     pub not_restored: Vec<Written>,
 }
 
+impl std::fmt::Display for Failure {
+    /// "cannot write FILE: ERROR; no file was changed", or which files could not be put back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot write {}: {}", self.path.display(), self.error)?;
+        if self.not_restored.is_empty() {
+            return f.write_str("; no file was changed");
+        }
+        let left: Vec<String> = self
+            .not_restored
+            .iter()
+            .map(|w| match &w.backup {
+                Some(backup) => format!("{} (its backup: {})", w.path.display(), backup.display()),
+                None => format!("{} (new)", w.path.display()),
+            })
+            .collect();
+        write!(
+            f,
+            "; these were written and could not be put back: {}",
+            left.join(", ")
+        )
+    }
+}
+
 /// Writes every replacement, or none: see the module's description. `stamp` names the backups
 /// (`<file>.before-kubecred-<stamp>`, with a number added when one of that name exists).
 pub fn replace_all(files: &[Replacement], stamp: &str) -> Result<Vec<Written>, Failure> {
@@ -361,6 +384,12 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(failure.path, not_a_file);
+        let message = failure.to_string();
+        assert!(
+            message.starts_with(&format!("cannot write {}: ", not_a_file.display()))
+                && message.ends_with("; no file was changed"),
+            "{message}"
+        );
         assert_eq!(fs::read_to_string(&good).unwrap(), "good");
         let left: Vec<_> = fs::read_dir(dir.path())
             .unwrap()

@@ -111,35 +111,8 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         Vec::new()
     } else {
         let stamp = clock.now().format("%Y%m%dT%H%M%SZ").to_string();
-        file_replace::replace_all(&replacements, &stamp).map_err(|failure| {
-            let mut message = format!(
-                "cannot write the kubeconfig {}: {}; no kubeconfig was changed",
-                failure.path.display(),
-                failure.error
-            );
-            if !failure.not_restored.is_empty() {
-                let paths: Vec<String> = failure
-                    .not_restored
-                    .iter()
-                    .map(|w| {
-                        format!(
-                            "{} (its backup: {})",
-                            w.path.display(),
-                            w.backup
-                                .as_ref()
-                                .map_or("none".into(), |b| b.display().to_string())
-                        )
-                    })
-                    .collect();
-                message = format!(
-                    "cannot write the kubeconfig {}: {}; these could not be put back: {}",
-                    failure.path.display(),
-                    failure.error,
-                    paths.join(", ")
-                );
-            }
-            fail(Exit::Input, message)
-        })?
+        file_replace::replace_all(&replacements, &stamp)
+            .map_err(|failure| fail(Exit::Input, failure.to_string()))?
     };
 
     // `replace_all` answers in the order it was given.

@@ -213,11 +213,7 @@ impl Target {
         let written = file_replace::replace_all(&replacements, &stamp).map_err(|failure| {
             fail(
                 Exit::Input,
-                format!(
-                    "cannot write the kubeconfig {}: {}; no kubeconfig was changed (the login is cached: run setup again with another --kubeconfig)",
-                    failure.path.display(),
-                    failure.error
-                ),
+                format!("{failure} (the login is cached: run setup again with --kubeconfig naming a file you can write)"),
             )
         })?;
         let places: Vec<String> = written
