@@ -182,7 +182,11 @@ const SETUP_EXAMPLES: &str = "Examples:
     --client-id=kubernetes > setup.txt
   # The same for the device flow, asking for refresh tokens:
   kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
-    --grant-type=device-code --scope=offline_access";
+    --grant-type=device-code --scope=offline_access
+  # And write the user, a cluster and a context into the kubeconfig:
+  kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
+    --write-kubeconfig --server=https://api.example:6443 \\
+    --cluster-certificate-authority=ca.pem";
 
 const WHOAMI_EXAMPLES: &str = "Examples:
   # Who the current kubeconfig context's kubecred user is:
