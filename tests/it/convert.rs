@@ -136,6 +136,7 @@ users:\n\
 # The platform's legacy login.\n\
 - name: legacy\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        idp-issuer-url: {issuer}\n        client-id: kubecred\n        extra-scopes: email\n        id-token: {valid_id}\n        refresh-token: {valid_refresh}\n\
 - name: expired\n  user:\n    auth-provider:\n      config:\n        client-id: kubecred\n        extra-scopes: email,groups\n        id-token: {expired_id}\n        idp-issuer-url: {issuer}\n        refresh-token: {expired_refresh}\n      name: oidc\n\
+- name: other-client\n  user:\n    auth-provider:\n      name: oidc\n      config: {{idp-issuer-url: '{issuer}', client-id: kubecred-confidential, id-token: {valid_id}}}\n\
 - name: kl\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: kubectl\n      args:\n      - oidc-login\n      - get-token\n      - --oidc-issuer-url={issuer}\n      - --oidc-client-id=kubecred\n      - --oidc-extra-scope=profile\n      interactiveMode: IfAvailable\n\
 {EKS_USER}\
 {STATIC_USER}\
@@ -228,6 +229,8 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         " and was dropped (the first kubectl call refreshes it)\n",
         "  converted \"kl\" (int128/kubelogin): carried the ID token (valid until ",
         &format!(") and the refresh token from {}\n", kubelogin_file.display()),
+        "  converted \"other-client\" (auth-provider oidc): tokens not carried: the ID token from ",
+        "failed verification: its audience [\"kubecred\"] does not include the client ID \"kubecred-confidential\"",
         "  skipped \"eks\": runs aws, not an OIDC login kubecred can take over\n",
         "  skipped \"static\": a static token, not an OIDC login\n",
         "  converted \"aks-spn\" (Azure kubelogin --login spn): no tokens to carry: its grant needs no person\n",
