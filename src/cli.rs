@@ -68,6 +68,9 @@ pub enum Command {
     /// Show the claims of the token kubectl would send, and the user a cluster would make of them.
     #[command(after_help = WHOAMI_EXAMPLES)]
     Whoami(WhoamiArgs),
+    /// Switch a kubeconfig's OIDC users (auth-provider oidc, kubelogin) to kubecred, tokens included.
+    #[command(after_help = CONVERT_EXAMPLES)]
+    ConvertKubeconfig(ConvertArgs),
     /// Print a shell completion script on stdout.
     #[command(after_help = COMPLETION_EXAMPLES)]
     Completion {
@@ -177,7 +180,11 @@ const SETUP_EXAMPLES: &str = "Examples:
     --client-id=kubernetes > setup.txt
   # The same for the device flow, asking for refresh tokens:
   kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
-    --grant-type=device-code --scope=offline_access";
+    --grant-type=device-code --scope=offline_access
+  # And write the user, a cluster and a context into the kubeconfig:
+  kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
+    --write-kubeconfig --server=https://api.example:6443 \\
+    --cluster-certificate-authority=ca.pem";
 
 // Per-user places the shells and man-db read, so that no root is needed; each directory is
 // created first, as a new account has none of them.
@@ -208,7 +215,8 @@ const WHOAMI_EXAMPLES: &str = "Examples:
   # With explicit settings instead of the kubeconfig:
   kubecred whoami --issuer-url=https://idp.example --client-id=k8s";
 
-/// `kubecred setup`: the settings flags of get-token, and the name of the user to configure.
+/// `kubecred setup`: the settings flags of get-token, the name of the user to configure, and
+/// where to write it.
 #[derive(Debug, Clone, Args)]
 pub struct SetupArgs {
     #[command(flatten)]
@@ -217,6 +225,54 @@ pub struct SetupArgs {
     /// Name of the kubeconfig user in the printed configuration.
     #[arg(long, value_name = "NAME", default_value = "oidc")]
     pub user_name: String,
+
+    /// Also write the printed kubeconfig user into the kubeconfig (a backup beside it first);
+    /// with --server, a cluster and a context too, made the current context. Without --server,
+    /// the current context (if any) is pointed at the user.
+    #[arg(long)]
+    pub write_kubeconfig: bool,
+
+    /// kubeconfig file to write [default: the one kubectl writes new entries to: the first
+    /// existing file of $KUBECONFIG, else its last; else ~/.kube/config].
+    #[arg(long, value_name = "PATH", requires = "write_kubeconfig")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The cluster's API server URL: write a cluster and a context for it (with --write-kubeconfig).
+    #[arg(long, value_name = "URL", requires = "write_kubeconfig")]
+    pub server: Option<String>,
+
+    /// PEM file of the CA that signed the API server's certificate, embedded in the written
+    /// cluster (not the identity provider's: that is --certificate-authority).
+    #[arg(long, value_name = "PATH", requires = "server")]
+    pub cluster_certificate_authority: Option<PathBuf>,
+
+    /// Name of the written cluster and context [default: the --user-name].
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub context_name: Option<String>,
+}
+
+const CONVERT_EXAMPLES: &str = "Examples:
+  # See what would change, then do it:
+  kubecred convert-kubeconfig --dry-run
+  kubecred convert-kubeconfig
+  # One file, one user:
+  kubecred convert-kubeconfig --kubeconfig=dev.yaml --user=oidc";
+
+/// `kubecred convert-kubeconfig`: which files and users, and whether to write.
+#[derive(Debug, Clone, Args)]
+pub struct ConvertArgs {
+    /// kubeconfig file to convert [default: the files of $KUBECONFIG, else ~/.kube/config; each
+    /// user is rewritten in the file that defines it].
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Convert only this user; repeatable [default: every user kubecred can take over].
+    #[arg(long = "user", value_name = "NAME")]
+    pub users: Vec<String>,
+
+    /// Show what would change and write nothing: no file, no backup, no token.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `kubecred whoami`: settings flags (with --issuer-url), or the kubeconfig's exec stanza.
@@ -570,6 +626,30 @@ impl Cli {
     }
 }
 
+/// A kubeconfig stanza's command line (program name first; a leading `oidc-login` and kubelogin's
+/// `-v1` rewritten as for the binary) as `get-token`'s settings, read from the words alone: no
+/// `KUBECRED_*` variable of this process fills a flag the stanza does not give
+/// (`convert-kubeconfig` writes the stanza's settings out again). `Ok(None)` when the line does
+/// not run get-token.
+pub fn parse_stanza_get_token(argv: Vec<OsString>) -> Result<Option<TokenArgs>, clap::Error> {
+    use clap::FromArgMatches;
+    let argv = kubelogin::rewrite_argv(argv);
+    if get_token_words(&argv).is_none() {
+        return Ok(None);
+    }
+    let matches = stanza_command().try_get_matches_from(argv)?;
+    match Cli::from_arg_matches(&matches)?.command {
+        Command::GetToken(args) => Ok(Some(args)),
+        _ => Ok(None),
+    }
+}
+
+/// The command line definition with get-token's flags reading no environment variable.
+fn stanza_command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("get-token", |sub| sub.mut_args(|arg| arg.env(None)))
+}
+
 pub use crate::command_on_path::KUBECTL_PLUGIN_NAME;
 
 /// kubectl runs `get-token` on every command, so its plain command lines are read without clap
@@ -920,6 +1000,37 @@ mod tests {
         assert_eq!(later.client_id.as_deref(), Some("b"));
         assert_eq!(later.scopes, ["x", "y"]);
         assert_eq!(later.pkce, Some(true));
+    }
+
+    #[test]
+    fn a_stanza_is_read_from_its_words_alone() {
+        let get_token = stanza_command();
+        let get_token = get_token.find_subcommand("get-token").unwrap();
+        for arg in get_token.get_arguments() {
+            assert_eq!(
+                arg.get_env(),
+                None,
+                "--{:?} reads a variable",
+                arg.get_long()
+            );
+        }
+        let argv = |words: &[&str]| words.iter().map(OsString::from).collect::<Vec<_>>();
+        let args = parse_stanza_get_token(argv(&[
+            "kubecred",
+            "oidc-login",
+            "get-token",
+            "--oidc-issuer-url=https://idp.example",
+            "--oidc-client-id=k8s",
+            "-v1",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(args.issuer_url.as_deref(), Some("https://idp.example"));
+        assert_eq!(args.verbose, 1);
+        assert!(parse_stanza_get_token(argv(&["kubecred", "status"]))
+            .unwrap()
+            .is_none());
+        assert!(parse_stanza_get_token(argv(&["kubecred", "get-token", "--nope"])).is_err());
     }
 
     #[test]

@@ -103,6 +103,75 @@ pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
     })
 }
 
+/// What a kubelogin stanza's own flags become when `convert-kubeconfig` writes the stanza in
+/// kubecred's flag names (the flags kubecred shares with kubelogin are written by their kubecred
+/// names by the caller).
+#[derive(Debug, Default)]
+pub struct Converted {
+    /// kubecred flags standing for kubelogin's meaning: `--pkce`, `--redirect-url`.
+    pub args: Vec<String>,
+    /// The grant is the password grant (kubelogin's `auto` with `--username`).
+    pub password_grant: bool,
+    /// `--password`: never on a command line again (the caller puts it in the stanza's env).
+    pub password: Option<crate::secret::Secret>,
+    /// Flags kubecred has no use for (see [`KubeloginFlags::ignored_given`]), left out.
+    pub dropped: Vec<&'static str>,
+}
+
+/// What the stanza says besides kubelogin's own flags, which decides what those mean.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    /// `--pkce` (`--oidc-use-pkce`) is given: it wins over `--oidc-pkce-method`.
+    pub pkce: bool,
+    /// `--redirect-url` (`--oidc-redirect-url`) is given.
+    pub redirect_url: bool,
+    /// The grant is `auto` (or not given).
+    pub auto_grant: bool,
+    /// `--username` is given.
+    pub username: bool,
+}
+
+/// kubelogin's own flags as kubecred flags, for a stanza `convert-kubeconfig` rewrites. Refuses
+/// what [`resolve`] refuses. Two meanings of kubelogin's are kept that running the stanza
+/// unchanged under kubecred does not keep:
+/// - the redirect URI: kubelogin's is `http://localhost:PORT/` (path `/`, the host from
+///   `--oidc-redirect-url-hostname`), kubecred's `/callback`; the converted stanza names
+///   kubelogin's, so the redirect URIs registered at the provider for kubelogin still match;
+/// - `--grant-type auto` with `--username` is the password grant in kubelogin
+///   (pkg/cmd/authentication.go), which kubecred's `auto` is not.
+pub fn converted(flags: &KubeloginFlags, given: Given) -> anyhow::Result<Converted> {
+    refuse_unsupported(flags)?;
+    let mut args = Vec::new();
+    if !given.pkce {
+        match pkce_from_method(flags.oidc_pkce_method.as_deref())? {
+            Some(true) => args.push("--pkce".to_string()),
+            Some(false) => args.push("--pkce=false".to_string()),
+            None => {}
+        }
+    }
+    if !given.redirect_url {
+        let host = flags
+            .oidc_redirect_url_hostname
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or("localhost");
+        let mut url = url::Url::parse("http://localhost/").expect("a URL");
+        if url.set_host(Some(host)).is_err() {
+            return Err(fail(
+                Exit::Input,
+                format!("--oidc-redirect-url-hostname {host:?} is not a host name"),
+            ));
+        }
+        args.push(format!("--redirect-url={url}"));
+    }
+    Ok(Converted {
+        args,
+        password_grant: given.auto_grant && given.username,
+        password: flags.password.clone().map(crate::secret::Secret::new),
+        dropped: flags.ignored_given(),
+    })
+}
+
 /// kubelogin flags that would change what kind of login happens: refused with the reason, never
 /// ignored. Their values are not printed (`--password` holds one).
 fn refuse_unsupported(flags: &KubeloginFlags) -> anyhow::Result<()> {
@@ -212,6 +281,55 @@ mod tests {
             Some("hunter2")
         );
         assert!(!format!("{settings:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_converted_stanza_keeps_kubelogins_meaning() {
+        let flags = KubeloginFlags {
+            oidc_pkce_method: Some("no".into()),
+            oidc_redirect_url_hostname: Some("127.0.0.1".into()),
+            tls_renegotiation: Some("never".into()),
+            password: Some("hunter2".into()),
+            ..Default::default()
+        };
+        let given = Given {
+            auto_grant: true,
+            username: true,
+            ..Default::default()
+        };
+        let converted = converted(&flags, given).unwrap();
+        assert_eq!(
+            converted.args,
+            ["--pkce=false", "--redirect-url=http://127.0.0.1/"]
+        );
+        assert!(converted.password_grant);
+        assert_eq!(converted.dropped, ["--tls-renegotiation"]);
+        assert_eq!(
+            converted.password.as_ref().map(|p| p.expose()),
+            Some("hunter2")
+        );
+        assert!(!format!("{converted:?}").contains("hunter2"));
+
+        // What the stanza gives itself wins; kubelogin's defaults become kubecred flags.
+        let given = Given {
+            pkce: true,
+            redirect_url: true,
+            ..Default::default()
+        };
+        assert!(converted_args(&flags, given).is_empty());
+        assert_eq!(
+            converted_args(&KubeloginFlags::default(), Given::default()),
+            ["--redirect-url=http://localhost/"]
+        );
+        let refused = KubeloginFlags {
+            local_server_cert: Some("cert.pem".into()),
+            ..Default::default()
+        };
+        assert!(super::converted(&refused, Given::default()).is_err());
+    }
+
+    fn converted_args(flags: &KubeloginFlags, given: Given) -> Vec<String> {
+        converted(flags, given).unwrap().args
     }
 
     #[test]

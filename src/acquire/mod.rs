@@ -1,6 +1,8 @@
 //! Acquiring a credential: answer from the cache when the token is fresh, otherwise take the
 //! entry's lock, look again, refresh or run the grant once, save, and hand the tokens back.
-//! `get-token`, `login` and `logout` ([`forget`]) are built on it (see `commands/`).
+//! `get-token`, `login` and `logout` ([`forget`]) are built on it (see `commands/`), and
+//! `convert-kubeconfig` saves the tokens it carries over from other programs through it
+//! ([`adopt`]).
 //!
 //! The cache-hit path ([`cached_credential`]) reads one small file and renders JSON: it builds no
 //! HTTP or TLS client, does no discovery, reads no JWKS and calls no keyring (in `auto` and
@@ -11,6 +13,7 @@
 //! this path and for the background renewal of refresh-ahead (`renew_ahead.rs`) alike; what is
 //! remembered about an entry besides its tokens is its state (`entry_state.rs`).
 
+mod adopt;
 mod cooldown;
 mod detach;
 mod entry_state;
@@ -20,6 +23,7 @@ mod renewal;
 #[cfg(test)]
 mod tests;
 
+pub use adopt::{adopt, Adopted, Carried};
 pub(crate) use entry_state::{EntryState, StateFile};
 pub use renew_ahead::run as renew_in_background;
 

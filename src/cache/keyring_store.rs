@@ -198,6 +198,51 @@ impl Keyring {
         }
     }
 
+    /// Reads the item another program keeps under `service` and `account` (int128/kubelogin's
+    /// token cache, written through Go's go-keyring), as text. go-keyring names items by service
+    /// and account as kubecred does, but stores the value as UTF-8 bytes (the keyring crate's
+    /// Windows store reads UTF-16) and on Windows names the credential `service:account`; it
+    /// uses no kernel keyring. `Ok(None)` when a store was reached and none holds the item.
+    pub(crate) fn get_other_programs(
+        &self,
+        service: &str,
+        account: &str,
+    ) -> Result<Option<String>, Unreachable> {
+        let mut reasons = Vec::new();
+        let mut reachable = false;
+        for &store in self
+            .stores
+            .iter()
+            .filter(|store| **store != Store::Keyutils)
+        {
+            let (owned_service, owned_account) = (service.to_string(), account.to_string());
+            let outcome = self.call(store, move || {
+                match other_programs_entry(store, &owned_service, &owned_account)?.get_secret() {
+                    Ok(bytes) => Ok(Some(bytes)),
+                    Err(KeyringError::NoEntry) => Ok(None),
+                    Err(err) => Err(err),
+                }
+            });
+            match outcome {
+                Ok(Some(bytes)) => {
+                    return String::from_utf8(bytes).map(Some).map_err(|_| {
+                        Unreachable(format!(
+                            "the {} item {service}/{account} is not text",
+                            store.name()
+                        ))
+                    })
+                }
+                Ok(None) => reachable = true,
+                Err(reason) => reasons.push(format!("{}: {reason}", store.name())),
+            }
+        }
+        if reachable {
+            Ok(None)
+        } else {
+            Err(unreachable(reasons))
+        }
+    }
+
     fn get_one(&self, store: Store, account: &str) -> Result<Option<Secret>, String> {
         let owned_account = account.to_string();
         self.call(store, move || {
@@ -301,21 +346,41 @@ fn unreachable(reasons: Vec<String>) -> Unreachable {
 /// The keyring item of `account` in `store`, built for that store explicitly (not through the
 /// crate's process-wide default builder), so that one process can use two stores.
 fn entry(store: Store, account: &str) -> keyring::Result<Entry> {
+    entry_of(store, SERVICE, account)
+}
+
+/// The item of `service` and `account` in `store`.
+fn entry_of(store: Store, service: &str, account: &str) -> keyring::Result<Entry> {
     match store {
         #[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "openbsd"))]
         Store::SecretService => Ok(Entry::new_with_credential(Box::new(
-            keyring::secret_service::SsCredential::new_with_target(None, SERVICE, account)?,
+            keyring::secret_service::SsCredential::new_with_target(None, service, account)?,
         ))),
         #[cfg(target_os = "linux")]
         Store::Keyutils => Ok(Entry::new_with_credential(Box::new(
-            keyring::keyutils::KeyutilsCredential::new_with_target(None, SERVICE, account)?,
+            keyring::keyutils::KeyutilsCredential::new_with_target(None, service, account)?,
         ))),
         #[cfg(any(target_os = "macos", target_os = "ios", target_os = "windows"))]
-        Store::Native => Entry::new(SERVICE, account),
+        Store::Native => Entry::new(service, account),
         #[allow(unreachable_patterns)]
         other => Err(KeyringError::PlatformFailure(
             format!("the {} is not available on this platform", other.name()).into(),
         )),
+    }
+}
+
+/// The item another program wrote with go-keyring (see [`Keyring::get_other_programs`]).
+fn other_programs_entry(store: Store, service: &str, account: &str) -> keyring::Result<Entry> {
+    match store {
+        #[cfg(target_os = "windows")]
+        Store::Native => Ok(Entry::new_with_credential(Box::new(
+            keyring::windows::WinCredential::new_with_target(
+                Some(&format!("{service}:{account}")),
+                service,
+                account,
+            )?,
+        ))),
+        _ => entry_of(store, service, account),
     }
 }
 

@@ -386,6 +386,16 @@ impl TokenCache {
     }
 }
 
+/// An item another program keeps in the OS keyring under `service` and `account` (int128/
+/// kubelogin's token cache), read within the keyring's time bound like kubecred's own items.
+/// `Ok(None)`: a store was reached and holds no such item; the error says why none was reached.
+pub fn other_programs_keyring_item(service: &str, account: &str) -> Result<Option<Secret>, String> {
+    Keyring::default()
+        .get_other_programs(service, account)
+        .map(|found| found.map(Secret::new))
+        .map_err(|reason| reason.0)
+}
+
 /// The tokens in the bytes of a cache entry (file or keyring item), as [`TokenCache::load`] reads
 /// them; the error says why they are not an entry. For the fuzz targets (`crate::fuzzing`).
 #[cfg(any(test, fuzzing))]

@@ -312,7 +312,7 @@ mod tests {
         );
         assert_eq!(
             line(&["kubectl-kubecred"]),
-            "a command is required: get-token, login, logout, status, setup, whoami, completion or man (see kubectl kubecred --help)"
+            "a command is required: get-token, login, logout, status, setup, whoami, convert-kubeconfig, completion or man (see kubectl kubecred --help)"
         );
     }
 
@@ -378,7 +378,7 @@ mod tests {
         for words in [&["kubecred"][..], &["kubecred", "oidc-login"]] {
             assert_eq!(
                 line(words),
-                "a command is required: get-token, login, logout, status, setup, whoami, completion or man (see kubecred --help)",
+                "a command is required: get-token, login, logout, status, setup, whoami, convert-kubeconfig, completion or man (see kubecred --help)",
                 "{words:?}"
             );
         }

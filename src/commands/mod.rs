@@ -1,10 +1,12 @@
 //! The commands, dispatched in one place ([`run`]). Each reads `KUBERNETES_EXEC_INFO`,
 //! resolves the settings once, sets the log level, and hands the [`Config`] to the command's own
 //! module. A command returns what to print on stdout, if anything (`get-token`: the
-//! ExecCredential; `status`, `completion`, `man`, and `setup` and `whoami`, which kubectl never
-//! runs: their output for a person or a script); everything else it says goes to stderr.
+//! ExecCredential; `status`, `completion`, `man`, and `setup`, `whoami` and
+//! `convert-kubeconfig`, which kubectl never runs: their output for a person or a script);
+//! everything else it says goes to stderr.
 
 mod claims_table;
+mod convert;
 mod docs;
 mod get_token;
 mod login;
@@ -36,6 +38,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
         Command::Man => docs::man(),
         Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
         Command::Whoami(args) => whoami::run(&args, &clock),
+        Command::ConvertKubeconfig(args) => convert::run(&args, &clock),
         Command::RenewAhead(args) => {
             let config = resolve(&args.token, Run::ByKubectl)?;
             acquire::renew_in_background(&config, args.lock_fd, &clock)?;

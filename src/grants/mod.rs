@@ -249,6 +249,20 @@ struct Previous<'a> {
 }
 
 impl ProviderClient<'_> {
+    /// Verifies an ID token another program obtained for this client (`convert-kubeconfig`
+    /// carries it over): see [`Provider::verify_carried_id_token`].
+    pub fn verify_carried_id_token(
+        &self,
+        token: &Secret,
+    ) -> anyhow::Result<crate::oidc::CarriedIdToken> {
+        self.provider.verify_carried_id_token(
+            &self.http,
+            token,
+            &self.config.client.id,
+            self.clock.now(),
+        )
+    }
+
     /// Runs the configured grant (not the refresh).
     pub fn obtain(&self) -> anyhow::Result<Tokens> {
         match self.config.grant {

@@ -96,6 +96,49 @@ impl Provider {
             nonce: expected_nonce,
             original,
         };
+        self.verify_as_of(http, token, &expected, now, now)
+    }
+
+    /// Verifies an ID token another program obtained from this provider (a kubeconfig's
+    /// `auth-provider: oidc`, int128/kubelogin's token cache) before kubecred caches it: the
+    /// signature, issuer, audience and issue time, as for a token of its own; it carries no nonce
+    /// of ours. An expired token is checked as of the second before its expiry — its identity
+    /// then binds the refresh that replaces it (OpenID Connect Core §12.2) — and reported as
+    /// expired, for the caller to drop. Its `exp`, read before the signature is checked, only
+    /// chooses that moment: a forged one fails the signature.
+    pub fn verify_carried_id_token(
+        &self,
+        http: &Client,
+        token: &Secret,
+        client_id: &str,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<CarriedIdToken> {
+        let expected = id_token::Expected {
+            issuer: &self.metadata.issuer,
+            client_id,
+            nonce: None,
+            original: None,
+        };
+        let expired_at =
+            crate::tokens::unverified_jwt_expiry(token.expose()).filter(|exp| *exp <= now);
+        let checked_at = expired_at.map_or(now, |exp| exp - Duration::seconds(1));
+        let claims = self.verify_as_of(http, token, &expected, checked_at, now)?;
+        Ok(match expired_at {
+            Some(_) => CarriedIdToken::Expired(claims),
+            None => CarriedIdToken::Valid(claims),
+        })
+    }
+
+    /// The verification, with the claims checked as of `claims_at` and the keys fetched (or
+    /// read from their cache) as of `now`.
+    fn verify_as_of(
+        &self,
+        http: &Client,
+        token: &Secret,
+        expected: &id_token::Expected<'_>,
+        claims_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> anyhow::Result<IdTokenClaims> {
         let Some(keys) = &self.keys else {
             return Err(crate::error::fail(
                 crate::error::Exit::Provider,
@@ -104,11 +147,20 @@ impl Provider {
         };
         id_token::verify(
             token,
-            &expected,
+            expected,
             |alg, kid| keys.key_for(http, alg, kid, now),
-            now,
+            claims_at,
         )
     }
+}
+
+/// What a verified ID token from another program is good for ([`Provider::verify_carried_id_token`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CarriedIdToken {
+    /// Valid now: cache it.
+    Valid(IdTokenClaims),
+    /// Verified as of just before it expired: drop it, keep its identity.
+    Expired(IdTokenClaims),
 }
 
 /// What an ID token from `issuer` for `client_id` must say: the checks of

@@ -720,3 +720,60 @@ fn entra_s_multi_tenant_template_issuer_names_the_tenant_issuer_to_use() {
         "{text}"
     );
 }
+
+/// An ID token from another program (a kubeconfig's auth-provider, kubelogin's cache): checked
+/// as one of kubecred's own but for the nonce; an expired one is checked as of just before its
+/// expiry and reported as expired, with the identity the next refresh must repeat.
+#[test]
+fn a_carried_id_token_is_verified_and_an_expired_one_keeps_its_identity() {
+    let ec = TestKey::ec();
+    let s = setup(&[&ec]);
+    let base = claims(&s.server);
+    let with = |changes: &[(&str, Value)]| {
+        let mut claims = base.clone();
+        for (name, value) in changes {
+            claims[*name] = value.clone();
+        }
+        ec.sign(&claims)
+    };
+    let carried = |token: &Secret| {
+        s.provider()
+            .verify_carried_id_token(&s.http, token, CLIENT_ID, now())
+    };
+
+    match carried(&with(&[("nonce", json!("of-another-program"))])).unwrap() {
+        CarriedIdToken::Valid(claims) => assert_eq!(claims.sub, "user-42"),
+        other => panic!("{other:?}"),
+    }
+    let expired_at = now() - Duration::hours(2);
+    let expired = with(&[
+        ("iat", json!((expired_at - Duration::hours(1)).timestamp())),
+        ("exp", json!(expired_at.timestamp())),
+    ]);
+    match carried(&expired).unwrap() {
+        CarriedIdToken::Expired(claims) => {
+            assert_eq!(claims.exp, expired_at);
+            assert_eq!(claims.identity.sub, "user-42");
+            assert_eq!(claims.identity.aud, [CLIENT_ID]);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Expired or not, a token of another client, issuer or key is refused.
+    for token in [
+        with(&[
+            ("exp", json!(expired_at.timestamp())),
+            ("aud", json!("other")),
+        ]),
+        with(&[("iss", json!("https://elsewhere.example"))]),
+        TestKey::ec2().sign(&base),
+    ] {
+        let err = carried(&token).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Provider);
+        assert!(
+            one_line(&err).contains("failed verification"),
+            "{}",
+            one_line(&err)
+        );
+    }
+}

@@ -18,6 +18,7 @@ mod cli_behaviour;
 mod client_credentials;
 mod concurrency;
 mod conformance;
+mod convert;
 mod examples;
 mod exec_protocol;
 mod faults_local;

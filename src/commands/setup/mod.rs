@@ -2,7 +2,8 @@
 //! Three steps: diagnose the provider before logging in (`diagnose.rs`: one `ok`/`warn` line
 //! each on stderr, stopping at the first problem with its cause and fix); log in as `kubecred
 //! login` does and show the token's claims as a table on stderr; then print on stdout what to
-//! configure (`advice.rs`): the API server, RBAC, kubectl and kuberc.
+//! configure (`advice.rs`): the API server, RBAC, kubectl and kuberc — and with
+//! `--write-kubeconfig`, write the kubectl part into the kubeconfig (`write.rs`).
 //!
 //! The advice goes to stdout because it is the command's product (`kubecred setup … > setup.txt`);
 //! setup is never what a kubeconfig runs, so stdout carries no ExecCredential here. It is checked
@@ -11,6 +12,10 @@
 
 mod advice;
 mod diagnose;
+mod write;
+
+/// A kubecred stanza's `args` for get-token's settings (`convert-kubeconfig` writes them too).
+pub(super) use advice::exec_args;
 
 use super::claims_table;
 use crate::acquire;
@@ -26,6 +31,8 @@ pub(super) fn run(
     config: &Config,
     clock: &dyn Clock,
 ) -> anyhow::Result<Option<String>> {
+    // What --write-kubeconfig needs is checked before anything else happens.
+    let write_to = write::prepare(args)?;
     let diagnosis = diagnose::run(config, clock)?;
 
     crate::log::stderr(format_args!(
@@ -147,13 +154,15 @@ pub(super) fn run(
         "4. kubectl: a kubeconfig user that runs kubecred, for the current context",
         &advice::set_credentials_command(&inputs, interactive_mode),
     );
-    section(
-        "5. kubeconfig: the same user as YAML",
-        &advice::kubeconfig_user(&inputs, interactive_mode),
-    );
+    let kubeconfig_user = advice::kubeconfig_user(&inputs, interactive_mode);
+    section("5. kubeconfig: the same user as YAML", &kubeconfig_user);
     section(
         "6. kubectl 1.35+ with a credential plugin policy in kuberc: allow kubecred",
         &advice::kuberc(&inputs.command),
     );
+    if let Some(target) = write_to {
+        let written = target.write(&kubeconfig_user, clock)?;
+        crate::log::stderr(format_args!("{written}"));
+    }
     Ok(Some(out))
 }

@@ -1,0 +1,126 @@
+//! Tokens another program obtained for the same login, taken into kubecred's cache: what
+//! `convert-kubeconfig` carries over from a kubeconfig's `auth-provider: oidc` (its `id-token`
+//! and `refresh-token`) and from int128/kubelogin's token cache, so that switching to kubecred
+//! costs no login.
+//!
+//! They are held to the standard of tokens kubecred gets itself: the ID token is verified
+//! (signature against the provider's keys, issuer, audience) before it is cached; an expired one
+//! is dropped, its refresh token kept together with its verified identity, which the refreshed
+//! token must then repeat. They are saved like any other tokens — under the entry's lock, with
+//! the configured storage (`auto`: the refresh token in the OS keyring when one is reachable) —
+//! and an entry that already holds a login kubecred can use is left alone.
+
+use super::renewal;
+use crate::cache::TokenCache;
+use crate::clock::Clock;
+use crate::config::{Config, TokenKind};
+use crate::grants::ProviderClient;
+use crate::oidc::CarriedIdToken;
+use crate::secret::Secret;
+use crate::tokens::Tokens;
+use chrono::{DateTime, Utc};
+
+/// Tokens found in another program's keeping.
+#[derive(Debug, Clone, Default)]
+pub struct Carried {
+    pub id_token: Option<Secret>,
+    pub refresh_token: Option<Secret>,
+}
+
+/// What became of carried tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Adopted {
+    /// Saved as the entry. `id_token_until`: the ID token's expiry, when it was still valid;
+    /// `id_token_expired_at`: when the dropped one expired.
+    Saved {
+        id_token_until: Option<DateTime<Utc>>,
+        id_token_expired_at: Option<DateTime<Utc>>,
+        refresh_token: bool,
+    },
+    /// The entry already holds a login kubecred can use (a valid token or a refresh token):
+    /// left as it was.
+    AlreadyCached,
+    /// Nothing worth keeping, and why.
+    Nothing(String),
+}
+
+/// Verifies `carried` against the provider `config` names and saves it as that configuration's
+/// cache entry. An error is a verification that failed (the provider refused the token, or
+/// could not be reached: [`crate::error::is_transient`] tells them apart) or a cache that
+/// cannot be written; nothing is saved then.
+pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Result<Adopted> {
+    if config.cache.storage == crate::config::CacheStorage::None {
+        return Ok(Adopted::Nothing(
+            "its settings cache nothing (--cache-storage none)".into(),
+        ));
+    }
+    // An ID token is the credential only when the settings print one; otherwise only its
+    // refresh token is of use (a refresh brings the access token).
+    let id_token = carried
+        .id_token
+        .filter(|_| config.token_kind == TokenKind::IdToken);
+    let verified = match &id_token {
+        Some(token) => Some(ProviderClient::new(config, clock)?.verify_carried_id_token(token)?),
+        None => None,
+    };
+    let now = clock.now();
+    let (valid, expired) = match verified {
+        Some(CarriedIdToken::Valid(claims)) => (Some(claims), None),
+        Some(CarriedIdToken::Expired(claims)) => (None, Some(claims)),
+        None => (None, None),
+    };
+    if valid.is_none() && carried.refresh_token.is_none() {
+        return Ok(Adopted::Nothing(match &expired {
+            Some(claims) => format!(
+                "its ID token expired at {} and it has no refresh token",
+                claims.exp.format("%Y-%m-%d %H:%M:%S UTC")
+            ),
+            None => "it holds no token kubecred can use".into(),
+        }));
+    }
+    let identity = valid
+        .as_ref()
+        .or(expired.as_ref())
+        .map(|claims| claims.identity.clone());
+    // When the provider issued the token (its verified `iat`), so that the refresh-ahead window
+    // is a share of its real lifetime; a refresh token alone was obtained "now" as far as
+    // kubecred knows.
+    let obtained_at = match (&valid, &id_token) {
+        (Some(_), Some(token)) => issued_at(token).unwrap_or(now),
+        _ => now,
+    };
+    let tokens = Tokens {
+        id_token: valid.as_ref().and(id_token.clone()),
+        id_token_expiry: valid.as_ref().map(|claims| claims.exp),
+        access_token: None,
+        access_token_expiry: None,
+        refresh_token: carried.refresh_token,
+        obtained_at,
+        identity,
+        granted_scope: None,
+    };
+
+    let cache = TokenCache::new(config);
+    let lock = cache.lock(config.cache.lock_timeout)?;
+    if let Some(cached) = cache.load()? {
+        let usable = cached
+            .tokens
+            .usable_credential(config.token_kind, now)
+            .is_some();
+        if usable || cached.has_refresh_token() {
+            return Ok(Adopted::AlreadyCached);
+        }
+    }
+    renewal::save(&cache, &tokens, &lock)?;
+    Ok(Adopted::Saved {
+        id_token_until: tokens.id_token_expiry,
+        id_token_expired_at: expired.map(|claims| claims.exp),
+        refresh_token: tokens.refresh_token.is_some(),
+    })
+}
+
+/// The `iat` of a token whose signature has been verified.
+fn issued_at(token: &Secret) -> Option<DateTime<Utc>> {
+    let claims = crate::tokens::unverified_jwt_segment(token.expose(), 1)?;
+    DateTime::from_timestamp(claims.get("iat")?.as_i64()?, 0)
+}

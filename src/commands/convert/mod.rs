@@ -1,0 +1,565 @@
+//! `kubecred convert-kubeconfig`: switches the users of the kubeconfig kubectl reads from
+//! `auth-provider: oidc`, int128/kubelogin and Azure's kubelogin to kubecred stanzas, and carries
+//! their tokens into kubecred's cache, so that the next kubectl call logs nobody in.
+//!
+//! In three steps, so that nothing is half done:
+//! 1. **Read and plan, writing nothing.** Every file (`--kubeconfig`, else each of `$KUBECONFIG`,
+//!    else `~/.kube/config`) is parsed first: one that cannot be is the one error line, before
+//!    any change. Each user is planned (`sources.rs`, `azure.rs`) and its new stanza resolved
+//!    through `Config::resolve` with the stanza's args and env, exactly as get-token will
+//!    resolve it — so the cache entry the tokens go to is the one get-token will read, and a
+//!    stanza kubecred would refuse is never written. A user is changed in the file that defines
+//!    it (kubectl uses the first definition of a name; later ones are left alone and said so).
+//! 2. **Carry the tokens** (`acquire::adopt`: verified, saved under the entry's lock, with the
+//!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache
+//!    (`kubelogin_cache.rs`). A user whose tokens cannot be checked now (the provider is
+//!    unreachable) is left unconverted — its tokens would be lost otherwise — to be converted by
+//!    the next run.
+//! 3. **Write** every changed file together (`file_replace.rs`: a 0600 backup beside each, atomic
+//!    replace, the mode kept; all or none), each edited in place where its layout allows
+//!    (`kubeconfig_edit.rs`).
+//!
+//! The report (stdout: kubectl never runs this) has one line per user — converted, with what
+//! was carried or why not, or skipped and why — and one per file. `--dry-run` does steps 1 and
+//! a look at the tokens (no verification: that would fetch and cache the provider's keys), and
+//! writes nothing. A second run finds kubecred stanzas and changes nothing.
+
+mod azure;
+mod kubelogin_cache;
+mod sources;
+
+use crate::acquire::{self, Adopted, Carried};
+use crate::cli::{Cli, Command, ConvertArgs};
+use crate::clock::Clock;
+use crate::config::{Config, Environment};
+use crate::error::{fail, one_line, Exit};
+use crate::exec_credential::{ExecInfo, V1};
+use crate::file_replace::{self, Replacement};
+use crate::kubeconfig;
+use crate::kubeconfig_edit::{Document, Layout, Section};
+use crate::secret::Secret;
+use chrono::{DateTime, Utc};
+use serde_norway::{Mapping, Value};
+use sources::{Conversion, Plan, Tokens};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+    let mut files = load(args)?;
+    let mut users = select(&files, &args.users)?;
+    let (command, command_note) = stanza_command();
+
+    // 1. Plans and settings. The stanza's env is set in this process's environment while its
+    //    settings are resolved: nothing else runs yet (no keyring thread, no request).
+    for user in &mut users {
+        let step = std::mem::replace(&mut user.step, Step::Skipped(String::new()));
+        user.step = match step {
+            Step::Planned(conversion) => match resolve_stanza(&conversion.args, &conversion.env) {
+                Ok(config) => Step::Ready {
+                    conversion,
+                    config: Box::new(config),
+                },
+                Err(err) => Step::Skipped(format!(
+                    "kubecred would refuse the converted stanza: {}",
+                    one_line(&err)
+                )),
+            },
+            other => other,
+        };
+    }
+
+    // 2. Tokens.
+    for user in &mut users {
+        let Step::Ready { conversion, config } = &user.step else {
+            continue;
+        };
+        match carry(config, conversion, args.dry_run, clock) {
+            Ok(text) => user.carried = Some(text),
+            Err(left) => user.step = Step::Skipped(left),
+        }
+    }
+
+    // 3. The files.
+    for user in &users {
+        let Step::Ready { conversion, config } = &user.step else {
+            continue;
+        };
+        let doc = &mut files[user.file].doc;
+        let body = doc
+            .entries(Section::Users)
+            .into_iter()
+            .find(|(name, _)| *name == user.name)
+            .and_then(|(_, body)| body.cloned());
+        let exec = exec_stanza(&command, conversion, config);
+        doc.set_entry(Section::Users, &user.name, with_exec(body, exec));
+    }
+    let mut replacements = Vec::new();
+    let mut changes = Vec::new();
+    for (index, file) in files.iter().enumerate().filter(|(_, f)| f.doc.changed()) {
+        let (text, layout) = file.doc.render();
+        replacements.push(Replacement {
+            path: file.path.clone(),
+            content: text.into_bytes(),
+        });
+        changes.push(Change {
+            file: index,
+            layout,
+            backup: None,
+        });
+    }
+    let written = if args.dry_run || replacements.is_empty() {
+        Vec::new()
+    } else {
+        let stamp = clock.now().format("%Y%m%dT%H%M%SZ").to_string();
+        file_replace::replace_all(&replacements, &stamp)
+            .map_err(|failure| fail(Exit::Input, failure.to_string()))?
+    };
+
+    // `replace_all` answers in the order it was given.
+    for (change, done) in changes.iter_mut().zip(written) {
+        change.backup = done.backup;
+    }
+    Ok(Some(report(
+        &files,
+        &users,
+        &changes,
+        args.dry_run,
+        command_note,
+    )))
+}
+
+/// A file to be changed: how it is written, and its backup once it is.
+struct Change {
+    /// Index into the files.
+    file: usize,
+    layout: Layout,
+    backup: Option<PathBuf>,
+}
+
+/// A kubeconfig file read for conversion.
+struct File {
+    path: PathBuf,
+    doc: Document,
+}
+
+/// One user of the files, and how far its conversion got.
+struct User {
+    /// Index into the files.
+    file: usize,
+    name: String,
+    step: Step,
+    /// What was carried, or why not.
+    carried: Option<String>,
+}
+
+enum Step {
+    /// Its kubecred stanza is planned.
+    Planned(Box<Conversion>),
+    /// And resolved: the settings get-token will run with.
+    Ready {
+        conversion: Box<Conversion>,
+        config: Box<Config>,
+    },
+    /// Left as it is, and why.
+    Skipped(String),
+}
+
+/// The files kubectl would read, each parsed; none changed yet.
+fn load(args: &ConvertArgs) -> anyhow::Result<Vec<File>> {
+    let mut paths = kubeconfig::paths(args.kubeconfig.as_deref());
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|path| seen.insert(path.clone()));
+    let mut files = Vec::new();
+    for path in &paths {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            // kubectl skips the files of KUBECONFIG that do not exist.
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && args.kubeconfig.is_none() => {
+                continue
+            }
+            Err(err) => {
+                return Err(fail(
+                    Exit::Input,
+                    format!(
+                        "cannot read the kubeconfig {}: {err}; nothing was changed",
+                        path.display()
+                    ),
+                ))
+            }
+        };
+        let doc = Document::parse(&text).map_err(|reason| {
+            fail(
+                Exit::Input,
+                format!(
+                    "the kubeconfig {} cannot be read ({reason}); nothing was changed: fix that file (kubectl cannot read it either), or leave it out of KUBECONFIG",
+                    path.display()
+                ),
+            )
+        })?;
+        files.push(File {
+            path: path.clone(),
+            doc,
+        });
+    }
+    if files.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(fail(
+            Exit::Input,
+            format!(
+                "no kubeconfig to convert: {} does not exist; pass --kubeconfig, or set KUBECONFIG",
+                shown.join(", ")
+            ),
+        ));
+    }
+    Ok(files)
+}
+
+/// The users to look at, in the files' order, each planned (or skipped); `--user` names must
+/// all exist.
+fn select(files: &[File], wanted: &[String]) -> anyhow::Result<Vec<User>> {
+    let mut users = Vec::new();
+    let mut first_file: std::collections::HashMap<String, usize> = Default::default();
+    for (index, file) in files.iter().enumerate() {
+        for (name, body) in file.doc.entries(Section::Users) {
+            if !wanted.is_empty() && !wanted.contains(&name) {
+                continue;
+            }
+            let step = match first_file.get(&name) {
+                Some(first) => Step::Skipped(format!(
+                    "kubectl uses its definition in {}",
+                    files[*first].path.display()
+                )),
+                None => {
+                    first_file.insert(name.clone(), index);
+                    match sources::plan(body) {
+                        Plan::Convert(conversion) => Step::Planned(Box::new(conversion)),
+                        Plan::Skip(reason) => Step::Skipped(reason),
+                    }
+                }
+            };
+            users.push(User {
+                file: index,
+                name,
+                step,
+                carried: None,
+            });
+        }
+    }
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|name| !first_file.contains_key(*name))
+        .map(|name| format!("{:?}", crate::text::printable(name)))
+        .collect();
+    if !missing.is_empty() {
+        let shown: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+        return Err(fail(
+            Exit::Input,
+            format!(
+                "no user {} in the kubeconfig ({}); `kubectl config get-users` lists them",
+                missing.join(", "),
+                shown.join(", ")
+            ),
+        ));
+    }
+    Ok(users)
+}
+
+/// The command the stanzas run: the name kubectl finds this binary by on PATH (the rule setup
+/// follows, `command_on_path`), else its path (and a note saying so).
+fn stanza_command() -> (String, Option<String>) {
+    use crate::command_on_path::{for_kubeconfig, ExecCommand};
+    let path = match for_kubeconfig() {
+        Ok(ExecCommand::Path(path)) => path.display().to_string(),
+        Ok(name) => return (name.as_command(), None),
+        Err(_) => "kubecred".to_string(),
+    };
+    let note = format!(
+        "note: neither kubecred nor kubectl-kubecred on PATH is this binary, so the converted users run {path}; put kubecred on PATH to keep them working when that file moves"
+    );
+    (path, Some(note))
+}
+
+/// The settings get-token will resolve for a stanza of `args` and `env`: the stanza's env set
+/// as kubectl sets it (over this process's environment), restored afterwards.
+fn resolve_stanza(args: &[String], env: &[(String, Secret)]) -> anyhow::Result<Config> {
+    let saved: Vec<(String, Option<std::ffi::OsString>)> = env
+        .iter()
+        .map(|(name, _)| (name.clone(), std::env::var_os(name)))
+        .collect();
+    for (name, value) in env {
+        std::env::set_var(name, value.expose());
+    }
+    let mut argv = vec!["kubecred".to_string()];
+    argv.extend(args.iter().cloned());
+    let resolved = match Cli::try_parse_command_line(&argv) {
+        Ok(Cli {
+            command: Command::GetToken(token_args),
+        }) => Config::resolve(
+            &token_args,
+            &Environment::from_process(),
+            ExecInfo::absent(),
+        ),
+        Ok(_) => Err(fail(
+            Exit::Input,
+            "the converted stanza does not run get-token",
+        )),
+        Err(err) => {
+            let argv: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+            Err(fail(Exit::Input, crate::cli::usage_error_line(&err, &argv)))
+        }
+    };
+    for (name, value) in saved.into_iter().rev() {
+        match value {
+            Some(value) => std::env::set_var(&name, value),
+            None => std::env::remove_var(&name),
+        }
+    }
+    resolved
+}
+
+/// The user's tokens into kubecred's cache (or, in a dry run, what would go there): the report
+/// text. `Err`: the user is left as it is, and why.
+fn carry(
+    config: &Config,
+    conversion: &Conversion,
+    dry_run: bool,
+    clock: &dyn Clock,
+) -> Result<String, String> {
+    let logs_in = |why: &str| format!("tokens not carried: {why}; the first kubectl call logs in");
+    let (carried, place) = match &conversion.tokens {
+        Tokens::NotNeeded => return Ok("no tokens to carry: its grant needs no person".into()),
+        Tokens::Unreadable(why) => return Ok(logs_in(why)),
+        Tokens::InKubeconfig(carried) => (carried.clone(), None),
+        Tokens::KubeloginCache {
+            dir,
+            storage,
+            access_token,
+        } => match kubelogin_cache::find(
+            dir,
+            *storage,
+            &config.issuer_as_given,
+            &config.client.id,
+            *access_token,
+        ) {
+            Ok(Some(found)) => (found.carried, Some(found.place)),
+            Ok(None) => {
+                return Ok(logs_in(&format!(
+                    "kubelogin's cache {} holds no login of {} for client {}",
+                    dir.display(),
+                    config.issuer_as_given,
+                    config.client.id
+                )))
+            }
+            Err(reason) => return Ok(logs_in(&reason)),
+        },
+    };
+    if carried.id_token.is_none() && carried.refresh_token.is_none() {
+        return Ok(logs_in("it holds no ID token or refresh token"));
+    }
+    let from = place.map(|p| format!(" from {p}")).unwrap_or_default();
+    if dry_run {
+        return Ok(format!(
+            "{}{from}, once verified at {}",
+            would_carry(&carried, clock.now()),
+            config.issuer_as_given
+        ));
+    }
+    match acquire::adopt(config, carried, clock) {
+        Ok(Adopted::Saved {
+            id_token_until,
+            id_token_expired_at,
+            refresh_token,
+        }) => Ok(match (id_token_until, refresh_token) {
+            (Some(until), true) => format!(
+                "carried the ID token (valid until {}) and the refresh token{from}",
+                utc(until)
+            ),
+            (Some(until), false) => format!(
+                "carried the ID token (valid until {}){from}; it has no refresh token, so a login follows when it runs out",
+                utc(until)
+            ),
+            (None, _) => match id_token_expired_at {
+                Some(at) => format!(
+                    "carried the refresh token{from}; the ID token expired at {} and was dropped (the first kubectl call refreshes it)",
+                    utc(at)
+                ),
+                None => format!("carried the refresh token{from} (the first kubectl call refreshes)"),
+            },
+        }),
+        Ok(Adopted::AlreadyCached) => Ok(
+            "tokens not carried: kubecred's cache already holds a login for these settings, which is kept"
+                .into(),
+        ),
+        Ok(Adopted::Nothing(why)) => Ok(logs_in(&why)),
+        Err(err) if crate::error::is_transient(&err) => Err(format!(
+            "its tokens cannot be verified now ({}), and they would be lost: run convert-kubeconfig again when {} answers",
+            one_line(&err),
+            config.issuer_as_given
+        )),
+        Err(err) => Ok(logs_in(&one_line(&err))),
+    }
+}
+
+/// A dry run's account of the tokens, read without verifying them.
+fn would_carry(carried: &Carried, now: DateTime<Utc>) -> String {
+    let expiry = carried
+        .id_token
+        .as_ref()
+        .and_then(|t| crate::tokens::unverified_jwt_expiry(t.expose()));
+    let refresh = carried.refresh_token.is_some();
+    match (expiry, refresh) {
+        (Some(exp), true) if exp > now => format!(
+            "would carry the ID token (valid until {}) and the refresh token",
+            utc(exp)
+        ),
+        (Some(exp), false) if exp > now => {
+            format!("would carry the ID token (valid until {})", utc(exp))
+        }
+        (Some(exp), true) => format!(
+            "would carry the refresh token (the ID token expired at {})",
+            utc(exp)
+        ),
+        (_, true) => "would carry the refresh token".into(),
+        (_, false) => "would carry nothing usable (no refresh token, no valid ID token)".into(),
+    }
+}
+
+fn utc(time: DateTime<Utc>) -> String {
+    time.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// The user's new `exec`: kubecred, with the conversion's args and env.
+fn exec_stanza(command: &str, conversion: &Conversion, config: &Config) -> Value {
+    let mut exec = Mapping::new();
+    exec.insert("apiVersion".into(), V1.into());
+    exec.insert("command".into(), command.into());
+    exec.insert(
+        "args".into(),
+        Value::Sequence(conversion.args.iter().map(|a| a.as_str().into()).collect()),
+    );
+    if !conversion.env.is_empty() {
+        let env = conversion
+            .env
+            .iter()
+            .map(|(name, value)| {
+                let mut var = Mapping::new();
+                var.insert("name".into(), name.as_str().into());
+                var.insert("value".into(), value.expose().into());
+                Value::Mapping(var)
+            })
+            .collect();
+        exec.insert("env".into(), Value::Sequence(env));
+    }
+    // A person may be asked to log in (browser, device code, a pasted code): kubectl then hands
+    // over its terminal when it has one. A grant without a person reads nothing.
+    let mode = if config.grant.is_user_login() {
+        "IfAvailable"
+    } else {
+        "Never"
+    };
+    exec.insert("interactiveMode".into(), mode.into());
+    exec.insert(
+        "installHint".into(),
+        format!(
+            "kubecred is not installed, or not on PATH. This user was switched to kubecred from {} by `kubecred convert-kubeconfig`: install kubecred (see its README, Install), or restore this kubeconfig from its backup beside it (*.before-kubecred-*).",
+            conversion.from
+        )
+        .into(),
+    );
+    Value::Mapping(exec)
+}
+
+/// The user's body with `exec` in place of its `auth-provider` or old `exec` (where the first
+/// of them was), everything else kept.
+fn with_exec(body: Option<Value>, exec: Value) -> Value {
+    let mut out = Mapping::new();
+    let mut placed = false;
+    if let Some(Value::Mapping(body)) = body {
+        for (key, value) in body {
+            if matches!(key.as_str(), Some("auth-provider" | "exec")) {
+                if !placed {
+                    out.insert("exec".into(), exec.clone());
+                    placed = true;
+                }
+            } else {
+                out.insert(key, value);
+            }
+        }
+    }
+    if !placed {
+        out.insert("exec".into(), exec);
+    }
+    Value::Mapping(out)
+}
+
+/// The report: per file, one line per user and one for the file.
+fn report(
+    files: &[File],
+    users: &[User],
+    changes: &[Change],
+    dry_run: bool,
+    command_note: Option<String>,
+) -> String {
+    let mut out = String::new();
+    let mut converted = 0;
+    for (index, file) in files.iter().enumerate() {
+        let _ = writeln!(out, "{}", file.path.display());
+        let mut any = false;
+        for user in users.iter().filter(|u| u.file == index) {
+            any = true;
+            let name = format!("{:?}", crate::text::printable(&user.name));
+            match &user.step {
+                Step::Ready { conversion, .. } => {
+                    converted += 1;
+                    let verb = if dry_run {
+                        "would convert"
+                    } else {
+                        "converted"
+                    };
+                    let _ = writeln!(
+                        out,
+                        "  {verb} {name} ({}): {}",
+                        conversion.from,
+                        user.carried.as_deref().unwrap_or("")
+                    );
+                    for note in &conversion.notes {
+                        let _ = writeln!(out, "      {note}");
+                    }
+                }
+                Step::Skipped(reason) => {
+                    let _ = writeln!(out, "  skipped {name}: {reason}");
+                }
+                Step::Planned(_) => {}
+            }
+        }
+        if !any {
+            let _ = writeln!(out, "  no users to convert here");
+        }
+        let Some(change) = changes.iter().find(|c| c.file == index) else {
+            let _ = writeln!(out, "  unchanged");
+            continue;
+        };
+        if let Layout::Whole(reason) = &change.layout {
+            let _ = writeln!(
+                out,
+                "  note: {} as a whole: comments and formatting are not kept ({reason})",
+                if dry_run {
+                    "would be written"
+                } else {
+                    "written"
+                }
+            );
+        }
+        let _ = match (&change.backup, dry_run) {
+            (_, true) => writeln!(out, "  would be written (--dry-run: nothing was)"),
+            (Some(backup), false) => writeln!(out, "  written; backup: {}", backup.display()),
+            (None, false) => writeln!(out, "  written"),
+        };
+    }
+    if converted > 0 {
+        if let Some(note) = command_note {
+            let _ = writeln!(out, "{note}");
+        }
+    }
+    out
+}
