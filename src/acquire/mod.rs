@@ -367,6 +367,18 @@ fn keep_rotated_refresh_token(
     cache.save(&kept, lock)
 }
 
+/// Saves tokens just obtained from the provider. A login (or refresh) that succeeded is never
+/// lost to the cache: when they cannot be kept, one warning says why, and they are handed out
+/// all the same. Only failing to obtain a token fails the run.
+fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
+    if let Err(err) = cache.save(tokens, lock) {
+        crate::log::notice(format!(
+            "warning: the new token is handed out but not cached: {}",
+            crate::error::one_line(&err)
+        ));
+    }
+}
+
 fn cooldown_for(cache: &TokenCache) -> Cooldown {
     Cooldown::new(cache.state_path("login-failed"))
 }
@@ -449,7 +461,7 @@ fn obtain_under_lock(
     // The subject token itself is the credential: no provider, no discovery.
     if config.grant == Grant::FederatedToken {
         let tokens = crate::grants::federated_token(config, clock)?;
-        cache.save(&tokens, &lock)?;
+        keep(cache, &tokens, &lock);
         return Ok(tokens);
     }
     let provider = ProviderClient::new(config, clock)?;
@@ -458,7 +470,7 @@ fn obtain_under_lock(
         match provider.refresh(&refresh_token, original.as_ref())? {
             RefreshOutcome::Refreshed(tokens) => {
                 // Saved before anything else: the provider may have rotated the refresh token.
-                cache.save(&tokens, &lock)?;
+                keep(cache, &tokens, &lock);
                 if tokens.credential(config.token_kind).is_some() {
                     return Ok(tokens);
                 }
@@ -590,7 +602,7 @@ fn obtain_new(
 ) -> anyhow::Result<Tokens> {
     if !config.grant.is_user_login() {
         let tokens = provider.obtain()?;
-        cache.save(&tokens, lock)?;
+        keep(cache, &tokens, lock);
         return Ok(tokens);
     }
     let cooldown = cooldown_for(cache);
@@ -600,7 +612,7 @@ fn obtain_new(
     match provider.obtain() {
         Ok(tokens) => {
             cooldown.clear();
-            cache.save(&tokens, lock)?;
+            keep(cache, &tokens, lock);
             Ok(tokens)
         }
         Err(err) => {
