@@ -53,6 +53,8 @@ pub enum Need {
     /// Debian's glewlwyd (the second OpenID Provider) and the sqlite3 shell that creates its
     /// database.
     Glewlwyd,
+    /// `keyctl` (Debian's keyutils), to run a command in a kernel session keyring of its own.
+    Keyctl,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -77,13 +79,10 @@ pub fn have(need: Need) -> bool {
                 .is_ok_and(|status| status.success());
             (!found).then(|| "strace (Debian's strace)".to_string())
         }
+        Need::Keyctl => (!on_path("keyctl")).then(|| "keyctl (Debian's keyutils)".to_string()),
         Need::Glewlwyd => ["glewlwyd", "sqlite3"]
             .into_iter()
-            .find(|program| {
-                !std::env::var_os("PATH").is_some_and(|path| {
-                    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-                })
-            })
+            .find(|program| !on_path(program))
             .map(|program| format!("{program} (Debian's {program})")),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -111,6 +110,11 @@ pub fn have(need: Need) -> bool {
         "needs {missing}; run scripts/test.sh, which installs it"
     ));
     false
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Says on stderr why a test did nothing. (The harness captures it; kubecred's own code writes
