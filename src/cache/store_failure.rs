@@ -214,8 +214,11 @@ pub(crate) fn advice(os: Os, fault: Fault) -> &'static str {
         (Os::Mac, Fault::Failed) => {
             "check the login Keychain with Keychain Access (First Aid), or use --cache-storage disk"
         }
-        (Os::Windows, Fault::Unreachable | Fault::Failed) => {
+        (Os::Windows, Fault::Unreachable) => {
             "DPAPI needs your Windows user profile loaded (an interactive or batch logon; a service account without a profile has none); or use --cache-storage disk"
+        }
+        (Os::Windows, Fault::Failed) => {
+            "check that the cache directory (--cache-dir, by default under %LOCALAPPDATA%), where the DPAPI-protected files are, can be written, and that your Windows user profile is loaded (DPAPI needs it); or use --cache-storage disk"
         }
         (Os::Windows, Fault::TooLarge) => {
             "delete kubecred's old items in the Credential Manager (they are replaced by DPAPI-protected files, which take secrets of any size); or use --cache-storage disk"
