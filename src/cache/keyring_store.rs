@@ -420,7 +420,9 @@ fn describe(store: Store, err: &KeyringError) -> StoreFailure {
 mod tests {
     use super::*;
     use crate::cache::stored_entry::RefreshPlace;
-    use crate::cache::tests::{cache_in, file_text, large_tokens, lock, stored_refresh, tokens};
+    use crate::cache::tests::{
+        cache_in, file_text, large_tokens, lock, save_and_read_back, stored_refresh, tokens,
+    };
     use std::process::Command;
 
     #[test]
@@ -729,14 +731,7 @@ mod tests {
         assert!(cache.load().unwrap().is_none());
         let saved = tokens("kr", true);
         let guard = lock(&cache);
-        cache.save(&saved, &guard).unwrap();
-
-        let cached = cache.load().unwrap().unwrap();
-        assert_eq!(cached.tokens, saved);
-        assert_eq!(
-            cache.refresh_token(&cached, &guard).unwrap(),
-            saved.refresh_token
-        );
+        save_and_read_back(&cache, &saved, &guard);
         let (_, store) = cache.keyring.find(cache.key.as_str()).unwrap().unwrap();
         assert_eq!(store, expected, "{}", wrong_store_hint(expected));
         let item =
@@ -862,8 +857,7 @@ mod tests {
         let guard = lock(&cache);
         // A 4 KB ID token and a 2,000-character refresh token: every store takes that.
         let large = large_tokens("kr-large");
-        cache.save(&large, &guard).unwrap();
-        assert_eq!(cache.load().unwrap().unwrap().tokens, large);
+        save_and_read_back(&cache, &large, &guard);
 
         // Over 32 KB: the kernel keyring refuses it, and says so; the Secret Service takes it.
         let mut huge = large_tokens("kr-huge");

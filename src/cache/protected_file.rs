@@ -171,54 +171,54 @@ mod dpapi {
     /// Encrypts for the current user. `CRYPTPROTECT_UI_FORBIDDEN`: never a dialog (kubecred
     /// runs under kubectl, often with nobody watching).
     pub(super) fn protect(plain: &[u8]) -> io::Result<Vec<u8>> {
-        let input = blob(plain)?;
-        let entropy = blob(ENTROPY)?;
-        let mut out = CRYPT_INTEGER_BLOB {
-            cbData: 0,
-            pbData: std::ptr::null_mut(),
-        };
         // SAFETY: every pointer is valid for the call; `out` is filled on success only.
-        let ok = unsafe {
+        call(plain, |input, entropy, out| unsafe {
             CryptProtectData(
-                &input,
+                input,
                 DESCRIPTION,
-                &entropy,
+                entropy,
                 std::ptr::null(),
                 std::ptr::null(),
                 CRYPTPROTECT_UI_FORBIDDEN,
-                &mut out,
+                out,
             )
-        };
-        if ok == 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: filled by CryptProtectData.
-        Ok(unsafe { take(out) })
+        })
     }
 
     pub(super) fn unprotect(sealed: &[u8]) -> io::Result<Vec<u8>> {
-        let input = blob(sealed)?;
+        // SAFETY: as in `protect`; no description is asked for.
+        call(sealed, |input, entropy, out| unsafe {
+            CryptUnprotectData(
+                input,
+                std::ptr::null_mut(),
+                entropy,
+                std::ptr::null(),
+                std::ptr::null(),
+                CRYPTPROTECT_UI_FORBIDDEN,
+                out,
+            )
+        })
+    }
+
+    /// Runs one DPAPI call on `data` with kubecred's entropy and returns its output.
+    fn call(
+        data: &[u8],
+        dpapi: impl FnOnce(
+            *const CRYPT_INTEGER_BLOB,
+            *const CRYPT_INTEGER_BLOB,
+            *mut CRYPT_INTEGER_BLOB,
+        ) -> windows_sys::core::BOOL,
+    ) -> io::Result<Vec<u8>> {
+        let input = blob(data)?;
         let entropy = blob(ENTROPY)?;
         let mut out = CRYPT_INTEGER_BLOB {
             cbData: 0,
             pbData: std::ptr::null_mut(),
         };
-        // SAFETY: as in `protect`; no description is asked for.
-        let ok = unsafe {
-            CryptUnprotectData(
-                &input,
-                std::ptr::null_mut(),
-                &entropy,
-                std::ptr::null(),
-                std::ptr::null(),
-                CRYPTPROTECT_UI_FORBIDDEN,
-                &mut out,
-            )
-        };
-        if ok == 0 {
+        if dpapi(&input, &entropy, &mut out) == 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: filled by CryptUnprotectData.
+        // SAFETY: filled by the DPAPI call, which succeeded.
         Ok(unsafe { take(out) })
     }
 }

@@ -55,6 +55,18 @@ pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
     }
 }
 
+/// Saves `saved` (a whole entry, `keyring` storage) and checks that it reads back as saved,
+/// the refresh token included.
+pub(super) fn save_and_read_back(cache: &TokenCache, saved: &Tokens, guard: &EntryLock) {
+    cache.save(saved, guard).unwrap();
+    let cached = cache.load().unwrap().unwrap();
+    assert_eq!(&cached.tokens, saved);
+    assert_eq!(
+        cache.refresh_token(&cached, guard).unwrap(),
+        saved.refresh_token
+    );
+}
+
 pub(super) fn lock(cache: &TokenCache) -> EntryLock {
     cache.lock(Duration::from_secs(5)).unwrap()
 }
@@ -386,14 +398,7 @@ fn keyring_storage_in_dpapi_files_keeps_a_large_login_with_no_token_in_the_clear
     let cache = on_dpapi(cache_in(dir.path(), "keyring"), dir.path());
     let saved = large_tokens("kr");
     let guard = lock(&cache);
-    cache.save(&saved, &guard).unwrap();
-
-    let cached = cache.load().unwrap().unwrap();
-    assert_eq!(cached.tokens, saved);
-    assert_eq!(
-        cache.refresh_token(&cached, &guard).unwrap(),
-        saved.refresh_token
-    );
+    save_and_read_back(&cache, &saved, &guard);
     for token in [&saved.id_token, &saved.access_token, &saved.refresh_token] {
         let found = files_holding(dir.path(), token.as_ref().unwrap());
         assert!(found.is_empty(), "a token in the clear in {found:?}");

@@ -210,7 +210,7 @@ fn an_unusable_cache_dir_still_prints_the_token_with_one_warning() {
     // A cache directory under a regular file cannot be created, not even by root.
     let blocker = env.dir.path().join("a-file");
     fs::write(&blocker, b"").unwrap();
-    let (mut args, secret) = cc_args_secret_in_env(&env, &bed);
+    let (mut args, secret) = env.cc_args_secret_in_env(&bed);
     args.push(format!("--cache-dir={}", blocker.join("cache").display()));
     let run = env
         .kubecred_owned(&args)
@@ -218,26 +218,9 @@ fn an_unusable_cache_dir_still_prints_the_token_with_one_warning() {
         .run()
         .success();
     run.credential();
-    let stderr = run.stderr();
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one warning:\n{stderr}");
-    assert!(
-        lines[0].contains("cannot use the cache directory"),
-        "{stderr}"
-    );
-    assert!(lines[0].contains("not cached"), "{stderr}");
-}
-
-/// The client-credentials arguments with the secret in the environment (on the command line it
-/// earns a notice of its own, and these tests count stderr lines).
-fn cc_args_secret_in_env(env: &TestEnv, bed: &Testbed) -> (Vec<String>, String) {
-    let mut args = env.cc_args(bed);
-    let at = args
-        .iter()
-        .position(|arg| arg.starts_with("--client-secret="))
-        .unwrap();
-    let secret = args.remove(at).replacen("--client-secret=", "", 1);
-    (args, secret)
+    let line = run.only_kubecred_line();
+    assert!(line.contains("cannot use the cache directory"), "{line}");
+    assert!(line.contains("not cached"), "{line}");
 }
 
 #[test]
@@ -247,7 +230,7 @@ fn a_login_is_never_lost_to_a_cache_that_cannot_keep_it() {
     // The lock can be taken, the entry cannot be written: a regular file where `tokens/` goes.
     fs::create_dir_all(env.cache_dir()).unwrap();
     fs::write(env.cache_dir().join("tokens"), b"").unwrap();
-    let (args, secret) = cc_args_secret_in_env(&env, &bed);
+    let (args, secret) = env.cc_args_secret_in_env(&bed);
     for storage in ["disk", "auto"] {
         let mut args = args.clone();
         args.push(format!("--cache-storage={storage}"));
@@ -258,17 +241,15 @@ fn a_login_is_never_lost_to_a_cache_that_cannot_keep_it() {
             .run()
             .success();
         run.credential();
-        let stderr = run.stderr();
-        let lines: Vec<&str> = stderr.lines().collect();
-        assert_eq!(lines.len(), 1, "{storage}: one warning:\n{stderr}");
+        let line = run.only_kubecred_line();
         assert!(
-            lines[0].starts_with(
+            line.starts_with(
                 "kubecred: warning: the new token is handed out but not cached: cannot write the token cache file "
             ),
-            "{storage}: {stderr}"
+            "{storage}: {line}"
         );
-        assert!(lines[0].contains("pass --cache-dir"), "{stderr}");
-        assert!(!stderr.contains(&run.token()), "no token on stderr");
+        assert!(line.contains("pass --cache-dir"), "{line}");
+        assert!(!run.stderr().contains(&run.token()), "no token on stderr");
         assert_eq!(
             bed.token_requests("client_credentials"),
             before + 1,

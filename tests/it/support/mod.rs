@@ -413,6 +413,19 @@ impl TestEnv {
         ]
     }
 
+    /// [`cc_args`](Self::cc_args) with the client secret taken out, to pass in the environment
+    /// (`KUBECRED_CLIENT_SECRET`): on the command line it earns a notice of its own, which tests
+    /// counting stderr lines do not want.
+    pub fn cc_args_secret_in_env(&self, bed: &Testbed) -> (Vec<String>, String) {
+        let mut args = self.cc_args(bed);
+        let at = args
+            .iter()
+            .position(|arg| arg.starts_with("--client-secret="))
+            .unwrap();
+        let secret = args.remove(at).replacen("--client-secret=", "", 1);
+        (args, secret)
+    }
+
     pub fn kubecred_owned(&self, args: &[String]) -> Command {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         self.kubecred(&refs)
@@ -593,6 +606,21 @@ impl Run {
             self.describe()
         );
         self
+    }
+
+    /// The one line kubecred wrote on stderr (a warning, a notice); fails unless there is
+    /// exactly one and nothing else came from kubecred. Lines of other programs in the
+    /// command (`keyctl session`'s "Joined session keyring") do not count.
+    #[track_caller]
+    pub fn only_kubecred_line(&self) -> String {
+        let stderr = self.stderr();
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|line| !line.starts_with("Joined session keyring"))
+            .collect();
+        assert_eq!(lines.len(), 1, "one line expected\n{}", self.describe());
+        assert!(lines[0].starts_with("kubecred: "), "{}", self.describe());
+        lines[0].to_string()
     }
 
     #[track_caller]
