@@ -5,13 +5,21 @@
 # what a user downloads, not a debug build.
 #   Windows (Wine 8): --version; a client-credentials grant; the next run answered from the cache
 #     (no token request); `status` lists the entry; `logout` forgets it; the same with
-#     --cache-storage keyring (Wine's Credential Manager); refresh-ahead: a hit in the window ends
-#     its output as fast as a plain hit while the renewal waits for a slow provider, and starts
-#     one renewal however many hits come.
+#     --cache-storage keyring. Then device-flow logins as large as real ones (an ID token over
+#     4 KB, a 2,000-character refresh token), completed in headless Chromium (browser.mjs) from
+#     the URL kubecred prints, with `keyring` and `auto`: stored, the next run answered from the
+#     cache, the secrets only in DPAPI-protected files (no token in the clear anywhere in the
+#     Wine prefix), `status` naming them, `logout` leaving no file and no Credential Manager item;
+#     an entry an older kubecred kept in the Credential Manager still read, and removed; and a
+#     cache that cannot be written (the directory, or the DPAPI store in it) still handing out
+#     the completed login with one warning.
+#     Refresh-ahead: a hit in the window ends its stdout as fast as a plain hit while the
+#     renewal waits for a slow provider, and starts one renewal however many hits come.
 #   Linux arm64 (qemu-user): --version; a client-credentials grant; a cache hit.
 # Wine 8 lacks bcryptprimitives.dll, which Rust's std needs: a one-function stand-in
 # (tests/support/wine/bcryptprimitives.c) is built with mingw and put beside the exe, for Wine
-# only. Usage: scripts/cross-test.sh   (run by .ci/run)
+# only; tests/support/wine/credman.c lists (and plants) Credential Manager items, as cmdkey would.
+# Usage: scripts/cross-test.sh   (run by .ci/run)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -71,11 +79,20 @@ mkdir -p "$work/win"
 python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$windows_zip" "$work/win"
 x86_64-w64-mingw32-gcc -O2 -shared -o "$work/win/$windows_folder/bcryptprimitives.dll" \
     tests/support/wine/bcryptprimitives.c -lbcrypt
+x86_64-w64-mingw32-gcc -O2 -municode -o "$work/credman.exe" tests/support/wine/credman.c -ladvapi32
 export WINEPREFIX="$work/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-wineboot --init > /dev/null 2>&1 || true
+mkdir -p "$WINEPREFIX"
+# The prefix's services first, with stdio on /dev/null: a wine process started before they run
+# hands its standard handles to them, and whoever reads its stdout to the end would wait for
+# them (they live as long as the wineserver, which -p keeps until cleanup's `wineserver -k`).
+wineserver -p < /dev/null > /dev/null 2>&1
+wine wineboot -i < /dev/null > /dev/null 2>&1 || true
 exe="$work/win/$windows_folder/kubecred.exe"
 # Wine maps the Unix root to Z:, and kubecred's cache directory is under %LOCALAPPDATA%.
-win() { wine "$exe" "$@" 2> "$work/win.stderr"; }
+win() { wine "$exe" "$@" 2> "$work/win.stderr" < /dev/null; }
+credman() { wine "$work/credman.exe" "$@" < /dev/null | tr -d '\r'; }
+windows_path() { winepath -w "$1" 2> /dev/null; }
+unix_path() { winepath -u "$1" 2> /dev/null; }
 win --version | tr -d '\r' | grep -q "^kubecred $version" || fail "windows --version: $(cat "$work/win.stderr")"
 for storage in disk keyring; do
     before=$(token_requests)
@@ -87,7 +104,7 @@ for storage in disk keyring; do
     [ "$(token_requests)" = $((before + 1)) ] || fail "windows $storage: expected one token request"
     win status | tr -d '\r' | grep -q "$issuer" || fail "windows $storage: status does not list the entry"
     if [ "$storage" = keyring ]; then
-        win status | tr -d '\r' | grep -q "keyring" || fail "windows: the entry is not in the Credential Manager"
+        win status | tr -d '\r' | grep -q "keyring (DPAPI file store)" || fail "windows: the entry is not in the DPAPI store"
     fi
     win logout "${cc_args[@]:1}" "--cache-storage=$storage" > /dev/null || fail "windows $storage logout: $(cat "$work/win.stderr")"
     win status | tr -d '\r' | grep -q "no cached logins" || fail "windows $storage: logout left an entry"
@@ -101,13 +118,8 @@ done
 # passes its own stderr on: Wine (not Windows) gives every child the unix descriptor 2 of its
 # parent whatever its handles say (dlls/ntdll/unix/process.c, spawn_process), so a pipe there
 # would measure Wine.
-# A wine process started while the prefix's services are not up hands its standard handles to
-# them: a persistent wineserver (the one the runs above started would exit when idle, and cannot
-# be made persistent while it runs) and wineboot come first, their stdio on /dev/null.
-wineserver -k < /dev/null > /dev/null 2>&1 || true
-wineserver -w < /dev/null > /dev/null 2>&1 || true
-wineserver -p < /dev/null > /dev/null 2>&1
-wine wineboot -i < /dev/null > /dev/null 2>&1 || true
+# (The prefix's services run already, started above with stdio on /dev/null: a wine process
+# started before them would hand its standard handles to them.)
 win "${cc_args[@]}" > /dev/null || fail "windows refresh-ahead grant: $(cat "$work/win.stderr")"
 bed_admin POST /config '{"tokenDelayMs": 15000}' > /dev/null
 before=$(token_requests)
@@ -140,4 +152,177 @@ sleep 16 # the renewal's request takes 15 s
     || fail "windows: $(($(token_requests) - before)) token requests for four hits in the window, expected one renewal"
 bed_admin POST /config '{"tokenDelayMs": 0}' > /dev/null
 echo "    refresh-ahead: the window hit's stdout ended in ${window}s (a plain hit's in ${plain}s) with the provider taking 15 s; one renewal for four hits: ok" >&2
+
+# ---- Windows: device-flow logins as large as real ones ---------------------------------------
+# alice in 70 groups makes an ID token over 4 KB; every token answer carries a 2,000-character
+# refresh token (Entra ID's are that long), known here so that the disk can be searched for it.
+# The public client: no client secret.
+unset KUBECRED_CLIENT_SECRET
+refresh_token=$(python3 -c 'import secrets; print("rt-" + secrets.token_hex(1000)[:1997])')
+groups=$(python3 -c 'import json; print(json.dumps(["kubecred-cross-test-group-%03d-with-a-long-name" % i for i in range(70)]))')
+bed_admin POST /config "{\"accounts\": {\"alice\": {\"groups\": $groups}}, \"tokenResponsePatch\": {\"refresh_token\": \"$refresh_token\"}}" > /dev/null
+total_token_requests() { bed_admin GET /stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"]["total"])'; }
+device_args=(get-token "--issuer-url=$issuer" --client-id=kubecred --grant-type=device-code
+    --scope=groups --skip-open-browser)
+
+# device_login OUT ARGS...: kubecred.exe's device flow with ARGS, approved in headless Chromium
+# (browser.mjs signs in as alice) at the URL kubecred prints; its stdout in OUT, stderr in
+# OUT.stderr.
+device_login() {
+    local out=$1 url="" pid status
+    shift
+    # Made here, so that the loop below never reads a file the background job has yet to open.
+    : > "$out.stderr"
+    wine "$exe" "${device_args[@]}" "$@" > "$out" 2>> "$out.stderr" < /dev/null &
+    pid=$!
+    for _ in $(seq 300); do
+        url=$(tr -d '\r' < "$out.stderr" | sed -n 's/^.*To log in, open \(http[^ ]*\) in a browser.*$/\1/p' | head -1)
+        [ -n "$url" ] && break
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+    done
+    if [ -z "$url" ]; then
+        wait "$pid" || true
+        fail "windows device login ($*): no login URL on stderr: $(cat "$out.stderr")"
+    fi
+    node tests/support/browser.mjs "$url" > /dev/null 2> "$out.browser" \
+        || fail "windows device login ($*): the browser did not sign in: $(cat "$out.browser")"
+    status=0
+    wait "$pid" || status=$?
+    [ "$status" = 0 ] || fail "windows device login ($*) exited $status: $(cat "$out.stderr")"
+}
+
+# kubecred's lines on stderr (the device-flow instructions and QR code are not), without \r.
+notices() { tr -d '\r' < "$1" | grep '^kubecred: ' || true; }
+
+# in_the_clear DIR TEXT...: the files under DIR (no link followed) holding any TEXT, as UTF-8 or
+# UTF-16 (what Windows APIs write); a 64-character piece of each is looked for.
+in_the_clear() {
+    python3 - "$@" << 'EOF'
+import os, sys
+root, texts = sys.argv[1], sys.argv[2:]
+needles = []
+for text in texts:
+    piece = text[len(text) // 2 - 32:len(text) // 2 + 32]
+    needles += [piece.encode(), piece.encode("utf-16-le")]
+for directory, _, files in os.walk(root):
+    for name in files:
+        path = os.path.join(directory, name)
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        data = open(path, "rb").read()
+        if any(needle in data for needle in needles):
+            print(path)
+EOF
+}
+
+for storage in keyring auto; do
+    device_login "$work/login-$storage" "--cache-storage=$storage"
+    id_token=$(token_of < "$work/login-$storage") || fail "windows $storage login printed no credential"
+    [ "${#id_token}" -ge 4096 ] || fail "windows $storage: the ID token has ${#id_token} bytes, the test wants over 4 KB"
+    [ -z "$(notices "$work/login-$storage.stderr")" ] \
+        || fail "windows $storage login: $(notices "$work/login-$storage.stderr")"
+    before=$(total_token_requests)
+    again=$(win "${device_args[@]}" "--cache-storage=$storage" | token_of) \
+        || fail "windows $storage device hit: $(cat "$work/win.stderr")"
+    [ "$again" = "$id_token" ] || fail "windows $storage: the second run was not answered from the cache"
+    [ "$(total_token_requests)" = "$before" ] || fail "windows $storage: the second run asked the provider"
+
+    # Where the secrets are: status names DPAPI-protected files, and they exist.
+    win status --output json | tr -d '\r' > "$work/status-$storage.json" || fail "windows status: $(cat "$work/win.stderr")"
+    python3 - "$storage" "$work/status-$storage.json" > "$work/secrets-$storage" << 'EOF' \
+        || fail "windows $storage status: $(cat "$work/status-$storage.json")"
+import json, sys
+storage, status = sys.argv[1], json.load(open(sys.argv[2]))
+[entry] = status["entries"]
+secrets = {piece["holds"]: piece for piece in entry["secrets"]}
+if storage == "keyring":
+    assert entry["storage"] == "keyring" and entry["keyring_store"] == "dpapi", entry
+    assert list(secrets) == ["all_tokens"] and secrets["all_tokens"]["store"] == "dpapi", secrets
+    protected = secrets["all_tokens"]["location"]
+else:
+    assert entry["storage"] == "file" and entry["refresh_token_in"] == "dpapi", entry
+    assert secrets["refresh_token"]["store"] == "dpapi", secrets
+    assert secrets["id_and_access_tokens"]["store"] == "file", secrets
+    protected = secrets["refresh_token"]["location"]
+assert protected.endswith(".dpapi") and protected[1:3] == ":\\", protected
+print(entry["key"])
+print(protected)
+EOF
+    protected=$(unix_path "$(sed -n 2p "$work/secrets-$storage")")
+    [ -s "$protected" ] || fail "windows $storage: status names $protected, which is not there"
+    win status | tr -d '\r' | grep -q "DPAPI file store" || fail "windows $storage: status table: $(win status)"
+    cache_dir=$(dirname "$(dirname "$protected")")
+    # No token in the clear anywhere in the prefix (the cache directory is in it): none at all
+    # with `keyring`; with `auto` the promise is the refresh token's, and the ID token is in the
+    # private file beside it.
+    if [ "$storage" = keyring ]; then
+        leaks=$(in_the_clear "$WINEPREFIX" "$refresh_token" "$id_token")
+        [ -z "$(ls -A "$cache_dir/tokens" 2> /dev/null)" ] || fail "windows keyring: token files: $(ls "$cache_dir/tokens")"
+    else
+        leaks=$(in_the_clear "$WINEPREFIX" "$refresh_token")
+        [ -n "$(in_the_clear "$cache_dir/tokens" "$id_token")" ] || fail "windows auto: the ID token is not in the entry file"
+    fi
+    [ -z "$leaks" ] || fail "windows $storage: a token in the clear in: $leaks"
+    [ -z "$(credman list)" ] || fail "windows $storage: Credential Manager items: $(credman list)"
+
+    win logout "${device_args[@]:1}" "--cache-storage=$storage" > /dev/null || fail "windows $storage logout: $(cat "$work/win.stderr")"
+    win status | tr -d '\r' | grep -q "no cached logins" || fail "windows $storage: logout left an entry"
+    left=$(cd "$cache_dir" && find . -type f ! -path './locks/*' ! -path './oidc/*')
+    [ -z "$left" ] || fail "windows $storage: logout left files behind: $left"
+    [ -z "$(in_the_clear "$WINEPREFIX" "$refresh_token")" ] || fail "windows $storage: a copy of the refresh token outlived logout"
+    echo "    device flow, --cache-storage $storage: a 4 KB ID token and a 2,000-character refresh token in DPAPI-protected files, a cache hit, status, logout: ok" >&2
+done
+
+# An entry an older kubecred kept in the Credential Manager (one that fitted there) still answers
+# from the cache; logout removes it, and the refresh token item beside it.
+python3 - "$work/legacy.json" << 'EOF'
+import datetime, json, sys
+now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+entry = {"v": 2, "id_token": "legacy-id-token-from-the-credential-manager",
+         "id_token_expiry": (now + datetime.timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+         "obtained_at": now.isoformat().replace("+00:00", "Z"), "refresh": {"in": "none"}}
+open(sys.argv[1], "w").write(json.dumps(entry))
+EOF
+key=$(sed -n 1p "$work/secrets-keyring")
+for account in "$key" "$key:refresh"; do
+    credman plant "$account.kubecred" "$(windows_path "$work/legacy.json")" || fail "cannot plant a Credential Manager item"
+done
+[ "$(credman list | wc -l)" = 2 ] || fail "credman does not list the items it planted: $(credman list)"
+before=$(total_token_requests)
+legacy=$(win "${device_args[@]}" --cache-storage=keyring | token_of) || fail "windows legacy entry: $(cat "$work/win.stderr")"
+[ "$legacy" = legacy-id-token-from-the-credential-manager ] || fail "windows: the Credential Manager entry was not read"
+[ "$(total_token_requests)" = "$before" ] || fail "windows: the Credential Manager entry did not answer from the cache"
+win logout "${device_args[@]:1}" --cache-storage=keyring > /dev/null || fail "windows legacy logout: $(cat "$work/win.stderr")"
+[ -z "$(credman list)" ] || fail "windows: logout left Credential Manager items: $(credman list)"
+echo "    an entry in the Credential Manager (an older kubecred's) read from the cache, and removed by logout: ok" >&2
+
+# A cache that cannot be written still hands out the completed login, with one warning: a cache
+# directory that cannot be made (under a regular file), and one whose DPAPI store cannot be
+# written (a regular file where its directory goes).
+: > "$work/a-file"
+mkdir -p "$work/refusing"
+: > "$work/refusing/dpapi"
+for storage in keyring auto; do
+    for case in unusable refusing; do
+        if [ "$case" = unusable ]; then
+            dir="$(windows_path "$work/a-file")\\cache"
+        else
+            dir=$(windows_path "$work/refusing")
+        fi
+        out="$work/uncached-$storage-$case"
+        device_login "$out" "--cache-storage=$storage" "--cache-dir=$dir"
+        token=$(token_of < "$out") || fail "windows $storage, $case cache: no credential"
+        [ "${#token}" -ge 4096 ] || fail "windows $storage, $case cache: not the ID token"
+        lines=$(notices "$out.stderr")
+        [ "$(printf '%s\n' "$lines" | wc -l)" = 1 ] || fail "windows $storage, $case cache: expected one warning: $lines"
+        case "$case/$storage" in
+        unusable/*) expected="cannot use the cache directory" ;;
+        refusing/keyring) expected="warning: the new token is handed out but not cached: the DPAPI file store failed with the cache entry (cannot write " ;;
+        refusing/auto) expected="the DPAPI file store failed with the refresh token (cannot write " ;;
+        esac
+        printf '%s\n' "$lines" | grep -qF "$expected" || fail "windows $storage, $case cache: $lines"
+    done
+    echo "    device flow, --cache-storage $storage: a cache that cannot be written still hands out the login, with one warning: ok" >&2
+done
 echo "==> the other platforms' builds pass" >&2

@@ -433,7 +433,10 @@ fn obtain_under_lock(
                 &lock,
                 clock,
             )? {
-                Refreshed::Renewed(tokens) => return Ok(tokens),
+                Refreshed::Renewed(tokens) => {
+                    renewal::keep(cache, &tokens, &lock);
+                    return Ok(tokens);
+                }
                 Refreshed::Refused { reason, kept } => {
                     // Not an outage, and the cached token may still be good: handed out until it
                     // runs out (said once: the refresh token is gone), then a login is needed.
@@ -481,7 +484,7 @@ fn obtain_under_lock(
     // The subject token itself is the credential: no provider, no discovery.
     if config.grant == Grant::FederatedToken {
         let tokens = crate::grants::federated_token(config, clock)?;
-        renewal::save(cache, &tokens, &lock)?;
+        renewal::keep(cache, &tokens, &lock);
         return Ok(tokens);
     }
     let provider = match provider {
@@ -572,7 +575,7 @@ fn obtain_new(
 ) -> anyhow::Result<Tokens> {
     if !config.grant.is_user_login() {
         let tokens = provider.obtain()?;
-        renewal::save(cache, &tokens, lock)?;
+        renewal::keep(cache, &tokens, lock);
         return Ok(tokens);
     }
     let state = StateFile::of(cache);
@@ -586,13 +589,9 @@ fn obtain_new(
     note_failure("a login was started and did not finish");
     match provider.obtain() {
         Ok(tokens) => {
-            // Saving clears the note; a login that succeeded must not leave it behind when the
-            // save fails.
-            let saved = renewal::save(cache, &tokens, lock);
-            if saved.is_err() {
-                state.clear();
-            }
-            saved.map(|()| tokens)
+            // Keeping clears the note, also when the tokens cannot be kept.
+            renewal::keep(cache, &tokens, lock);
+            Ok(tokens)
         }
         Err(err) => {
             note_failure(&crate::error::one_line(&err));

@@ -313,7 +313,10 @@ fn renew(
     )
     .map_err(failed)?
     {
-        Refreshed::Renewed(_) => Ok(Renewed::Yes),
+        Refreshed::Renewed(tokens) => {
+            renewal::save(cache, &tokens, lock).map_err(failed)?;
+            Ok(Renewed::Yes)
+        }
         Refreshed::Refused { reason, .. } => Err(failed(fail(
             Exit::Provider,
             format!("the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"),

@@ -73,9 +73,11 @@ pub(super) fn grant_needs_no_person(config: &Config) -> bool {
     }
 }
 
-/// What a refresh came to, once its outcome has been kept in the cache.
+/// What a refresh came to, once what must be kept of it has been (all but new tokens, which
+/// the caller saves: the foreground hands them out even when the cache cannot keep them, the
+/// background fails).
 pub(super) enum Refreshed {
-    /// New tokens with the credential kubectl needs, saved.
+    /// New tokens with the credential kubectl needs, not saved yet.
     Renewed(Tokens),
     /// The provider refused the refresh token. The entry now holds `kept`: its tokens as they
     /// were, without the refresh token; the refusal is noted (`refresh_refused`).
@@ -101,7 +103,6 @@ pub(super) fn refresh(
     match provider.refresh(refresh_token, original.as_ref())? {
         RefreshOutcome::Refreshed(tokens) => {
             if tokens.credential(config.token_kind).is_some() {
-                save(cache, &tokens, lock)?;
                 return Ok(Refreshed::Renewed(tokens));
             }
             keep_refresh_token(cache, cached, refresh_token, tokens.refresh_token, lock)?;
@@ -134,6 +135,21 @@ pub(super) fn save(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) -> any
     cache.save(tokens, lock)?;
     StateFile::of(cache).clear();
     Ok(())
+}
+
+/// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
+/// that succeeded is never lost to the cache: when they cannot be kept, one warning says why,
+/// and they are handed out all the same; only failing to obtain a token fails the run. The
+/// entry's notes go either way: they were about tokens these replace, and a cool-down left
+/// behind by a login that succeeded would hold off the next one for nothing.
+pub(super) fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
+    if let Err(err) = save(cache, tokens, lock) {
+        StateFile::of(cache).clear();
+        crate::log::notice(format!(
+            "warning: the new token is handed out but not cached: {}",
+            crate::error::one_line(&err)
+        ));
+    }
 }
 
 /// After a refresh whose answer could not be used: the provider may have rotated the refresh

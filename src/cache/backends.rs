@@ -3,8 +3,9 @@
 //! whole entry in the keyring, `none` keeps nothing. [`for_storage`] is the one place that
 //! chooses; every backend reads and writes through the [`TokenCache`]'s paths and keyring.
 
+use super::store_failure::Os;
 use super::stored_entry::{RefreshPlace, StoredEntry, StoredRefresh};
-use super::{no_keyring, sessions, TokenCache};
+use super::{keyring_failed, sessions, TokenCache};
 use crate::config::CacheStorage;
 use crate::private_file;
 use crate::secret::Secret;
@@ -98,7 +99,7 @@ impl Backend for Files {
                 ))?;
                 cache.forget_stale_keyring_refresh(previous, Some(store));
             }
-            Err(reason) => {
+            Err(failure) => {
                 cache.write_entry_file(&StoredEntry::with_refresh_inside(
                     tokens,
                     cache.about(tokens),
@@ -106,7 +107,8 @@ impl Backend for Files {
                 // Say it once: when the entry did not already keep its refresh token in the file.
                 if previous != Some(RefreshPlace::Entry) {
                     crate::log::notice(format!(
-                        "no OS keyring is reachable ({reason}); keeping the refresh token in the private file {}",
+                        "{}; keeping the refresh token in the private file {}",
+                        failure.summary(Os::current(), "the refresh token"),
                         cache.entry_path().display()
                     ));
                 }
@@ -123,11 +125,12 @@ impl Backend for Files {
             Some(RefreshPlace::Keyring(store)) => cache
                 .keyring
                 .delete_from(store, &cache.refresh_account())
-                .map_err(|reason| {
+                .map_err(|failure| {
                     crate::error::fail(
                         crate::error::Exit::Cache,
                         format!(
-                            "cannot delete the refresh token from the OS keyring ({reason}); unlock the keyring and run kubecred logout again"
+                            "cannot delete the refresh token: {}; then run kubecred logout again",
+                            failure.message(Os::current(), "its deletion")
                         ),
                     )
                 }),
@@ -143,7 +146,8 @@ impl Backend for Files {
     }
 }
 
-/// `keyring`: the whole entry is one OS keyring item (account `<key>`); nothing on disk.
+/// `keyring`: the whole entry is one OS keyring item (account `<key>`); nothing on disk but the
+/// secret-free index (and on Windows the DPAPI-protected file that is the item).
 #[derive(Debug)]
 struct WholeEntryInKeyring;
 
@@ -152,7 +156,7 @@ impl Backend for WholeEntryInKeyring {
         let Some((json, store)) = cache
             .keyring
             .find(cache.key.as_str())
-            .map_err(|reason| no_keyring(&reason))?
+            .map_err(|failure| keyring_failed(&failure))?
         else {
             return Ok(None);
         };
@@ -176,7 +180,7 @@ impl Backend for WholeEntryInKeyring {
         let store = cache
             .keyring
             .set(cache.key.as_str(), &Secret::new(json))
-            .map_err(|reason| no_keyring(&reason))?;
+            .map_err(|failure| keyring_failed(&failure))?;
         crate::debug!(1, "saved cache entry {} in the {}", cache.key, store.name());
         // The keyring cannot be listed: a secret-free index file lets `status` and
         // `logout --all` find the entry (sessions.rs).
@@ -196,7 +200,7 @@ impl Backend for WholeEntryInKeyring {
         cache
             .keyring
             .delete_everywhere(cache.key.as_str())
-            .map_err(|reason| no_keyring(&reason))?;
+            .map_err(|failure| keyring_failed(&failure))?;
         let _ = cache.keyring.delete_everywhere(&cache.refresh_account());
         // A file left from another storage mode (or a killed writer) would otherwise still
         // hold tokens.

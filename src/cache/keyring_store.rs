@@ -3,8 +3,14 @@
 //! Stores, in order of preference: on Linux the Secret Service (GNOME Keyring, KWallet, KeePassXC —
 //! persistent, what desktops have), then the kernel keyring (keyutils: in memory until reboot, but
 //! present in a headless SSH session where no Secret Service runs); on macOS the Keychain; on
-//! Windows the Credential Manager. Whether a store is reachable is decided by an actual operation
-//! on it, never guessed from the environment, and each failure keeps its reason for the message.
+//! Windows DPAPI-protected files (`protected_file.rs`: the Credential Manager holds 2560 bytes an
+//! item, less than a login). Whether a store is reachable is decided by an actual operation on it,
+//! never guessed from the environment, and each failure keeps its reason and whether the store
+//! refused or was out of reach (`store_failure.rs`), for the message.
+//!
+//! Some stores are only read and cleaned, never written ([`Store::legacy_stores`]): on Windows the
+//! Credential Manager, where an older kubecred kept what fitted, so that an upgrade loses no login
+//! and `logout` leaves no copy behind.
 //!
 //! Every call runs on a worker thread and is abandoned after [`KEYRING_TIMEOUT`]: a Secret Service
 //! whose collection is locked may show an unlock dialog and block until someone answers it, and
@@ -14,9 +20,12 @@
 //! Secrets travel as [`Secret`]; error texts come from the keyring crate's `Display`, which never
 //! includes a stored value.
 
+use super::protected_file;
+use super::store_failure::{classify, Fault, KeyringFailure, Os, StoreFailure};
 use crate::secret::Secret;
 use keyring::{Entry, Error as KeyringError};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,31 +47,65 @@ pub enum Store {
     Keyutils,
     /// The platform's own store: macOS Keychain, Windows Credential Manager.
     Native,
+    /// Windows: a private file under the cache directory, encrypted with DPAPI for the user.
+    Dpapi,
 }
 
 impl Store {
+    /// The store's name on this platform, as messages and `status` say it.
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            Store::SecretService => "Secret Service",
-            Store::Keyutils => "kernel keyring",
-            Store::Native => "OS keychain",
+        self.name_on(Os::current())
+    }
+
+    pub(crate) fn name_on(self, os: Os) -> &'static str {
+        match (self, os) {
+            (Store::SecretService, _) => "Secret Service",
+            (Store::Keyutils, _) => "kernel keyring",
+            (Store::Native, Os::Mac) => "macOS Keychain",
+            (Store::Native, Os::Windows) => "Windows Credential Manager",
+            (Store::Native, _) => "OS keychain",
+            (Store::Dpapi, _) => "DPAPI file store",
         }
     }
 
-    /// The stores of this platform, most preferred first.
+    /// Where `account`'s item is, in the platform's terms, for `status` (`root`: the cache
+    /// directory).
+    pub(crate) fn location_on(self, os: Os, root: &Path, account: &str) -> String {
+        match (self, os) {
+            (Store::Dpapi, _) => protected_file::path(root, account).display().to_string(),
+            (Store::Native, Os::Windows) => {
+                format!("Credential Manager, generic credential {account}.{SERVICE}")
+            }
+            (Store::Native, _) => format!(
+                "{}, generic password: service {SERVICE}, account {account}",
+                self.name_on(os)
+            ),
+            (Store::SecretService, _) => {
+                format!("Secret Service item: service {SERVICE}, username {account}")
+            }
+            (Store::Keyutils, _) => {
+                format!("kernel keyring: user key keyring-rs:{account}@{SERVICE}")
+            }
+        }
+    }
+
+    /// The stores of this platform that take new secrets, most preferred first.
     pub(crate) fn platform_stores() -> Vec<Store> {
-        if cfg!(target_os = "linux") {
-            vec![Store::SecretService, Store::Keyutils]
-        } else if cfg!(any(target_os = "freebsd", target_os = "openbsd")) {
-            vec![Store::SecretService]
-        } else if cfg!(any(
-            target_os = "macos",
-            target_os = "ios",
-            target_os = "windows"
-        )) {
-            vec![Store::Native]
-        } else {
-            Vec::new()
+        match Os::current() {
+            Os::Linux => vec![Store::SecretService, Store::Keyutils],
+            Os::OtherUnix => vec![Store::SecretService],
+            Os::Mac => vec![Store::Native],
+            Os::Windows => vec![Store::Dpapi],
+            Os::Unsupported => Vec::new(),
+        }
+    }
+
+    /// The stores of this platform that are read and cleaned but never written: the Windows
+    /// Credential Manager, where kubecred kept secrets before it used DPAPI.
+    pub(crate) fn legacy_stores() -> Vec<Store> {
+        match Os::current() {
+            Os::Windows => vec![Store::Native],
+            _ => Vec::new(),
         }
     }
 
@@ -74,62 +117,67 @@ impl Store {
     }
 }
 
-/// Why no store could do what was asked: one reason per store tried, joined with "; ".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Unreachable(pub String);
-
-impl std::fmt::Display for Unreachable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// Stores that timed out in this process; their worker threads may still be blocked.
 static TIMED_OUT: Mutex<Vec<Store>> = Mutex::new(Vec::new());
 
 /// The keyring client of one cache. Cheap to build: nothing is contacted until a call.
 #[derive(Debug, Clone)]
 pub(crate) struct Keyring {
+    /// Where the file-based store (DPAPI) keeps its files: the cache root.
+    root: PathBuf,
     stores: Vec<Store>,
+    legacy: Vec<Store>,
     timeout: Duration,
 }
 
-impl Default for Keyring {
-    fn default() -> Self {
+impl Keyring {
+    /// The platform's stores, with the cache root `root`.
+    pub(crate) fn new(root: &Path) -> Keyring {
         Keyring {
+            root: root.to_path_buf(),
             stores: Store::platform_stores(),
+            legacy: Store::legacy_stores(),
             timeout: KEYRING_TIMEOUT,
         }
     }
-}
 
-impl Keyring {
     /// A client limited to some stores and another timeout (tests).
     #[cfg(test)]
-    pub(crate) fn with_stores(stores: Vec<Store>, timeout: Duration) -> Keyring {
-        Keyring { stores, timeout }
+    pub(crate) fn with_stores(root: &Path, stores: Vec<Store>, timeout: Duration) -> Keyring {
+        Keyring {
+            root: root.to_path_buf(),
+            stores,
+            legacy: Vec::new(),
+            timeout,
+        }
     }
 
-    /// Stores `value` under `account` in the first store that accepts it; returns that store.
-    pub(crate) fn set(&self, account: &str, value: &Secret) -> Result<Store, Unreachable> {
-        let mut reasons = Vec::new();
+    /// Every store an item may be in: those written, then the legacy ones.
+    fn every_store(&self) -> impl Iterator<Item = Store> + '_ {
+        self.stores.iter().chain(&self.legacy).copied()
+    }
+
+    /// Stores `value` under `account` in the first store that accepts it; returns that store. A
+    /// copy an older kubecred left in a legacy store goes (best effort).
+    pub(crate) fn set(&self, account: &str, value: &Secret) -> Result<Store, KeyringFailure> {
+        let mut failures = Vec::new();
         for &store in &self.stores {
-            let (owned_account, owned_value) = (account.to_string(), value.clone());
-            let outcome = self.call(store, move || {
-                let entry = entry(store, &owned_account)?;
-                entry.set_password(owned_value.expose())?;
-                read_back(&entry, owned_value.expose())
-            });
-            match outcome {
-                Ok(true) => {
+            let (root, owned_account, owned_value) =
+                (self.root.clone(), account.to_string(), value.clone());
+            match self.call(store, move || {
+                put(store, &root, &owned_account, &owned_value)
+            }) {
+                Ok(()) => {
                     crate::debug!(2, "stored {account} in the {}", store.name());
+                    for legacy in self.legacy.clone() {
+                        let _ = self.delete_from(legacy, account);
+                    }
                     return Ok(store);
                 }
-                Ok(false) => reasons.push(format!("{}: {}", store.name(), unreadable(store))),
-                Err(reason) => reasons.push(format!("{}: {reason}", store.name())),
+                Err(failure) => failures.push(failure),
             }
         }
-        Err(unreachable(reasons))
+        Err(KeyringFailure { failures })
     }
 
     /// Reads `account` from one given store. `Ok(None)`: no such item.
@@ -137,23 +185,22 @@ impl Keyring {
         &self,
         store: Store,
         account: &str,
-    ) -> Result<Option<Secret>, Unreachable> {
-        self.get_one(store, account)
-            .map_err(|reason| Unreachable(format!("{}: {reason}", store.name())))
+    ) -> Result<Option<Secret>, KeyringFailure> {
+        self.get_one(store, account).map_err(KeyringFailure::from)
     }
 
     /// Looks for `account` in every store, in order. `Ok(None)` only when at least one store is
     /// known to work and none holds the item; an error when no store could be reached at all.
-    pub(crate) fn find(&self, account: &str) -> Result<Option<(Secret, Store)>, Unreachable> {
-        let mut reasons = Vec::new();
+    pub(crate) fn find(&self, account: &str) -> Result<Option<(Secret, Store)>, KeyringFailure> {
+        let mut failures = Vec::new();
         let mut reachable = false;
         let mut unproven = Vec::new();
-        for &store in &self.stores {
+        for store in self.every_store() {
             match self.get_one(store, account) {
                 Ok(Some(value)) => return Ok(Some((value, store))),
                 Ok(None) if store.miss_proves_reachable() => reachable = true,
                 Ok(None) => unproven.push(store),
-                Err(reason) => reasons.push(format!("{}: {reason}", store.name())),
+                Err(failure) => failures.push(failure),
             }
         }
         if reachable {
@@ -163,126 +210,114 @@ impl Keyring {
         for store in unproven {
             match self.probe(store) {
                 Ok(()) => return Ok(None),
-                Err(reason) => reasons.push(format!("{}: {reason}", store.name())),
+                Err(failure) => failures.push(failure),
             }
         }
-        Err(unreachable(reasons))
+        Err(KeyringFailure { failures })
     }
 
     /// Deletes `account` from one store; an item that is not there is fine.
-    pub(crate) fn delete_from(&self, store: Store, account: &str) -> Result<(), Unreachable> {
-        let owned_account = account.to_string();
-        let outcome = self.call(store, move || {
-            match entry(store, &owned_account)?.delete_credential() {
-                Ok(()) | Err(KeyringError::NoEntry) => Ok(()),
-                Err(err) => Err(err),
-            }
-        });
-        outcome.map_err(|reason| Unreachable(format!("{}: {reason}", store.name())))
+    pub(crate) fn delete_from(&self, store: Store, account: &str) -> Result<(), KeyringFailure> {
+        let (root, owned_account) = (self.root.clone(), account.to_string());
+        self.call(store, move || remove(store, &root, &owned_account))
+            .map_err(KeyringFailure::from)
     }
 
     /// Deletes `account` from every store. An error only when no store could be reached.
-    pub(crate) fn delete_everywhere(&self, account: &str) -> Result<(), Unreachable> {
-        let mut reasons = Vec::new();
+    pub(crate) fn delete_everywhere(&self, account: &str) -> Result<(), KeyringFailure> {
+        let mut failures = Vec::new();
         let mut deleted_somewhere = false;
-        for &store in &self.stores {
+        for store in self.every_store() {
             match self.delete_from(store, account) {
                 Ok(()) => deleted_somewhere = true,
-                Err(reason) => reasons.push(reason.0),
+                Err(failure) => failures.extend(failure.failures),
             }
         }
         if deleted_somewhere {
             Ok(())
         } else {
-            Err(unreachable(reasons))
+            Err(KeyringFailure { failures })
         }
     }
 
     /// Reads the item another program keeps under `service` and `account` (int128/kubelogin's
     /// token cache, written through Go's go-keyring), as text. go-keyring names items by service
     /// and account as kubecred does, but stores the value as UTF-8 bytes (the keyring crate's
-    /// Windows store reads UTF-16) and on Windows names the credential `service:account`; it
-    /// uses no kernel keyring. `Ok(None)` when a store was reached and none holds the item.
+    /// Windows store reads UTF-16) and on Windows names the credential `service:account` in the
+    /// Credential Manager; it uses no kernel keyring and no DPAPI file. `Ok(None)` when a store
+    /// was reached and none holds the item.
     pub(crate) fn get_other_programs(
         &self,
         service: &str,
         account: &str,
-    ) -> Result<Option<String>, Unreachable> {
-        let mut reasons = Vec::new();
+    ) -> Result<Option<String>, KeyringFailure> {
+        let mut failures = Vec::new();
         let mut reachable = false;
-        for &store in self
-            .stores
-            .iter()
-            .filter(|store| **store != Store::Keyutils)
+        for store in self
+            .every_store()
+            .filter(|store| !matches!(store, Store::Keyutils | Store::Dpapi))
         {
             let (owned_service, owned_account) = (service.to_string(), account.to_string());
             let outcome = self.call(store, move || {
-                match other_programs_entry(store, &owned_service, &owned_account)?.get_secret() {
+                let fail = |err: KeyringError| describe(store, &err);
+                match other_programs_entry(store, &owned_service, &owned_account)
+                    .map_err(fail)?
+                    .get_secret()
+                {
                     Ok(bytes) => Ok(Some(bytes)),
                     Err(KeyringError::NoEntry) => Ok(None),
-                    Err(err) => Err(err),
+                    Err(err) => Err(fail(err)),
                 }
             });
             match outcome {
                 Ok(Some(bytes)) => {
                     return String::from_utf8(bytes).map(Some).map_err(|_| {
-                        Unreachable(format!(
-                            "the {} item {service}/{account} is not text",
-                            store.name()
+                        KeyringFailure::from(StoreFailure::new(
+                            store,
+                            Fault::Failed,
+                            format!("the item {service}/{account} is not text"),
                         ))
                     })
                 }
                 Ok(None) => reachable = true,
-                Err(reason) => reasons.push(format!("{}: {reason}", store.name())),
+                Err(failure) => failures.push(failure),
             }
         }
         if reachable {
             Ok(None)
         } else {
-            Err(unreachable(reasons))
+            Err(KeyringFailure { failures })
         }
     }
 
-    fn get_one(&self, store: Store, account: &str) -> Result<Option<Secret>, String> {
-        let owned_account = account.to_string();
-        self.call(store, move || {
-            match entry(store, &owned_account)?.get_password() {
-                Ok(value) => Ok(Some(Secret::new(value))),
-                Err(KeyringError::NoEntry) => Ok(None),
-                Err(err) => Err(err),
-            }
-        })
+    fn get_one(&self, store: Store, account: &str) -> Result<Option<Secret>, StoreFailure> {
+        let (root, owned_account) = (self.root.clone(), account.to_string());
+        self.call(store, move || get(store, &root, &owned_account))
     }
 
     /// Writes, reads and deletes a throw-away item, to learn whether `store` works at all.
-    pub(crate) fn probe(&self, store: Store) -> Result<(), String> {
-        let readable = self.call(store, move || {
-            let probe = entry(store, "probe")?;
-            probe.set_password("reachable")?;
-            let readable = read_back(&probe, "reachable")?;
-            match probe.delete_credential() {
-                Ok(()) | Err(KeyringError::NoEntry) => Ok(readable),
-                Err(err) => Err(err),
-            }
-        })?;
-        if readable {
-            Ok(())
-        } else {
-            Err(unreadable(store).into())
-        }
+    pub(crate) fn probe(&self, store: Store) -> Result<(), StoreFailure> {
+        let root = self.root.clone();
+        self.call(store, move || {
+            put(store, &root, "probe", &Secret::new("reachable"))?;
+            remove(store, &root, "probe")
+        })
     }
 
-    /// Runs one keyring operation on a worker thread, waiting at most `self.timeout`. The error is
-    /// the reason, as one line.
+    /// Runs one store operation on a worker thread, waiting at most `self.timeout`.
     fn call<T: Send + 'static>(
         &self,
         store: Store,
-        op: impl FnOnce() -> keyring::Result<T> + Send + 'static,
-    ) -> Result<T, String> {
-        let timeout_text = || {
-            format!(
-                "the OS keyring did not answer within {} (is it locked, waiting for an unlock prompt?)",
-                crate::duration::display(self.timeout)
+        op: impl FnOnce() -> Result<T, StoreFailure> + Send + 'static,
+    ) -> Result<T, StoreFailure> {
+        let timeout_failure = |earlier: &str| {
+            StoreFailure::new(
+                store,
+                Fault::Unreachable,
+                format!(
+                    "it did not answer within {}{earlier} (is it locked, waiting for an unlock prompt?)",
+                    crate::duration::display(self.timeout)
+                ),
             )
         };
         if TIMED_OUT
@@ -290,7 +325,7 @@ impl Keyring {
             .map(|stores| stores.contains(&store))
             .unwrap_or(false)
         {
-            return Err(format!("{} earlier in this run", timeout_text()));
+            return Err(timeout_failure(" earlier in this run"));
         }
         let (sender, receiver) = mpsc::sync_channel(1);
         std::thread::Builder::new()
@@ -298,31 +333,79 @@ impl Keyring {
             .spawn(move || {
                 let _ = sender.send(op());
             })
-            .map_err(|err| format!("cannot start a thread for the keyring call: {err}"))?;
+            .map_err(|err| {
+                StoreFailure::new(
+                    store,
+                    Fault::Failed,
+                    format!("cannot start a thread for the keyring call: {err}"),
+                )
+            })?;
         match receiver.recv_timeout(self.timeout) {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(err)) => Err(describe(store, &err)),
+            Ok(outcome) => outcome,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Ok(mut stores) = TIMED_OUT.lock() {
                     stores.push(store);
                 }
-                Err(timeout_text())
+                Err(timeout_failure(""))
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                Err("the keyring call failed unexpectedly (its thread panicked)".into())
-            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(StoreFailure::new(
+                store,
+                Fault::Failed,
+                "the keyring call failed unexpectedly (its thread panicked)",
+            )),
         }
     }
 }
 
-/// Whether `entry` now holds `expected`. A successful write is not enough: a process whose session
+/// Writes `value` as `account` in `store` (on the worker thread). For the keyring crate's stores
+/// the item is read back: a successful write is not enough, since a process whose session
 /// keyring it may not search (seen on VMs and containers where the session keyring belongs to
 /// another user namespace) can add a key to it and then never read it again.
-fn read_back(entry: &Entry, expected: &str) -> keyring::Result<bool> {
-    match entry.get_password() {
-        Ok(value) => Ok(value == expected),
-        Err(KeyringError::NoEntry) => Ok(false),
-        Err(err) => Err(err),
+fn put(store: Store, root: &Path, account: &str, value: &Secret) -> Result<(), StoreFailure> {
+    if store == Store::Dpapi {
+        return protected_file::write(root, account, value);
+    }
+    let fail = |err: KeyringError| describe(store, &err);
+    let entry = entry(store, account).map_err(fail)?;
+    entry.set_password(value.expose()).map_err(fail)?;
+    let readable = match entry.get_password() {
+        Ok(read) => read == value.expose(),
+        Err(KeyringError::NoEntry) => false,
+        Err(err) => return Err(fail(err)),
+    };
+    if readable {
+        Ok(())
+    } else {
+        Err(StoreFailure::new(
+            store,
+            Fault::Unreachable,
+            unreadable(store),
+        ))
+    }
+}
+
+/// Reads `account` from `store`; `Ok(None)`: no such item.
+fn get(store: Store, root: &Path, account: &str) -> Result<Option<Secret>, StoreFailure> {
+    if store == Store::Dpapi {
+        return protected_file::read(root, account);
+    }
+    let fail = |err: KeyringError| describe(store, &err);
+    match entry(store, account).map_err(fail)?.get_password() {
+        Ok(value) => Ok(Some(Secret::new(value))),
+        Err(KeyringError::NoEntry) => Ok(None),
+        Err(err) => Err(fail(err)),
+    }
+}
+
+/// Deletes `account` from `store`; an item that is not there is fine.
+fn remove(store: Store, root: &Path, account: &str) -> Result<(), StoreFailure> {
+    if store == Store::Dpapi {
+        return protected_file::delete(root, account);
+    }
+    let fail = |err: KeyringError| describe(store, &err);
+    match entry(store, account).map_err(fail)?.delete_credential() {
+        Ok(()) | Err(KeyringError::NoEntry) => Ok(()),
+        Err(err) => Err(fail(err)),
     }
 }
 
@@ -332,14 +415,6 @@ fn unreadable(store: Store) -> &'static str {
             "an item written to it could not be read back (this session has no usable session keyring; run under `keyctl session`)"
         }
         _ => "an item written to it could not be read back",
-    }
-}
-
-fn unreachable(reasons: Vec<String>) -> Unreachable {
-    if reasons.is_empty() {
-        Unreachable("kubecred has no OS keyring support on this platform".into())
-    } else {
-        Unreachable(reasons.join("; "))
     }
 }
 
@@ -384,31 +459,50 @@ fn other_programs_entry(store: Store, service: &str, account: &str) -> keyring::
     }
 }
 
-/// One line about a keyring error, with a hint where the cause is common. Uses `Display` only:
-/// the `Debug` form of some variants carries the bytes that were read.
-fn describe(store: Store, err: &KeyringError) -> String {
-    let text = err.to_string().replace(['\n', '\r'], " ");
-    match (store, err) {
+/// One store's failure from a keyring crate error: refused or out of reach
+/// (`store_failure::classify`), in one line, in our words where the crate's would mislead. Uses
+/// `Display` only: the `Debug` form of some variants carries the bytes that were read.
+fn describe(store: Store, err: &KeyringError) -> StoreFailure {
+    let os = Os::current();
+    let fault = classify(os, store, err);
+    let detail = match (store, err, fault) {
         // See `Store::miss_proves_reachable`: from a write, this is keyutils' "access denied".
-        (Store::Keyutils, KeyringError::NoEntry) => {
+        (Store::Keyutils, KeyringError::NoEntry, _) => {
             "access denied (this session has no usable session keyring; run under `keyctl session`)"
-                .into()
+                .to_string()
         }
-        (_, KeyringError::NoStorageAccess(_)) => format!("{text} (is the keyring locked?)"),
-        _ => text,
-    }
+        // The crate calls keyutils' EINVAL an invalid password.
+        (Store::Keyutils, KeyringError::Invalid(..), Fault::TooLarge) => {
+            "over 32767 bytes, the most a kernel keyring key holds".to_string()
+        }
+        (Store::Keyutils, _, Fault::TooLarge) => {
+            "this user's kernel keys would pass their quota (sysctl kernel.keys.maxbytes, 20000 bytes by default)".to_string()
+        }
+        (Store::Native, KeyringError::TooLong(..), _) if os == Os::Windows => format!(
+            "a Credential Manager item holds at most 2560 bytes, 1280 characters ({err})"
+        ),
+        _ => err.to_string(),
+    };
+    StoreFailure::new(store, fault, detail)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cache::stored_entry::RefreshPlace;
-    use crate::cache::tests::{cache_in, file_text, lock, stored_refresh, tokens};
+    use crate::cache::tests::{
+        cache_in, file_text, large_tokens, lock, save_and_read_back, stored_refresh, tokens,
+    };
     use std::process::Command;
 
     #[test]
     fn store_names_round_trip_through_json() {
-        for store in [Store::SecretService, Store::Keyutils, Store::Native] {
+        for store in [
+            Store::SecretService,
+            Store::Keyutils,
+            Store::Native,
+            Store::Dpapi,
+        ] {
             let json = serde_json::to_string(&store).unwrap();
             assert_eq!(serde_json::from_str::<Store>(&json).unwrap(), store);
         }
@@ -416,13 +510,14 @@ mod tests {
             serde_json::to_string(&Store::SecretService).unwrap(),
             "\"secret-service\""
         );
+        assert_eq!(serde_json::to_string(&Store::Dpapi).unwrap(), "\"dpapi\"");
     }
 
     #[test]
     fn no_store_means_a_clear_reason() {
-        let keyring = Keyring::with_stores(Vec::new(), KEYRING_TIMEOUT);
+        let keyring = Keyring::with_stores(Path::new("/nonexistent"), Vec::new(), KEYRING_TIMEOUT);
         let err = keyring.set("k", &Secret::new("v")).unwrap_err();
-        assert!(err.0.contains("no OS keyring support"), "{err}");
+        assert!(err.to_string().contains("no OS keyring support"), "{err}");
         assert!(keyring.find("k").is_err());
         assert!(keyring.delete_everywhere("k").is_err());
     }
@@ -430,7 +525,9 @@ mod tests {
     #[test]
     fn errors_never_show_the_value() {
         let err = KeyringError::BadEncoding(b"super-secret-bytes".to_vec());
-        assert!(!describe(Store::Native, &err).contains("super-secret"));
+        assert!(!describe(Store::Native, &err)
+            .detail
+            .contains("super-secret"));
     }
 
     // ---- Through the token cache: in environments this process cannot have (child processes),
@@ -495,9 +592,13 @@ mod tests {
         fn stores_without_a_working_keyutils() -> Vec<Store> {
             let all = Store::platform_stores();
             if all.contains(&Store::Keyutils)
-                && Keyring::with_stores(vec![Store::Keyutils], KEYRING_TIMEOUT)
-                    .probe(Store::Keyutils)
-                    .is_ok()
+                && Keyring::with_stores(
+                    Path::new("/nonexistent"),
+                    vec![Store::Keyutils],
+                    KEYRING_TIMEOUT,
+                )
+                .probe(Store::Keyutils)
+                .is_ok()
             {
                 crate::log::notice(format_args!("this session has a working kernel keyring: testing with the Secret Service only"));
                 all.into_iter().filter(|s| *s != Store::Keyutils).collect()
@@ -539,7 +640,8 @@ mod tests {
             let stores = stores_without_a_working_keyutils();
 
             let mut keyring_cache = cache_in(dir.path(), "keyring");
-            keyring_cache.keyring = Keyring::with_stores(stores.clone(), KEYRING_TIMEOUT);
+            keyring_cache.keyring =
+                Keyring::with_stores(dir.path(), stores.clone(), KEYRING_TIMEOUT);
             let started = Instant::now();
             let err = keyring_cache.load().unwrap_err();
             assert!(
@@ -553,7 +655,8 @@ mod tests {
                 "{message}"
             );
             assert!(
-                message.contains("use --cache-storage disk, or start a keyring"),
+                message.contains("start a Secret Service")
+                    && message.ends_with("or use --cache-storage disk"),
                 "{message}"
             );
             assert_eq!(crate::error::exit_code_of(&err), Exit::Cache);
@@ -569,7 +672,7 @@ mod tests {
             );
 
             let mut auto = cache_in(dir.path(), "auto");
-            auto.keyring = Keyring::with_stores(stores, KEYRING_TIMEOUT);
+            auto.keyring = Keyring::with_stores(dir.path(), stores, KEYRING_TIMEOUT);
             let guard = lock(&auto);
             let first = tokens("a1", true);
             auto.save(&first, &guard).unwrap();
@@ -606,7 +709,7 @@ mod tests {
             expect_to_be_child("hanging_keyring_child");
             let dir = tempfile::tempdir().unwrap();
             let timeout = Duration::from_millis(300);
-            let keyring = Keyring::with_stores(vec![Store::SecretService], timeout);
+            let keyring = Keyring::with_stores(dir.path(), vec![Store::SecretService], timeout);
 
             let mut auto = cache_in(dir.path(), "auto");
             auto.keyring = keyring.clone();
@@ -628,7 +731,7 @@ mod tests {
             assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
             let message = crate::error::one_line(&err);
             assert!(
-                message.contains("the OS keyring did not answer within 300ms"),
+                message.contains("Secret Service: it did not answer within 300ms"),
                 "{message}"
             );
             println!("CHILD-OK hanging_keyring_child");
@@ -679,7 +782,7 @@ mod tests {
                     .output()
                     .unwrap()
             }
-            Store::Native => unreachable!("no OS tool check on this platform"),
+            Store::Native | Store::Dpapi => unreachable!("no OS tool check on this platform"),
         };
         output
             .status
@@ -698,14 +801,7 @@ mod tests {
         assert!(cache.load().unwrap().is_none());
         let saved = tokens("kr", true);
         let guard = lock(&cache);
-        cache.save(&saved, &guard).unwrap();
-
-        let cached = cache.load().unwrap().unwrap();
-        assert_eq!(cached.tokens, saved);
-        assert_eq!(
-            cache.refresh_token(&cached, &guard).unwrap(),
-            saved.refresh_token
-        );
+        save_and_read_back(&cache, &saved, &guard);
         let (_, store) = cache.keyring.find(cache.key.as_str()).unwrap().unwrap();
         assert_eq!(store, expected, "{}", wrong_store_hint(expected));
         let item =
@@ -816,5 +912,45 @@ mod tests {
             .unwrap();
         let cached = cache.load().unwrap().unwrap();
         assert_eq!(cache.refresh_token(&cached, &guard).unwrap(), None);
+    }
+
+    #[test]
+    fn real_keyring_keeps_a_large_login_or_says_it_refused_one_too_large() {
+        let Some(expected) =
+            real_keyring("real_keyring_keeps_a_large_login_or_says_it_refused_one_too_large")
+        else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = cache_in(dir.path(), "keyring");
+        cache.keyring = Keyring::with_stores(dir.path(), vec![expected], KEYRING_TIMEOUT);
+        let guard = lock(&cache);
+        // A 4 KB ID token and a 2,000-character refresh token: every store takes that.
+        let large = large_tokens("kr-large");
+        save_and_read_back(&cache, &large, &guard);
+
+        // Over 32 KB: the kernel keyring refuses it, and says so; the Secret Service takes it.
+        let mut huge = large_tokens("kr-huge");
+        huge.access_token = Some(Secret::new("h".repeat(40_000)));
+        match (expected, cache.save(&huge, &guard)) {
+            (Store::Keyutils, Err(err)) => {
+                let message = crate::error::one_line(&err);
+                assert!(
+                    message.starts_with(
+                        "the kernel keyring refused the cache entry (too large: over 32767 bytes"
+                    ),
+                    "{message}"
+                );
+                assert!(message.contains("--cache-storage auto"), "{message}");
+                // The entry it had is still there.
+                assert_eq!(cache.load().unwrap().unwrap().tokens, large);
+            }
+            (Store::SecretService, Ok(())) => {
+                assert_eq!(cache.load().unwrap().unwrap().tokens, huge);
+            }
+            (store, outcome) => panic!("{store:?}: {outcome:?}"),
+        }
+        cache.remove(&guard).unwrap();
+        assert!(cache.load().unwrap().is_none());
     }
 }

@@ -4,9 +4,10 @@
 //! Every kubectl process runs the plugin at least once, so the cache hit is the hot path: in the
 //! default `auto` storage it is ONE read of a small private file, with no keyring call and no other
 //! I/O. The short-lived ID/access tokens live in that file (`<cache_dir>/tokens/<key>.json`, 0600);
-//! the long-lived refresh token goes to the OS keyring when one is reachable — it is only needed
+//! the long-lived refresh token goes to the OS keyring when one takes it — it is only needed
 //! to refresh — and otherwise stays in the same private file, which then says so. `disk` keeps
-//! everything in the file, `keyring` everything in the keyring, `none` nothing anywhere.
+//! everything in the file, `keyring` everything in the keyring, `none` nothing anywhere. On
+//! Windows "the OS keyring" is a DPAPI-protected file (`protected_file.rs`).
 //! [`TokenCache::new`] is the one place that turns `--cache-storage` into a backend
 //! (`backends.rs`); the stored form of an entry is `entry.rs`.
 //!
@@ -22,7 +23,9 @@ mod backends;
 mod key;
 mod keyring_store;
 mod lock;
+mod protected_file;
 mod sessions;
+mod store_failure;
 mod stored_entry;
 #[cfg(test)]
 mod tests;
@@ -36,7 +39,7 @@ pub fn state_path(dir: &Path, key: &CacheKey, suffix: &str) -> PathBuf {
 }
 pub use keyring_store::Store;
 pub use lock::EntryLock;
-pub use sessions::{list_sessions, Session, SessionPlace};
+pub use sessions::{list_sessions, secrets_of, SecretPiece, Session, SessionPlace};
 pub use stored_entry::{EntryAbout, RefreshPlace};
 
 use crate::config::{CacheStorage, Config};
@@ -95,7 +98,7 @@ impl TokenCache {
             backend: backends::for_storage(storage),
             dir: config.cache.dir.clone(),
             key: CacheKey::for_config(config),
-            keyring: Keyring::default(),
+            keyring: Keyring::new(&config.cache.dir),
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
             about: Some(EntryAbout {
@@ -123,7 +126,7 @@ impl TokenCache {
             backend: backends::for_storage(storage),
             dir: dir.to_path_buf(),
             key: session.key.clone(),
-            keyring: Keyring::default(),
+            keyring: Keyring::new(dir),
             about: None,
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
@@ -203,9 +206,10 @@ impl TokenCache {
                 );
                 Ok(None)
             }
-            Err(reason) => {
+            Err(failure) => {
                 crate::log::notice(format!(
-                    "cannot read the refresh token from the OS keyring ({reason}); a new login is needed"
+                    "{}; a new login is needed",
+                    failure.summary(store_failure::Os::current(), "the refresh token")
                 ));
                 Ok(None)
             }
@@ -218,8 +222,14 @@ impl TokenCache {
     /// `tokens.refresh_token` is stored as given: when the provider did not send a new refresh
     /// token, the caller must carry the old one over (from [`TokenCache::refresh_token`]), or the
     /// entry loses it.
+    ///
+    /// An error says why the entry could not be kept; a caller holding tokens it just obtained
+    /// should hand them out all the same (a login is never lost to the cache).
     pub fn save(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
-        if self.dir_unusable.get() && self.backend.keeps_files() {
+        // `lock` said so once ("the token is not cached"). Without the lock no store is written
+        // either: the DPAPI store lives in that directory, and a write without the lock could
+        // overwrite a parallel run's newer entry.
+        if self.dir_unusable.get() {
             crate::debug!(1, "not caching the token: the cache directory is unusable");
             return Ok(());
         }
@@ -390,10 +400,12 @@ impl TokenCache {
 /// kubelogin's token cache), read within the keyring's time bound like kubecred's own items.
 /// `Ok(None)`: a store was reached and holds no such item; the error says why none was reached.
 pub fn other_programs_keyring_item(service: &str, account: &str) -> Result<Option<Secret>, String> {
-    Keyring::default()
+    // No DPAPI file of kubecred's is read (other programs' items are in the OS stores only), so
+    // the cache root the client is given does not matter.
+    Keyring::new(Path::new(""))
         .get_other_programs(service, account)
         .map(|found| found.map(Secret::new))
-        .map_err(|reason| reason.0)
+        .map_err(|failure| failure.to_string())
 }
 
 /// The tokens in the bytes of a cache entry (file or keyring item), as [`TokenCache::load`] reads
@@ -408,11 +420,11 @@ fn read_entry_file(path: &Path) -> Result<StoredEntry, ReadError> {
     StoredEntry::parse(&bytes).map_err(ReadError::Corrupt)
 }
 
-fn no_keyring(reason: &keyring_store::Unreachable) -> anyhow::Error {
+/// The error of `--cache-storage keyring` when the keyring did not keep or give back the entry:
+/// refused or out of reach, and what to do about it on this OS.
+fn keyring_failed(failure: &store_failure::KeyringFailure) -> anyhow::Error {
     fail(
         Exit::Cache,
-        format!(
-            "no OS keyring is reachable ({reason}); use --cache-storage disk, or start a keyring (a Secret Service such as gnome-keyring)"
-        ),
+        failure.message(store_failure::Os::current(), "the cache entry"),
     )
 }

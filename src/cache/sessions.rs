@@ -9,6 +9,7 @@
 //! the last save (a kernel keyring forgets its items at reboot; the next get-token logs in).
 
 use super::keyring_store::Store;
+use super::store_failure::Os;
 use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
 use super::{read_entry_file, CacheKey, TokenCache};
 use crate::private_file::{self, ReadError};
@@ -40,6 +41,58 @@ pub struct Session {
     /// Why the entry could not be read (corrupt, another version); it is still listed, and
     /// `logout --all` still removes it.
     pub unreadable: Option<String>,
+}
+
+/// One place that holds some of an entry's tokens, for `status`: which tokens, in which store
+/// (`None`: the plain private file), and where that is in the platform's terms (a path, or the
+/// keyring item's name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretPiece {
+    /// `all_tokens`, `id_and_access_tokens` or `refresh_token`.
+    pub holds: &'static str,
+    pub store: Option<Store>,
+    pub location: String,
+}
+
+/// Where `session`'s tokens are (`dir`: the cache root), as written by the last save.
+pub fn secrets_of(dir: &Path, session: &Session) -> Vec<SecretPiece> {
+    let os = Os::current();
+    let key = session.key.as_str();
+    let file = || {
+        dir.join("tokens")
+            .join(format!("{key}.json"))
+            .display()
+            .to_string()
+    };
+    match (session.place, session.refresh_token) {
+        (SessionPlace::Keyring { store }, _) => vec![SecretPiece {
+            holds: "all_tokens",
+            store: Some(store),
+            location: store.location_on(os, dir, key),
+        }],
+        (SessionPlace::File, RefreshPlace::Keyring(store)) => vec![
+            SecretPiece {
+                holds: "id_and_access_tokens",
+                store: None,
+                location: file(),
+            },
+            SecretPiece {
+                holds: "refresh_token",
+                store: Some(store),
+                location: store.location_on(os, dir, &format!("{key}:refresh")),
+            },
+        ],
+        (SessionPlace::File, RefreshPlace::Entry) => vec![SecretPiece {
+            holds: "all_tokens",
+            store: None,
+            location: file(),
+        }],
+        (SessionPlace::File, RefreshPlace::None) => vec![SecretPiece {
+            holds: "id_and_access_tokens",
+            store: None,
+            location: file(),
+        }],
+    }
 }
 
 /// The index record of a `keyring` entry (`keyring/<key>.json`).

@@ -55,6 +55,18 @@ pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
     }
 }
 
+/// Saves `saved` (a whole entry, `keyring` storage) and checks that it reads back as saved,
+/// the refresh token included.
+pub(super) fn save_and_read_back(cache: &TokenCache, saved: &Tokens, guard: &EntryLock) {
+    cache.save(saved, guard).unwrap();
+    let cached = cache.load().unwrap().unwrap();
+    assert_eq!(&cached.tokens, saved);
+    assert_eq!(
+        cache.refresh_token(&cached, guard).unwrap(),
+        saved.refresh_token
+    );
+}
+
 pub(super) fn lock(cache: &TokenCache) -> EntryLock {
     cache.lock(Duration::from_secs(5)).unwrap()
 }
@@ -237,7 +249,7 @@ fn the_lock_of_an_entry_excludes_a_second_holder() {
 fn auto_without_any_keyring_keeps_the_refresh_token_in_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut cache = cache_in(dir.path(), "auto");
-    cache.keyring = Keyring::with_stores(Vec::new(), Duration::from_secs(1));
+    cache.keyring = Keyring::with_stores(dir.path(), Vec::new(), Duration::from_secs(1));
     let saved = tokens("nokeyring", true);
     let guard = lock(&cache);
     cache.save(&saved, &guard).unwrap();
@@ -336,4 +348,163 @@ fn an_entry_names_its_issuer_as_it_was_written() {
         ]));
         assert_eq!(cache.about.as_ref().unwrap().issuer, written);
     }
+}
+
+// ---- the Windows store (DPAPI-protected files), over the test stand-in for DPAPI ----
+
+/// Every file under `dir`, with its bytes.
+fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    found
+}
+
+fn files_holding(dir: &Path, secret: &Secret) -> Vec<PathBuf> {
+    let needle = secret.expose().as_bytes();
+    every_file(dir)
+        .into_iter()
+        .filter(|(_, bytes)| bytes.windows(needle.len()).any(|window| window == needle))
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// A login as large as real ones get: a 4 KB ID token, a 2,000-character refresh token.
+pub(super) fn large_tokens(tag: &str) -> Tokens {
+    let mut large = tokens(tag, true);
+    large.id_token = Some(Secret::new(format!("id-{tag}-{}", "i".repeat(4096))));
+    large.access_token = Some(Secret::new(format!("at-{tag}-{}", "a".repeat(1500))));
+    large.refresh_token = Some(Secret::new(format!("rt-{tag}-{}", "r".repeat(2000))));
+    large
+}
+
+fn on_dpapi(mut cache: TokenCache, dir: &Path) -> TokenCache {
+    cache.keyring = Keyring::with_stores(dir, vec![Store::Dpapi], Duration::from_secs(5));
+    cache
+}
+
+#[test]
+fn keyring_storage_in_dpapi_files_keeps_a_large_login_with_no_token_in_the_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = on_dpapi(cache_in(dir.path(), "keyring"), dir.path());
+    let saved = large_tokens("kr");
+    let guard = lock(&cache);
+    save_and_read_back(&cache, &saved, &guard);
+    for token in [&saved.id_token, &saved.access_token, &saved.refresh_token] {
+        let found = files_holding(dir.path(), token.as_ref().unwrap());
+        assert!(found.is_empty(), "a token in the clear in {found:?}");
+    }
+    let protected = protected_file::path(dir.path(), cache.key.as_str());
+    assert!(protected.exists());
+    assert!(!cache.entry_path().exists());
+
+    // status: a keyring entry in the DPAPI store, its one secret file named.
+    let sessions = list_sessions(dir.path()).unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        sessions[0].place,
+        SessionPlace::Keyring {
+            store: Store::Dpapi
+        }
+    );
+    let pieces = secrets_of(dir.path(), &sessions[0]);
+    assert_eq!(
+        pieces,
+        [SecretPiece {
+            holds: "all_tokens",
+            store: Some(Store::Dpapi),
+            location: protected.display().to_string(),
+        }]
+    );
+
+    // logout, through the listed entry: nothing is left that held a token, nor the index.
+    let listed = TokenCache::for_session(dir.path(), &sessions[0]);
+    let listed = on_dpapi(listed, dir.path());
+    listed.remove(&guard).unwrap();
+    assert!(!protected.exists());
+    assert!(list_sessions(dir.path()).unwrap().is_empty());
+    let left: Vec<PathBuf> = every_file(dir.path())
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| !path.starts_with(dir.path().join("locks")))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(cache.load().unwrap().is_none());
+}
+
+#[test]
+fn auto_storage_keeps_the_refresh_token_in_a_dpapi_file_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = on_dpapi(cache_in(dir.path(), "auto"), dir.path());
+    let saved = large_tokens("auto");
+    let refresh = saved.refresh_token.clone().unwrap();
+    let guard = lock(&cache);
+    cache.save(&saved, &guard).unwrap();
+
+    assert!(files_holding(dir.path(), &refresh).is_empty());
+    assert_eq!(stored_refresh(&cache), RefreshPlace::Keyring(Store::Dpapi));
+    let cached = cache.load().unwrap().unwrap();
+    assert_eq!(cache.refresh_token(&cached, &guard).unwrap(), Some(refresh));
+    let sessions = list_sessions(dir.path()).unwrap();
+    let pieces = secrets_of(dir.path(), &sessions[0]);
+    let protected = protected_file::path(dir.path(), &cache.refresh_account());
+    assert_eq!(
+        pieces
+            .iter()
+            .map(|piece| (piece.holds, piece.store, piece.location.clone()))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "id_and_access_tokens",
+                None,
+                cache.entry_path().display().to_string()
+            ),
+            (
+                "refresh_token",
+                Some(Store::Dpapi),
+                protected.display().to_string()
+            ),
+        ]
+    );
+
+    cache.remove(&guard).unwrap();
+    let entry = cache.entry_path();
+    // On Windows a deleted file stays until its last handle closes, and the cache keeps the
+    // entry it loaded open (the hand-out stamp).
+    drop(cache);
+    assert!(!protected.exists() && !entry.exists());
+}
+
+#[test]
+fn a_store_that_cannot_keep_the_secret_says_so_and_auto_falls_back_to_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A regular file where the DPAPI store's directory should be.
+    std::fs::write(dir.path().join(protected_file::DIR), b"").unwrap();
+
+    let keyring = on_dpapi(cache_in(dir.path(), "keyring"), dir.path());
+    let guard = lock(&keyring);
+    let err = keyring.save(&large_tokens("kr"), &guard).unwrap_err();
+    let message = crate::error::one_line(&err);
+    assert!(
+        message.starts_with("the DPAPI file store failed with the cache entry (cannot write "),
+        "{message}"
+    );
+    assert!(!message.contains("reachable"), "{message}");
+    assert_eq!(crate::error::exit_code_of(&err), Exit::Cache);
+
+    let auto = on_dpapi(cache_in(dir.path(), "auto"), dir.path());
+    let guard = lock(&auto);
+    let saved = large_tokens("auto");
+    auto.save(&saved, &guard).unwrap();
+    assert_eq!(stored_refresh(&auto), RefreshPlace::Entry);
+    assert_eq!(auto.load().unwrap().unwrap().tokens, saved);
 }

@@ -4,7 +4,7 @@
 //! directory only, and carries no secret.
 
 use crate::acquire::{EntryState, StateFile};
-use crate::cache::{list_sessions, RefreshPlace, Session, SessionPlace, Store};
+use crate::cache::{list_sessions, secrets_of, RefreshPlace, Session, SessionPlace, Store};
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
 use crate::text::printable_brief;
@@ -47,12 +47,22 @@ struct JsonEntry<'a> {
     refresh_token: bool,
     /// `entry` (beside the other tokens) or the keyring store of its own item.
     refresh_token_in: Option<serde_json::Value>,
+    /// Every place holding some of the entry's tokens: which, in which store (`file`: the plain
+    /// private file) and where, in the platform's terms (a path, or the keyring item).
+    secrets: Vec<JsonSecret>,
     /// The last background renewal's failure (refresh-ahead), until new tokens are saved.
     renewal_failed: Option<RenewalFailedJson>,
     /// The provider refused the refresh token (it was dropped): a login is needed when the
     /// cached token runs out.
     refresh_refused: Option<NoteJson>,
     unreadable: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonSecret {
+    holds: &'static str,
+    store: serde_json::Value,
+    location: String,
 }
 
 #[derive(Serialize)]
@@ -111,6 +121,17 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
                     RefreshPlace::Entry => Some("entry".into()),
                     RefreshPlace::Keyring(store) => serde_json::to_value(store).ok(),
                 },
+                secrets: secrets_of(dir, session)
+                    .into_iter()
+                    .map(|piece| JsonSecret {
+                        holds: piece.holds,
+                        store: piece
+                            .store
+                            .and_then(|store| serde_json::to_value(store).ok())
+                            .unwrap_or_else(|| "file".into()),
+                        location: piece.location,
+                    })
+                    .collect(),
                 renewal_failed: state.renewal.and_then(|r| r.failed).map(|failed| {
                     RenewalFailedJson {
                         failed_at: failed.note.at,

@@ -164,3 +164,40 @@ fn auto_storage_puts_the_refresh_token_in_the_keyring_and_refreshes_from_it() {
     assert_eq!(stats["token"]["refresh_token"], 1, "{stats}");
     assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
 }
+
+#[test]
+fn a_keyring_that_refuses_the_entry_says_so_and_the_login_is_still_handed_out() {
+    if !have(Need::Keyctl) {
+        return;
+    }
+    // An access token larger than a kernel keyring key takes (32767 bytes).
+    let large = "a".repeat(40_000);
+    let bed =
+        Testbed::start_with(serde_json::json!({"tokenResponsePatch": {"access_token": large}}));
+    let env = TestEnv::new();
+    let (args, secret) = env.cc_args_secret_in_env(&bed);
+    // A kernel session keyring of its own, and no D-Bus session (the test environment passes
+    // none): the kernel keyring is the one store, and it refuses the entry.
+    let run = env
+        .client(std::path::Path::new("keyctl"))
+        .args(["session", "-"])
+        .arg(kubecred_bin())
+        .args(&args)
+        .arg("--cache-storage=keyring")
+        .arg(format!("--cache-dir={}", env.cache_dir().display()))
+        .env("KUBECRED_CLIENT_SECRET", &secret)
+        .run()
+        .success();
+    assert_eq!(run.token(), large);
+    let line = run.only_kubecred_line();
+    assert!(
+        line.starts_with(
+            "kubecred: warning: the new token is handed out but not cached: the kernel keyring refused the cache entry (too large: over 32767 bytes, the most a kernel keyring key holds; Secret Service: "
+        ),
+        "{line}"
+    );
+    assert!(line.contains("use --cache-storage auto"), "{line}");
+    assert!(!line.contains("Keychain") && !line.contains("Credential Manager"));
+    let stderr = run.stderr();
+    assert!(!stderr.contains(&large[..64]), "no token on stderr");
+}

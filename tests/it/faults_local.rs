@@ -210,28 +210,62 @@ fn an_unusable_cache_dir_still_prints_the_token_with_one_warning() {
     // A cache directory under a regular file cannot be created, not even by root.
     let blocker = env.dir.path().join("a-file");
     fs::write(&blocker, b"").unwrap();
-    let mut args = env.cc_args(&bed);
+    let (mut args, secret) = env.cc_args_secret_in_env(&bed);
     args.push(format!("--cache-dir={}", blocker.join("cache").display()));
-    // The secret from the environment: on the command line it earns a notice of its own.
-    let at = args
-        .iter()
-        .position(|arg| arg.starts_with("--client-secret="))
-        .unwrap();
-    let secret = args.remove(at).replacen("--client-secret=", "", 1);
     let run = env
         .kubecred_owned(&args)
         .env("KUBECRED_CLIENT_SECRET", secret)
         .run()
         .success();
     run.credential();
-    let stderr = run.stderr();
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "one warning:\n{stderr}");
-    assert!(
-        lines[0].contains("cannot use the cache directory"),
-        "{stderr}"
-    );
-    assert!(lines[0].contains("not cached"), "{stderr}");
+    let line = run.only_kubecred_line();
+    assert!(line.contains("cannot use the cache directory"), "{line}");
+    assert!(line.contains("not cached"), "{line}");
+}
+
+#[test]
+fn a_login_is_never_lost_to_a_cache_that_cannot_keep_it() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // The lock can be taken, the entry cannot be written: a regular file where `tokens/` goes.
+    fs::create_dir_all(env.cache_dir()).unwrap();
+    fs::write(env.cache_dir().join("tokens"), b"").unwrap();
+    let (args, secret) = env.cc_args_secret_in_env(&bed);
+    for storage in ["disk", "auto"] {
+        let mut args = args.clone();
+        args.push(format!("--cache-storage={storage}"));
+        let before = bed.token_requests("client_credentials");
+        let run = env
+            .kubecred_owned(&args)
+            .env("KUBECRED_CLIENT_SECRET", &secret)
+            .run()
+            .success();
+        run.credential();
+        let line = run.only_kubecred_line();
+        assert!(
+            line.starts_with(
+                "kubecred: warning: the new token is handed out but not cached: cannot write the token cache file "
+            ),
+            "{storage}: {line}"
+        );
+        assert!(line.contains("pass --cache-dir"), "{line}");
+        assert!(!run.stderr().contains(&run.token()), "no token on stderr");
+        assert_eq!(
+            bed.token_requests("client_credentials"),
+            before + 1,
+            "{storage}"
+        );
+    }
+    // Nothing was kept: the next run asks the provider again, and still succeeds.
+    let mut again = args.clone();
+    again.push("--cache-storage=disk".into());
+    env.kubecred_owned(&again)
+        .env("KUBECRED_CLIENT_SECRET", &secret)
+        .run()
+        .success()
+        .credential();
+    assert_eq!(bed.token_requests("client_credentials"), 3);
+    assert_eq!(fs::read(env.cache_dir().join("tokens")).unwrap(), b"");
 }
 
 #[test]

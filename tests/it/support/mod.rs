@@ -53,6 +53,8 @@ pub enum Need {
     /// Debian's glewlwyd (the second OpenID Provider) and the sqlite3 shell that creates its
     /// database.
     Glewlwyd,
+    /// `keyctl` (Debian's keyutils), to run a command in a kernel session keyring of its own.
+    Keyctl,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -77,13 +79,10 @@ pub fn have(need: Need) -> bool {
                 .is_ok_and(|status| status.success());
             (!found).then(|| "strace (Debian's strace)".to_string())
         }
+        Need::Keyctl => (!on_path("keyctl")).then(|| "keyctl (Debian's keyutils)".to_string()),
         Need::Glewlwyd => ["glewlwyd", "sqlite3"]
             .into_iter()
-            .find(|program| {
-                !std::env::var_os("PATH").is_some_and(|path| {
-                    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-                })
-            })
+            .find(|program| !on_path(program))
             .map(|program| format!("{program} (Debian's {program})")),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -111,6 +110,11 @@ pub fn have(need: Need) -> bool {
         "needs {missing}; run scripts/test.sh, which installs it"
     ));
     false
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Says on stderr why a test did nothing. (The harness captures it; kubecred's own code writes
@@ -409,6 +413,19 @@ impl TestEnv {
         ]
     }
 
+    /// [`cc_args`](Self::cc_args) with the client secret taken out, to pass in the environment
+    /// (`KUBECRED_CLIENT_SECRET`): on the command line it earns a notice of its own, which tests
+    /// counting stderr lines do not want.
+    pub fn cc_args_secret_in_env(&self, bed: &Testbed) -> (Vec<String>, String) {
+        let mut args = self.cc_args(bed);
+        let at = args
+            .iter()
+            .position(|arg| arg.starts_with("--client-secret="))
+            .unwrap();
+        let secret = args.remove(at).replacen("--client-secret=", "", 1);
+        (args, secret)
+    }
+
     pub fn kubecred_owned(&self, args: &[String]) -> Command {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         self.kubecred(&refs)
@@ -589,6 +606,21 @@ impl Run {
             self.describe()
         );
         self
+    }
+
+    /// The one line kubecred wrote on stderr (a warning, a notice); fails unless there is
+    /// exactly one and nothing else came from kubecred. Lines of other programs in the
+    /// command (`keyctl session`'s "Joined session keyring") do not count.
+    #[track_caller]
+    pub fn only_kubecred_line(&self) -> String {
+        let stderr = self.stderr();
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|line| !line.starts_with("Joined session keyring"))
+            .collect();
+        assert_eq!(lines.len(), 1, "one line expected\n{}", self.describe());
+        assert!(lines[0].starts_with("kubecred: "), "{}", self.describe());
+        lines[0].to_string()
     }
 
     #[track_caller]
