@@ -4,14 +4,14 @@
 //! what those flags mean ([`resolve`], called by `Config::resolve`).
 //!
 //! kubelogin's names for flags kubecred has too (`--oidc-issuer-url` and the like) are aliases
-//! on kubecred's own flags in `cli.rs`. The flags here are hidden from `--help`: they exist only
-//! for compatibility, and each is accepted, mapped, ignored with a notice, or refused with the
-//! reason — never silently dropped when dropping it could weaken or misdirect a login.
+//! on kubecred's own flags in `cli.rs` (`--local-server-cert` and `--local-server-key` are
+//! kubecred's flags under kubelogin's names). The flags here are hidden from `--help`: they exist
+//! only for compatibility, and each is mapped or ignored with a notice — never silently dropped
+//! when dropping it could weaken or misdirect a login.
 
 use crate::error::{fail, Exit};
 use clap::Args;
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 /// kubelogin's subcommand: its stanzas read `args: [oidc-login, get-token, ...]` because kubelogin
 /// runs as the kubectl plugin `kubectl oidc-login`.
@@ -48,13 +48,10 @@ pub struct KubeloginFlags {
     #[arg(long, hide = true, value_name = "PASSWORD")]
     pub password: Option<String>,
 
-    /// kubelogin's HTTPS login listener. Refused.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub local_server_cert: Option<PathBuf>,
-
-    /// kubelogin's HTTPS login listener. Refused.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub local_server_key: Option<PathBuf>,
+    /// kubelogin's request headers, `NAME=VALUE` (several joined by commas): kubecred's
+    /// --request-header.
+    #[arg(long, hide = true, value_name = "NAME=VALUE")]
+    pub oidc_request_header: Vec<String>,
 }
 
 impl KubeloginFlags {
@@ -80,12 +77,12 @@ pub struct KubeloginSettings {
     pub redirect_host: Option<String>,
     /// From `--password` (the password grant).
     pub password: Option<crate::secret::Secret>,
+    /// From `--oidc-request-header`, as given (split like --request-header's).
+    pub request_headers: Vec<String>,
 }
 
-/// Refuses the flags that would change what kind of login happens, names the ignored ones in a
-/// notice, and maps the rest.
+/// Names the ignored flags in a notice, and maps the rest.
 pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
-    refuse_unsupported(flags)?;
     let ignored = flags.ignored_given();
     if !ignored.is_empty() {
         crate::log::notice(format!(
@@ -100,21 +97,8 @@ pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
             .as_deref()
             .map(|host| host.trim().to_string()),
         password: flags.password.clone().map(crate::secret::Secret::new),
+        request_headers: flags.oidc_request_header.clone(),
     })
-}
-
-/// kubelogin flags that would change what kind of login happens: refused with the reason, never
-/// ignored. Their values are not printed (`--password` holds one).
-fn refuse_unsupported(flags: &KubeloginFlags) -> anyhow::Result<()> {
-    if flags.local_server_cert.is_some() || flags.local_server_key.is_some() {
-        return Err(fail(
-            Exit::Input,
-            "--local-server-cert/--local-server-key are not supported: the login listener serves \
-             plain http on loopback; drop them and register the http://localhost:PORT/callback \
-             redirect URI with the provider",
-        ));
-    }
-    Ok(())
 }
 
 /// kubelogin's `--oidc-pkce-method`: `auto` leaves the choice to discovery, `no` turns PKCE off,

@@ -68,6 +68,7 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
             what: &format!("fetching the discovery document from {shown}"),
             body_cap: http::MAX_JSON_BODY,
             replay: http::Replay::Safe,
+            recipient: http::Recipient::Provider,
         })
         .map_err(|failure| match failure {
             http::RequestFailure::Network { failure, .. } => {
