@@ -62,7 +62,11 @@ impl ProviderClient<'_> {
             complete.as_deref(),
             details.expires_in(),
         );
-        if self.config.login.browser != BrowserChoice::Skip {
+        // Where no browser can open (how `auto` came here, over SSH), trying would only add
+        // a line saying so.
+        let no_browser_here = self.config.login.browser == BrowserChoice::System
+            && browser::cannot_open_here().is_some();
+        if self.config.login.browser != BrowserChoice::Skip && !no_browser_here {
             let target = complete
                 .clone()
                 .unwrap_or_else(|| details.verification_uri().to_string());
