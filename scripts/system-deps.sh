@@ -11,6 +11,8 @@
 #   musl-tools       musl-gcc, for ring's C code in the static musl build (scripts/static-build.sh)
 #   glewlwyd, sqlite3  the second OpenID Provider of the test bed and the shell that creates its
 #                    database (tests/support/glewlwyd.mjs)
+#   tinyproxy, microsocks  real HTTP and SOCKS5 proxies on loopback for the proxy tests
+#                    (tests/it/proxy.rs starts its own; the packaged services are not used)
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -26,6 +28,8 @@ KUBECRED_SYSTEM_DEPS=(
     "musl-tools:musl-gcc"
     "glewlwyd:glewlwyd"
     "sqlite3:sqlite3"
+    "tinyproxy:tinyproxy"
+    "microsocks:microsocks"
 )
 
 # What the release and the other platforms' tests need beyond that (scripts/release.sh,

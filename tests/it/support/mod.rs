@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod terminal;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -53,6 +56,8 @@ pub enum Need {
     /// Debian's glewlwyd (the second OpenID Provider) and the sqlite3 shell that creates its
     /// database.
     Glewlwyd,
+    /// Debian's tinyproxy (an HTTP proxy) and microsocks (a SOCKS5 proxy).
+    ProxyServers,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -77,14 +82,8 @@ pub fn have(need: Need) -> bool {
                 .is_ok_and(|status| status.success());
             (!found).then(|| "strace (Debian's strace)".to_string())
         }
-        Need::Glewlwyd => ["glewlwyd", "sqlite3"]
-            .into_iter()
-            .find(|program| {
-                !std::env::var_os("PATH").is_some_and(|path| {
-                    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-                })
-            })
-            .map(|program| format!("{program} (Debian's {program})")),
+        Need::Glewlwyd => first_missing(&["glewlwyd", "sqlite3"]),
+        Need::ProxyServers => first_missing(&["tinyproxy", "microsocks"]),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
@@ -111,6 +110,18 @@ pub fn have(need: Need) -> bool {
         "needs {missing}; run scripts/test.sh, which installs it"
     ));
     false
+}
+
+/// The first of `programs` not on PATH, named with its Debian package.
+fn first_missing(programs: &[&str]) -> Option<String> {
+    programs
+        .iter()
+        .find(|program| {
+            !std::env::var_os("PATH").is_some_and(|path| {
+                std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+            })
+        })
+        .map(|program| format!("{program} (Debian's {program})"))
 }
 
 /// Says on stderr why a test did nothing. (The harness captures it; kubecred's own code writes
@@ -270,6 +281,19 @@ impl Testbed {
             .send()
             .and_then(|r| r.error_for_status())
             .expect("test bed config");
+    }
+
+    /// The requests the provider received so far (`GET /__testbed/requests`): method, path and
+    /// headers (names in lower case), oldest first.
+    pub fn requests(&self) -> Vec<Value> {
+        let answer: Value = self
+            .admin_client()
+            .get(format!("{}/requests", self.admin))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.json())
+            .expect("test bed requests");
+        answer.as_array().cloned().unwrap_or_default()
     }
 
     pub fn revoke_refresh_tokens(&self) {
