@@ -129,6 +129,12 @@ fn grant(env: &TestEnv, bed: &Testbed) -> Command {
     env.kubecred_owned(&args)
 }
 
+/// `-v` tells of no retry.
+#[track_caller]
+fn not_retried(run: &Run) {
+    assert!(!run.stderr().contains("retry"), "{}", run.stderr());
+}
+
 #[test]
 fn a_grant_through_an_http_proxy_shows_in_its_log() {
     if !have(Need::ProxyServers) {
@@ -190,7 +196,7 @@ fn a_proxy_with_a_password_and_wrong_or_missing_ones() {
             "kubecred: error: fetching the OpenID discovery document from {}/.well-known/openid-configuration: the proxy http://127.0.0.1:{} (from HTTPS_PROXY) answered 401 Unauthorized: it refused the user name and password; check them in HTTPS_PROXY\n",
             bed.issuer, proxy.port
         ));
-    assert!(!run.stderr().contains("retry"), "{}", run.stderr());
+    not_retried(&run);
     assert_eq!(
         proxy.log_lines_with("): CONNECT ").len(),
         before + 2,
@@ -209,7 +215,7 @@ fn a_proxy_with_a_password_and_wrong_or_missing_ones() {
             "the proxy http://127.0.0.1:{} (from https_proxy) answered 407 Proxy Authentication Required: it wants a user name and password; give them in https_proxy as http://USER:PASSWORD@HOST:PORT",
             proxy.port
         ));
-    assert!(!run.stderr().contains("retry"), "{}", run.stderr());
+    not_retried(&run);
 }
 
 #[test]
@@ -254,7 +260,7 @@ fn socks5h_leaves_the_name_to_the_proxy_and_a_refused_password_is_one_line() {
             "the SOCKS proxy socks5h://127.0.0.1:{} (from ALL_PROXY) refused the user name and password; check them in ALL_PROXY",
             proxy.port
         ));
-    assert!(!run.stderr().contains("retry"), "{}", run.stderr());
+    not_retried(&run);
 }
 
 #[test]
@@ -344,7 +350,7 @@ fn a_setting_that_cannot_work_fails_before_any_request_and_a_cache_hit_still_ans
             .failure(INPUT_EXIT)
             .never_shows(&["ftp-pass-5"])
             .stderr_contains(expected);
-        assert!(!run.stderr().contains("retry"), "{}", run.stderr());
+        not_retried(&run);
     }
     let stats = bed.stats();
     assert_eq!(

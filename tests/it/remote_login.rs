@@ -22,12 +22,21 @@ const V1: &str = "client.authentication.k8s.io/v1";
 /// How long kubecred may take to finish once the browser is done (or its own timeout is due).
 const EXIT_WAIT: Duration = Duration::from_secs(90);
 
-/// What sshd sets for a login from 192.0.2.10.
-fn ssh_session(command: &mut Command) {
+/// `get-token` with `--grant-type auto` (the default) on a terminal in an SSH session from
+/// 192.0.2.10, as sshd sets it up (and no display: the test's environment has none).
+fn in_ssh_session(env: &TestEnv, bed: &Testbed) -> Running {
+    let mut command = env.kubecred(&[
+        "get-token",
+        &format!("--issuer-url={}", bed.issuer),
+        &format!("--client-id={PUBLIC_CLIENT}"),
+        "--listen-address=127.0.0.1:0",
+        "--auth-timeout=120s",
+    ]);
     command
         .env("SSH_CONNECTION", "192.0.2.10 50022 192.0.2.20 22")
         .env("SSH_CLIENT", "192.0.2.10 50022 22")
         .env("SSH_TTY", "/dev/pts/3");
+    Running::start(command, Stdin::Terminal, true)
 }
 
 /// `browser.mjs` approving `url` as alice, as the user's laptop browser would; waits for it.
@@ -52,14 +61,7 @@ fn an_ssh_session_in_a_terminal_gets_the_device_flow_by_itself() {
     }
     let bed = Testbed::start();
     let env = TestEnv::new();
-    let mut command = env.kubecred(&[
-        "get-token",
-        &format!("--issuer-url={}", bed.issuer),
-        &format!("--client-id={PUBLIC_CLIENT}"),
-        "--auth-timeout=120s",
-    ]);
-    ssh_session(&mut command);
-    let mut kubecred = Running::start(command, Stdin::Terminal, true);
+    let mut kubecred = in_ssh_session(&env, &bed);
     let why = kubecred.stderr_line_with("so --grant-type auto uses the device flow", URL_WAIT);
     assert_eq!(
         why,
@@ -93,15 +95,7 @@ fn an_ssh_session_at_a_provider_without_the_device_flow_gets_the_paste_prompt() 
         "discoveryPatch": {"device_authorization_endpoint": null}
     }));
     let env = TestEnv::new();
-    let mut command = env.kubecred(&[
-        "get-token",
-        &format!("--issuer-url={}", bed.issuer),
-        &format!("--client-id={PUBLIC_CLIENT}"),
-        "--listen-address=127.0.0.1:0",
-        "--auth-timeout=120s",
-    ]);
-    ssh_session(&mut command);
-    let mut kubecred = Running::start(command, Stdin::Terminal, true);
+    let mut kubecred = in_ssh_session(&env, &bed);
     kubecred.stderr_line_with("If it does not open, visit: ", URL_WAIT);
     kubecred.stderr_line_with(
         "could not open a browser (an SSH session, DISPLAY and WAYLAND_DISPLAY unset)",
@@ -165,6 +159,15 @@ subprocess.Popen(["node", os.environ["BROWSER_MJS"], "--detach", url],
                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 "#;
 
+/// The login URL kubecred printed before opening the browser.
+fn printed_login_url(run: &Run) -> String {
+    run.stderr()
+        .lines()
+        .find_map(|line| line.split("If it does not open, visit: ").nth(1))
+        .map(str::to_string)
+        .expect("the login URL on stderr")
+}
+
 const WSL_LAUNCHERS: [&str; 4] = ["wslview", "cmd.exe", "powershell.exe", "explorer.exe"];
 
 /// A directory holding stand-ins for `launchers`.
@@ -219,12 +222,7 @@ fn wsl_launchers_each_hand_the_whole_url_to_the_browser() {
         let called = &lines[0];
         assert_eq!(called["program"], *first, "{lines:?}");
         // The URL it read is the one kubecred printed, whole.
-        let printed = run
-            .stderr()
-            .lines()
-            .find_map(|line| line.split("If it does not open, visit: ").nth(1))
-            .map(str::to_string)
-            .expect("the login URL on stderr");
+        let printed = printed_login_url(&run);
         assert!(printed.contains('&') && printed.contains('%'), "{printed}");
         assert_eq!(lines[1]["url"], printed, "{first}: {lines:?}");
         // Windows programs start in their own directory (cmd.exe refuses a UNC one).
@@ -316,13 +314,7 @@ fn an_https_callback_completes_a_login_at_a_client_that_takes_only_https() {
         .run()
         .success();
     assert_eq!(jwt_claims(&run.token())["sub"], "alice");
-    let printed = run
-        .stderr()
-        .lines()
-        .find_map(|line| line.split("If it does not open, visit: ").nth(1))
-        .map(str::to_string)
-        .expect("the login URL on stderr");
-    let login_url = url::Url::parse(&printed).unwrap();
+    let login_url = url::Url::parse(&printed_login_url(&run)).unwrap();
     let redirect = login_url
         .query_pairs()
         .find(|(name, _)| name == "redirect_uri")

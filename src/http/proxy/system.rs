@@ -167,7 +167,7 @@ mod platform {
     use std::ffi::c_void;
     use windows_sys::Win32::Foundation::ERROR_SUCCESS;
     use windows_sys::Win32::System::Registry::{
-        RegGetValueW, HKEY_CURRENT_USER, RRF_RT_REG_DWORD, RRF_RT_REG_SZ,
+        RegGetValueW, HKEY_CURRENT_USER, REG_ROUTINE_FLAGS, RRF_RT_REG_DWORD, RRF_RT_REG_SZ,
     };
 
     const KEY: &str = r"Software\Microsoft\Windows\CurrentVersion\Internet Settings";
@@ -176,58 +176,41 @@ mod platform {
         text.encode_utf16().chain(Some(0)).collect()
     }
 
-    fn dword(name: &str) -> Option<u32> {
+    /// One value of the Internet settings key into `data` (`size` bytes); a null `data` asks
+    /// for the size only.
+    fn get_value(name: &str, kind: REG_ROUTINE_FLAGS, data: *mut c_void, size: &mut u32) -> bool {
         let (key, name) = (wide(KEY), wide(name));
-        let mut value: u32 = 0;
-        let mut size = std::mem::size_of::<u32>() as u32;
-        // SAFETY: both names are NUL-terminated UTF-16; `value` is a writable u32 whose size
-        // is passed in `size`.
+        // SAFETY: both names are NUL-terminated UTF-16 that outlive the call; `data` is null or
+        // points to `size` writable bytes (the callers' buffers).
         let status = unsafe {
             RegGetValueW(
                 HKEY_CURRENT_USER,
                 key.as_ptr(),
                 name.as_ptr(),
-                RRF_RT_REG_DWORD,
+                kind,
                 std::ptr::null_mut(),
-                (&mut value as *mut u32).cast::<c_void>(),
-                &mut size,
+                data,
+                size,
             )
         };
-        (status == ERROR_SUCCESS).then_some(value)
+        status == ERROR_SUCCESS
+    }
+
+    fn dword(name: &str) -> Option<u32> {
+        let mut value: u32 = 0;
+        let mut size = std::mem::size_of::<u32>() as u32;
+        let data = (&mut value as *mut u32).cast::<c_void>();
+        get_value(name, RRF_RT_REG_DWORD, data, &mut size).then_some(value)
     }
 
     fn string(name: &str) -> Option<String> {
-        let (key, name) = (wide(KEY), wide(name));
         let mut size: u32 = 0;
-        // SAFETY: as above; a null buffer asks for the size in bytes, NUL included.
-        let status = unsafe {
-            RegGetValueW(
-                HKEY_CURRENT_USER,
-                key.as_ptr(),
-                name.as_ptr(),
-                RRF_RT_REG_SZ,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                &mut size,
-            )
-        };
-        if status != ERROR_SUCCESS || size == 0 {
+        if !get_value(name, RRF_RT_REG_SZ, std::ptr::null_mut(), &mut size) || size == 0 {
             return None;
         }
         let mut buffer = vec![0u16; (size as usize).div_ceil(2)];
-        // SAFETY: `buffer` holds `size` bytes, as the first call asked for.
-        let status = unsafe {
-            RegGetValueW(
-                HKEY_CURRENT_USER,
-                key.as_ptr(),
-                name.as_ptr(),
-                RRF_RT_REG_SZ,
-                std::ptr::null_mut(),
-                buffer.as_mut_ptr().cast::<c_void>(),
-                &mut size,
-            )
-        };
-        if status != ERROR_SUCCESS {
+        let data = buffer.as_mut_ptr().cast::<c_void>();
+        if !get_value(name, RRF_RT_REG_SZ, data, &mut size) {
             return None;
         }
         let end = buffer.iter().position(|&c| c == 0).unwrap_or(buffer.len());

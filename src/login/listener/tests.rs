@@ -28,7 +28,11 @@ pub(crate) fn ipv6_available() -> bool {
 
 /// Sends one GET and returns (status line, whole answer).
 pub(crate) fn get(address: SocketAddr, target: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(address).unwrap();
+    get_on(TcpStream::connect(address).unwrap(), target)
+}
+
+/// One GET on a connection (plain or TLS): (status line, whole answer).
+fn get_on(mut stream: impl Read + Write, target: &str) -> (String, String) {
     write!(
         stream,
         "GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
@@ -271,16 +275,10 @@ fn tls_get(address: SocketAddr, target: &str) -> (String, String) {
     .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let mut stream = rustls::StreamOwned::new(connection, TcpStream::connect(address).unwrap());
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
+    get_on(
+        rustls::StreamOwned::new(connection, TcpStream::connect(address).unwrap()),
+        target,
     )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.lines().next().unwrap_or_default().to_string();
-    (status, answer)
 }
 
 #[test]
