@@ -150,12 +150,12 @@ fn explain_proxy_problem(
     } else {
         "http://USER:PASSWORD@HOST:PORT"
     };
-    // Credentials go into a variable; the system settings (an origin with spaces: "the Windows
-    // proxy settings") have no place for them that kubecred reads.
-    let settable = if origin.contains(' ') {
-        "HTTPS_PROXY"
-    } else {
+    // Credentials go into a variable; the system settings have no place for them that kubecred
+    // reads.
+    let settable = if super::proxy::is_a_variable(origin) {
         origin
+    } else {
+        "HTTPS_PROXY"
     };
     match problem {
         ProxyProblem::DoesNotResolve => {
@@ -368,6 +368,83 @@ mod tests {
                 detail: "connection refused by policy; dns error upstream".into()
             }
         );
+    }
+
+    #[test]
+    fn every_proxy_problem_names_the_proxy_and_the_setting_to_check() {
+        let problems = [
+            ProxyProblem::DoesNotResolve,
+            ProxyProblem::Refused,
+            ProxyProblem::Unreachable,
+            ProxyProblem::Tls {
+                explained: NetworkFailure::UntrustedCertificate.explain(),
+            },
+            ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: true,
+            },
+            ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: false,
+            },
+            ProxyProblem::Answered { status: 403 },
+            ProxyProblem::Answered { status: 502 },
+            ProxyProblem::SocksNeedsCredentials,
+            ProxyProblem::SocksRefusedCredentials,
+            ProxyProblem::SocksNoAcceptableMethod,
+            ProxyProblem::SocksCouldNotConnect { reply: 5 },
+            ProxyProblem::NotThisKindOfProxy,
+        ];
+        for origin in ["HTTPS_PROXY", "the Windows proxy settings"] {
+            for problem in &problems {
+                let text = NetworkFailure::Proxy {
+                    proxy: format!("the proxy http://proxy.corp:3128 (from {origin})"),
+                    origin: origin.into(),
+                    target: "idp.example:443".into(),
+                    problem: problem.clone(),
+                }
+                .explain();
+                assert!(!text.contains('\n'), "{text}");
+                assert!(
+                    text.starts_with("the proxy http://proxy.corp:3128 (from "),
+                    "{text}"
+                );
+                // What to do: the setting, NO_PROXY, or the issuer URL.
+                assert!(
+                    [
+                        "check",
+                        "give them in",
+                        "NO_PROXY",
+                        "issuer URL",
+                        "--certificate-authority"
+                    ]
+                    .iter()
+                    .any(|next| text.contains(next)),
+                    "{text}"
+                );
+            }
+        }
+        // Credentials are asked for in a variable, even when the system settings named the proxy.
+        let wanted = explain_proxy_problem(
+            "the proxy http://proxy.corp:3128 (from the Windows proxy settings)",
+            "the Windows proxy settings",
+            "idp.example:443",
+            &ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: false,
+            },
+        );
+        assert!(
+            wanted.contains("give them in HTTPS_PROXY as http://USER:PASSWORD@HOST:PORT"),
+            "{wanted}"
+        );
+        assert!(explain_proxy_problem(
+            "p",
+            "ALL_PROXY",
+            "t",
+            &ProxyProblem::SocksCouldNotConnect { reply: 4 }
+        )
+        .contains("(host unreachable)"));
     }
 
     #[test]

@@ -180,7 +180,10 @@ impl Proxies {
                 no_proxy,
             });
         }
-        let Some(settings) = system().filter(|_| proxy.system_settings) else {
+        if !proxy.system_settings {
+            return Ok(Proxies::default());
+        }
+        let Some(settings) = system() else {
             return Ok(Proxies::default());
         };
         if let Some(script) = &settings.auto_config {
@@ -244,14 +247,22 @@ impl Route<'_> {
         match self {
             Route::Direct => "direct (no proxy is set for it)".into(),
             Route::Bypassed { entry, list } => {
-                format!(
-                    "direct: {list} matches its host (entry {})",
-                    crate::text::printable_brief(entry, 100)
-                )
+                let entry = crate::text::printable_brief(entry, 100);
+                if is_a_variable(list) {
+                    format!("direct: {list} matches its host (entry {entry})")
+                } else {
+                    format!("direct: the exceptions of {list} match its host (entry {entry})")
+                }
             }
             Route::Through(proxy) => format!("through {}", proxy.named()),
         }
     }
+}
+
+/// Whether a setting came from a variable (`HTTPS_PROXY`), rather than from the system settings
+/// ("the Windows proxy settings"): messages then name it as such, and credentials can go there.
+pub fn is_a_variable(origin: &str) -> bool {
+    !origin.contains(' ')
 }
 
 /// Reads one proxy setting, as curl does: no scheme means `http://`, no port the scheme's.

@@ -173,6 +173,10 @@ fn the_system_settings_only_when_no_variable_names_a_proxy() {
     );
     // Both lists send hosts direct: NO_PROXY and the system's exceptions.
     assert!(through(&set, "https://idp.example/").is_none());
+    assert_eq!(
+        set.route(&url("https://idp.corp.example/")).describe(),
+        "direct: the exceptions of the Windows proxy settings match its host (entry *.corp.example)"
+    );
     assert!(through(&set, "https://idp.corp.example/").is_none());
     assert!(through(&set, "https://intranet/").is_none());
     // A variable wins over the system; a test's config reads no system settings.
