@@ -428,4 +428,29 @@ mod tests {
         open("file:///etc/passwd", &never).unwrap();
         open("--help", &never).unwrap();
     }
+
+    #[cfg(not(target_os = "macos"))]
+    #[test]
+    fn the_url_survives_cmd_and_powershell() {
+        use base64::Engine;
+        let url = "https://idp.example/auth?a=1&b=%3A%2F&c=(x)^|<y>&d='q'";
+        // cmd.exe /c: every metacharacter escaped, every % made %^ (no %NAME% can form).
+        assert_eq!(
+            platform::for_cmd(url),
+            "https://idp.example/auth?a=1^&b=%^3A%^2F^&c=^(x^)^^^|^<y^>^&d='q'"
+        );
+        // PowerShell: a single-quoted string (quotes doubled), base64 of UTF-16LE.
+        let encoded = platform::for_powershell(url);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        let units: Vec<u16> = bytes
+            .chunks(2)
+            .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+            .collect();
+        assert_eq!(
+            String::from_utf16(&units).unwrap(),
+            "Start-Process 'https://idp.example/auth?a=1&b=%3A%2F&c=(x)^|<y>&d=''q'''"
+        );
+    }
 }
