@@ -15,6 +15,9 @@
 #     the completed login with one warning.
 #     Refresh-ahead: a hit in the window ends its stdout as fast as a plain hit while the
 #     renewal waits for a slow provider, and starts one renewal however many hits come.
+#     The Windows proxy settings (the registry's Internet settings, as the settings app writes
+#     them): requests go through the proxy they name (a real tinyproxy, whose log shows them),
+#     or direct for a host in their exceptions.
 #   Linux arm64 (qemu-user): --version; a client-credentials grant; a cache hit.
 # Wine 8 lacks bcryptprimitives.dll, which Rust's std needs: a one-function stand-in
 # (tests/support/wine/bcryptprimitives.c) is built with mingw and put beside the exe, for Wine
@@ -139,6 +142,7 @@ if child.returncode != 0 or b'"ExecCredential"' not in out:
 print("%.2f" % elapsed)
 PY
 }
+first=$(win "${cc_args[@]}" --refresh-ahead=0 | token_of) || fail "windows plain hit: $(cat "$work/win.stderr")"
 plain=$(read_to_end wine "$exe" "${cc_args[@]}" --refresh-ahead=0) || fail "windows plain hit: $plain"
 window=$(read_to_end wine "$exe" "${cc_args[@]}" --refresh-ahead=1h) || fail "windows window hit: $window"
 for _ in 1 2 3; do
@@ -150,6 +154,8 @@ for _ in $(seq 60); do [ "$(token_requests)" != "$before" ] && break; sleep 0.5;
 sleep 16 # the renewal's request takes 15 s
 [ "$(token_requests)" = $((before + 1)) ] \
     || fail "windows: $(($(token_requests) - before)) token requests for four hits in the window, expected one renewal"
+renewed=$(win "${cc_args[@]}" --refresh-ahead=0 | token_of) || fail "windows hit after the renewal: $(cat "$work/win.stderr")"
+[ "$renewed" != "$first" ] || fail "windows: the background renewal did not replace the cached token"
 bed_admin POST /config '{"tokenDelayMs": 0}' > /dev/null
 echo "    refresh-ahead: the window hit's stdout ended in ${window}s (a plain hit's in ${plain}s) with the provider taking 15 s; one renewal for four hits: ok" >&2
 
@@ -176,7 +182,7 @@ device_login() {
     wine "$exe" "${device_args[@]}" "$@" > "$out" 2>> "$out.stderr" < /dev/null &
     pid=$!
     for _ in $(seq 300); do
-        url=$(tr -d '\r' < "$out.stderr" | sed -n 's/^.*To log in, open \(http[^ ]*\) in a browser.*$/\1/p' | head -1)
+        url=$(tr -d '\r' < "$out.stderr" | sed -n 's/^.*[Tt]o log in, open \(http[^ ]*\) in a browser.*$/\1/p' | head -1)
         [ -n "$url" ] && break
         kill -0 "$pid" 2> /dev/null || break
         sleep 0.1
@@ -325,4 +331,36 @@ for storage in keyring auto; do
     done
     echo "    device flow, --cache-storage $storage: a cache that cannot be written still hands out the login, with one warning: ok" >&2
 done
+
+# The Windows proxy settings, with no proxy variable set: kubecred reads the registry itself
+# (src/http/proxy/system.rs). A tinyproxy of our own on loopback is the proxy. The grant is
+# client credentials again (the device-flow part above unset its secret).
+export KUBECRED_CLIENT_SECRET=testbed-cc-secret
+ensure_deps "tinyproxy:tinyproxy"
+proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'Port %s\nListen 127.0.0.1\nLogLevel Connect\nMaxClients 20\n' "$proxy_port" > "$work/tinyproxy.conf"
+tinyproxy -d -c "$work/tinyproxy.conf" < /dev/null > "$work/tinyproxy.log" 2>&1 &
+tinyproxy_pid=$!
+trap 'kill "$tinyproxy_pid" 2> /dev/null; cleanup' EXIT
+for _ in $(seq 100); do
+    python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$proxy_port" 2> /dev/null && break
+    sleep 0.1
+done
+internet_settings='HKCU\Software\Microsoft\Windows\CurrentVersion\Internet Settings'
+set_internet_setting() { wine reg add "$internet_settings" /v "$1" /t "$2" /d "$3" /f < /dev/null > /dev/null 2>&1; }
+set_internet_setting ProxyEnable REG_DWORD 1
+set_internet_setting ProxyServer REG_SZ "http=127.0.0.1:$proxy_port;https=127.0.0.1:$proxy_port"
+set_internet_setting ProxyOverride REG_SZ "*.corp.example;<local>"
+# No cache (a grant each time): only the route matters here.
+win "${cc_args[@]}" --cache-storage=none -v > /dev/null || fail "windows through the system proxy: $(cat "$work/win.stderr")"
+grep -q "goes through the proxy http://127.0.0.1:$proxy_port (from the Windows proxy settings)" "$work/win.stderr" \
+    || fail "windows: -v does not say the system proxy was used: $(cat "$work/win.stderr")"
+grep -q "POST http://127.0.0.1:[0-9]*/token" "$work/tinyproxy.log" || fail "windows: the token request did not reach the proxy"
+set_internet_setting ProxyOverride REG_SZ "*.corp.example;127.0.0.1;<local>"
+win "${cc_args[@]}" --cache-storage=none -v > /dev/null || fail "windows direct by the exceptions: $(cat "$work/win.stderr")"
+grep -q "goes direct: the exceptions of the Windows proxy settings match its host (entry 127.0.0.1)" "$work/win.stderr" \
+    || fail "windows: the exception list was not applied: $(cat "$work/win.stderr")"
+set_internet_setting ProxyEnable REG_DWORD 0
+kill "$tinyproxy_pid" 2> /dev/null || true
+echo "    the Windows proxy settings: through the proxy they name, direct for their exceptions: ok" >&2
 echo "==> the other platforms' builds pass" >&2

@@ -12,6 +12,8 @@
 #   glewlwyd, sqlite3  the second OpenID Provider of the test bed and the shell that creates its
 #                    database (tests/support/glewlwyd.mjs)
 #   man-db           renders the man page for its test (no literal markup)
+#   tinyproxy, microsocks  real HTTP and SOCKS5 proxies on loopback for the proxy tests
+#                    (tests/it/proxy.rs starts its own; the packaged services are not used)
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -28,6 +30,8 @@ KUBECRED_SYSTEM_DEPS=(
     "glewlwyd:glewlwyd"
     "sqlite3:sqlite3"
     "man-db:man"
+    "tinyproxy:tinyproxy"
+    "microsocks:microsocks"
 )
 
 # What the release and the other platforms' tests need beyond that (scripts/release.sh,

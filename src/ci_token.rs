@@ -152,6 +152,8 @@ fn github_actions_id_token(audience: Option<&str>, http: Http<'_>) -> anyhow::Re
             what: &doing,
             body_cap: MAX_TOKEN_BYTES,
             replay: crate::http::Replay::Safe,
+            // Not the identity provider: the --request-header values are not GitHub's business.
+            recipient: crate::http::Recipient::Other,
         })
         .map_err(|failure| fail(Exit::Provider, format!("{doing}: {failure}")))?;
     crate::http::check_status(
@@ -181,6 +183,11 @@ mod tests {
             insecure_skip_verify: false,
         },
         timeout: std::time::Duration::from_secs(1),
+        proxy: crate::config::ProxyEnvironment {
+            variables: Vec::new(),
+            system_settings: false,
+        },
+        request_headers: Vec::new(),
     };
 
     const JWT: &str = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjaSJ9.c2ln";

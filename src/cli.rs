@@ -569,6 +569,27 @@ pub struct TokenArgs {
     )]
     pub auth_params: Vec<String>,
 
+    /// Header NAME=VALUE sent on every request to the identity provider (discovery, keys, token,
+    /// device authorization, revocation) and on no other; repeatable, or several pairs joined by
+    /// commas. For providers and gateways that want one: `Origin=http://localhost` (Entra ID
+    /// single-page apps), an API key. Values are never shown.
+    #[arg(
+        long = "request-header",
+        env = "KUBECRED_REQUEST_HEADER",
+        value_name = "NAME=VALUE",
+        hide_env_values = true
+    )]
+    pub request_headers: Vec<String>,
+
+    /// PEM certificate (chain) for the login callback: the loopback listener then serves https,
+    /// for providers that accept only https redirect URIs (with --local-server-key).
+    #[arg(long, env = "KUBECRED_LOCAL_SERVER_CERT", value_name = "PATH")]
+    pub local_server_cert: Option<PathBuf>,
+
+    /// PEM private key of --local-server-cert.
+    #[arg(long, env = "KUBECRED_LOCAL_SERVER_KEY", value_name = "PATH")]
+    pub local_server_key: Option<PathBuf>,
+
     /// Name of an account at this provider: each account keeps its own cache entry, so several
     /// logins to one provider (work, admin) live side by side. Also the cluster extension's `account`.
     #[arg(long, env = "KUBECRED_ACCOUNT", value_name = "NAME")]

@@ -16,8 +16,16 @@ pub const BROWSER: &str = "BROWSER";
 pub const DISPLAY: &str = "DISPLAY";
 pub const WAYLAND_DISPLAY: &str = "WAYLAND_DISPLAY";
 
-/// Set inside WSL, where `wslview` opens the Windows browser.
+/// Set inside WSL, where `wslview` or the Windows side's `cmd.exe`, `powershell.exe` or
+/// `explorer.exe` open the Windows browser.
 pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";
+
+/// Set by sshd in a remote session: a browser started here would open on the remote machine's
+/// screen, if it has one, not the user's (`login/browser.rs`).
+pub const SSH_SESSION: [&str; 3] = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"];
+
+/// Where programs are looked for (the browser launchers).
+pub const PATH: &str = "PATH";
 
 /// The password of `--grant-type password` (instead of --password-file or a prompt).
 pub const KUBECRED_PASSWORD: &str = "KUBECRED_PASSWORD";
@@ -32,3 +40,15 @@ pub const ACTIONS_ID_TOKEN_REQUEST_TOKEN: &str = "ACTIONS_ID_TOKEN_REQUEST_TOKEN
 
 /// Any non-empty value turns colour off (<https://no-color.org>); see `login/progress.rs`.
 pub const NO_COLOR: &str = "NO_COLOR";
+
+/// The proxy for https URLs, for http URLs (issuers on loopback), for both, and the hosts that go
+/// direct; each lower case first, as curl reads them (curl takes `http_proxy` only in lower case,
+/// a precaution for CGI scripts that does not apply to a credential plugin). Read into
+/// `config::ProxyEnvironment` and used by `http/proxy.rs` when a client is built.
+pub const HTTPS_PROXY: [&str; 2] = ["https_proxy", "HTTPS_PROXY"];
+pub const HTTP_PROXY: [&str; 2] = ["http_proxy", "HTTP_PROXY"];
+pub const ALL_PROXY: [&str; 2] = ["all_proxy", "ALL_PROXY"];
+pub const NO_PROXY: [&str; 2] = ["no_proxy", "NO_PROXY"];
+
+/// Every proxy variable, in the order they are read.
+pub const PROXY_VARIABLES: [[&str; 2]; 4] = [HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY];

@@ -4,14 +4,14 @@
 //! what those flags mean ([`resolve`], called by `Config::resolve`).
 //!
 //! kubelogin's names for flags kubecred has too (`--oidc-issuer-url` and the like) are aliases
-//! on kubecred's own flags in `cli.rs`. The flags here are hidden from `--help`: they exist only
-//! for compatibility, and each is accepted, mapped, ignored with a notice, or refused with the
-//! reason — never silently dropped when dropping it could weaken or misdirect a login.
+//! on kubecred's own flags in `cli.rs` (`--local-server-cert` and `--local-server-key` are
+//! kubecred's flags under kubelogin's names). The flags here are hidden from `--help`: they exist
+//! only for compatibility, and each is mapped or ignored with a notice — never silently dropped
+//! when dropping it could weaken or misdirect a login.
 
 use crate::error::{fail, Exit};
 use clap::Args;
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 /// kubelogin's subcommand: its stanzas read `args: [oidc-login, get-token, ...]` because kubelogin
 /// runs as the kubectl plugin `kubectl oidc-login`.
@@ -48,13 +48,10 @@ pub struct KubeloginFlags {
     #[arg(long, hide = true, value_name = "PASSWORD")]
     pub password: Option<String>,
 
-    /// kubelogin's HTTPS login listener. Refused.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub local_server_cert: Option<PathBuf>,
-
-    /// kubelogin's HTTPS login listener. Refused.
-    #[arg(long, hide = true, value_name = "PATH")]
-    pub local_server_key: Option<PathBuf>,
+    /// kubelogin's request headers, `NAME=VALUE` (several joined by commas): kubecred's
+    /// --request-header.
+    #[arg(long, hide = true, value_name = "NAME=VALUE")]
+    pub oidc_request_header: Vec<String>,
 }
 
 impl KubeloginFlags {
@@ -80,12 +77,12 @@ pub struct KubeloginSettings {
     pub redirect_host: Option<String>,
     /// From `--password` (the password grant).
     pub password: Option<crate::secret::Secret>,
+    /// From `--oidc-request-header`, as given (split like --request-header's).
+    pub request_headers: Vec<String>,
 }
 
-/// Refuses the flags that would change what kind of login happens, names the ignored ones in a
-/// notice, and maps the rest.
+/// Names the ignored flags in a notice, and maps the rest.
 pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
-    refuse_unsupported(flags)?;
     let ignored = flags.ignored_given();
     if !ignored.is_empty() {
         crate::log::notice(format!(
@@ -100,6 +97,7 @@ pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
             .as_deref()
             .map(|host| host.trim().to_string()),
         password: flags.password.clone().map(crate::secret::Secret::new),
+        request_headers: flags.oidc_request_header.clone(),
     })
 }
 
@@ -108,7 +106,8 @@ pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
 /// names by the caller).
 #[derive(Debug, Default)]
 pub struct Converted {
-    /// kubecred flags standing for kubelogin's meaning: `--pkce`, `--redirect-url`.
+    /// kubecred flags standing for kubelogin's meaning: `--pkce`, `--redirect-url`,
+    /// `--request-header`.
     pub args: Vec<String>,
     /// The grant is the password grant (kubelogin's `auto` with `--username`).
     pub password_grant: bool,
@@ -129,6 +128,9 @@ pub struct Given {
     pub auto_grant: bool,
     /// `--username` is given.
     pub username: bool,
+    /// `--local-server-cert` and `--local-server-key` are given (kubecred's names since the
+    /// listener serves https): the redirect URI is kubelogin's over https.
+    pub tls_callback: (bool, bool),
 }
 
 /// kubelogin's own flags as kubecred flags, for a stanza `convert-kubeconfig` rewrites. Refuses
@@ -140,8 +142,11 @@ pub struct Given {
 /// - `--grant-type auto` with `--username` is the password grant in kubelogin
 ///   (pkg/cmd/authentication.go), which kubecred's `auto` is not.
 pub fn converted(flags: &KubeloginFlags, given: Given) -> anyhow::Result<Converted> {
-    refuse_unsupported(flags)?;
-    let mut args = Vec::new();
+    let mut args: Vec<String> = flags
+        .oidc_request_header
+        .iter()
+        .map(|header| format!("--request-header={header}"))
+        .collect();
     if !given.pkce {
         match pkce_from_method(flags.oidc_pkce_method.as_deref())? {
             Some(true) => args.push("--pkce".to_string()),
@@ -149,13 +154,24 @@ pub fn converted(flags: &KubeloginFlags, given: Given) -> anyhow::Result<Convert
             None => {}
         }
     }
+    let tls = match given.tls_callback {
+        (true, true) => true,
+        (false, false) => false,
+        _ => {
+            return Err(fail(
+                Exit::Input,
+                "--local-server-cert and --local-server-key go together: give both (the certificate and its key) or neither",
+            ))
+        }
+    };
     if !given.redirect_url {
         let host = flags
             .oidc_redirect_url_hostname
             .as_deref()
             .map(str::trim)
             .unwrap_or("localhost");
-        let mut url = url::Url::parse("http://localhost/").expect("a URL");
+        let scheme = if tls { "https" } else { "http" };
+        let mut url = url::Url::parse(&format!("{scheme}://localhost/")).expect("a URL");
         if url.set_host(Some(host)).is_err() {
             return Err(fail(
                 Exit::Input,
@@ -170,20 +186,6 @@ pub fn converted(flags: &KubeloginFlags, given: Given) -> anyhow::Result<Convert
         password: flags.password.clone().map(crate::secret::Secret::new),
         dropped: flags.ignored_given(),
     })
-}
-
-/// kubelogin flags that would change what kind of login happens: refused with the reason, never
-/// ignored. Their values are not printed (`--password` holds one).
-fn refuse_unsupported(flags: &KubeloginFlags) -> anyhow::Result<()> {
-    if flags.local_server_cert.is_some() || flags.local_server_key.is_some() {
-        return Err(fail(
-            Exit::Input,
-            "--local-server-cert/--local-server-key are not supported: the login listener serves \
-             plain http on loopback; drop them and register the http://localhost:PORT/callback \
-             redirect URI with the provider",
-        ));
-    }
-    Ok(())
 }
 
 /// kubelogin's `--oidc-pkce-method`: `auto` leaves the choice to discovery, `no` turns PKCE off,
@@ -321,11 +323,29 @@ mod tests {
             converted_args(&KubeloginFlags::default(), Given::default()),
             ["--redirect-url=http://localhost/"]
         );
-        let refused = KubeloginFlags {
-            local_server_cert: Some("cert.pem".into()),
+        // With the listener serving TLS, kubelogin's redirect URI is https; half of it is refused.
+        let tls = Given {
+            tls_callback: (true, true),
             ..Default::default()
         };
-        assert!(super::converted(&refused, Given::default()).is_err());
+        assert_eq!(
+            converted_args(&KubeloginFlags::default(), tls),
+            ["--redirect-url=https://localhost/"]
+        );
+        let half = Given {
+            tls_callback: (true, false),
+            ..Default::default()
+        };
+        assert!(super::converted(&KubeloginFlags::default(), half).is_err());
+        // kubelogin's request headers become kubecred's.
+        let headers = KubeloginFlags {
+            oidc_request_header: vec!["Origin=https://portal.example".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            converted_args(&headers, given),
+            ["--request-header=Origin=https://portal.example"]
+        );
     }
 
     fn converted_args(flags: &KubeloginFlags, given: Given) -> Vec<String> {

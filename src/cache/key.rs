@@ -3,6 +3,14 @@
 //! hash of the secret, scopes, grant, audience/resource, extra parameters, login hint, the CAs
 //! trusted). Settings that only change how a token is used (which kind is printed, how fresh it
 //! must be, where it is stored) are left out, so they share an entry.
+//!
+//! Left out as well: how the provider is reached — the proxy, and the `--request-header`s. A
+//! header carries a gateway's API key or the `Origin` Entra ID checks; neither says who logs in
+//! nor what token is issued (the client, scopes and audience do, and are in the key). In the key,
+//! a rotated API key would orphan the cached login and its refresh token, and force a new
+//! browser login for the same token; and a hash of a secret would sit in the key material for no
+//! gain. `--grant-type auto` is keyed as `authcode` whichever login it runs (a browser, or the
+//! device flow over SSH): the same user's token for the same client.
 
 use crate::config::{ClientAuth, Config, PrivateKeyPem};
 use crate::digest::sha256_hex;

@@ -48,6 +48,8 @@ pub struct Environment {
     /// Secret-carrying flags seen in the process's arguments (see
     /// [`secret_flags_on_command_line`]).
     pub secrets_on_command_line: Vec<SecretOnCommandLine>,
+    /// The proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …), for the HTTP client.
+    pub proxy: ProxyEnvironment,
 }
 
 impl Environment {
@@ -65,6 +67,14 @@ impl Environment {
             password: secret(env_vars::KUBECRED_PASSWORD),
             client_private_key: secret(env_vars::KUBECRED_CLIENT_PRIVATE_KEY),
             secrets_on_command_line: secret_flags_on_command_line(&argv),
+            proxy: ProxyEnvironment {
+                variables: env_vars::PROXY_VARIABLES
+                    .iter()
+                    .flatten()
+                    .filter_map(|name| Some((*name, Secret::new(std::env::var(name).ok()?))))
+                    .collect(),
+                system_settings: true,
+            },
         }
     }
 }
@@ -77,7 +87,7 @@ impl Config {
         let (grant, grant_is_automatic) = resolve_grant(args, &ext)?;
         let client = resolve_client(args, env, &ext, grant)?;
         let request = resolve_token_request(args, &ext, grant)?;
-        let http = resolve_http(args, &ext)?;
+        let http = resolve_http(args, env, &ext, &kubelogin)?;
         let login = resolve_login(args, env, &kubelogin)?;
         let cache = resolve_cache(args, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
@@ -315,8 +325,14 @@ fn resolve_token_request(
     })
 }
 
-/// The extra CAs (files, base64 from flags or the extension), TLS verification, the timeout.
-fn resolve_http(args: &TokenArgs, ext: &Extension) -> anyhow::Result<HttpSettings> {
+/// The extra CAs (files, base64 from flags or the extension), TLS verification, the timeout,
+/// the proxy variables and the request headers.
+fn resolve_http(
+    args: &TokenArgs,
+    env: &Environment,
+    ext: &Extension,
+    kubelogin: &KubeloginSettings,
+) -> anyhow::Result<HttpSettings> {
     let mut extra_ca_pems = Vec::new();
     for path in &args.certificate_authority {
         let pem = std::fs::read(path)
@@ -343,6 +359,73 @@ fn resolve_http(args: &TokenArgs, ext: &Extension) -> anyhow::Result<HttpSetting
             insecure_skip_verify: args.insecure_skip_tls_verify,
         },
         timeout: duration_or(&args.http_timeout, "--http-timeout", DEFAULT_HTTP_TIMEOUT)?,
+        proxy: env.proxy.clone(),
+        request_headers: resolve_request_headers(args, kubelogin)?,
+    })
+}
+
+/// `--request-header` (and kubelogin's `--oidc-request-header`): NAME=VALUE, several pairs joined
+/// by commas split as `--auth-param` splits them. A value is never echoed: it may be an API key.
+fn resolve_request_headers(
+    args: &TokenArgs,
+    kubelogin: &KubeloginSettings,
+) -> anyhow::Result<Vec<RequestHeader>> {
+    args.request_headers
+        .iter()
+        .chain(&kubelogin.request_headers)
+        .flat_map(|value| split_pairs(value))
+        .map(parse_request_header)
+        .collect()
+}
+
+/// Headers kubecred writes itself, to frame a request or to speak to a proxy: a second one
+/// would corrupt the request.
+const HEADERS_NOT_TO_SET: [&str; 10] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authorization",
+    "proxy-connection",
+];
+
+fn parse_request_header(pair: &str) -> anyhow::Result<RequestHeader> {
+    let Some((name, value)) = pair.split_once('=') else {
+        let hint = if pair.contains(':') {
+            " (NAME=VALUE, not NAME: VALUE)"
+        } else {
+            ""
+        };
+        return Err(input(format!(
+            "--request-header takes NAME=VALUE{hint}; the one given has no '='"
+        )));
+    };
+    let name = name.trim();
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(is_token_char) {
+        return Err(input(format!(
+            "--request-header {:?} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+            crate::text::printable_brief(name, 60)
+        )));
+    }
+    if HEADERS_NOT_TO_SET.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(input(format!(
+            "--request-header {name}: kubecred writes this header itself (it frames the request or speaks to a proxy); drop it"
+        )));
+    }
+    let value = value.trim();
+    if !value.chars().all(|c| c == '\t' || (' '..='~').contains(&c)) {
+        return Err(input(format!(
+            "--request-header {name}: the value has characters a header cannot carry (printable ASCII only)"
+        )));
+    }
+    Ok(RequestHeader {
+        name: name.to_string(),
+        value: Secret::new(value),
     })
 }
 
@@ -414,16 +497,29 @@ fn resolve_login(
     let auth_params = args
         .auth_params
         .iter()
-        .flat_map(|value| split_auth_params(value))
+        .flat_map(|value| split_pairs(value))
         .map(|pair| match pair.split_once('=') {
             Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
             _ => Err(input(format!("--auth-param {pair:?} is not KEY=VALUE"))),
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
 
+    let callback_tls = match (&args.local_server_cert, &args.local_server_key) {
+        (Some(cert), Some(key)) => Some(CallbackTls {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(input(
+                "--local-server-cert and --local-server-key go together: give both (the certificate and its key) or neither",
+            ))
+        }
+    };
     Ok(LoginSettings {
-        redirect_url: resolve_redirect_url(args, kubelogin)?,
+        redirect_url: resolve_redirect_url(args, kubelogin, callback_tls.is_some())?,
         listen_addresses,
+        callback_tls,
         // --pkce, when given, wins over kubelogin's --oidc-pkce-method.
         pkce: args.pkce.or(kubelogin.pkce),
         browser: resolve_browser(args, env)?,
@@ -454,17 +550,31 @@ fn parse_listen_address(raw: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// `--redirect-url`; else the default with kubelogin's `--oidc-redirect-url-hostname` as host;
-/// else the default. It must be http on a loopback host: the listener receives it.
-fn resolve_redirect_url(args: &TokenArgs, kubelogin: &KubeloginSettings) -> anyhow::Result<Url> {
-    let default = || Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses");
+/// else the default. It must be on a loopback host (the listener receives it), http — or https
+/// when the listener serves TLS (`--local-server-cert`).
+fn resolve_redirect_url(
+    args: &TokenArgs,
+    kubelogin: &KubeloginSettings,
+    tls: bool,
+) -> anyhow::Result<Url> {
+    let scheme = if tls { "https" } else { "http" };
+    let default = || {
+        let mut url = Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses");
+        url.set_scheme(scheme)
+            .expect("http and https are interchangeable schemes");
+        url
+    };
     match (&args.redirect_url, &kubelogin.redirect_host) {
         (Some(raw), _) => {
             let url = Url::parse(raw)
                 .map_err(|err| input(format!("--redirect-url {raw:?} is not a URL: {err}")))?;
-            if url.scheme() != "http" || !is_loopback_host(&url) {
-                return Err(input(format!(
-                    "--redirect-url {raw} must be http on localhost or a loopback address"
-                )));
+            if url.scheme() != scheme || !is_loopback_host(&url) {
+                let why = if tls {
+                    "https on localhost or a loopback address: with --local-server-cert the listener serves https"
+                } else {
+                    "http on localhost or a loopback address (https needs --local-server-cert and --local-server-key)"
+                };
+                return Err(input(format!("--redirect-url {raw} must be {why}")));
             }
             Ok(url)
         }
@@ -558,10 +668,10 @@ pub fn is_loopback_host(url: &Url) -> bool {
     }
 }
 
-/// One `--auth-param` value as pairs. A value may hold commas (`acr_values=a,b`); only when
-/// every comma-separated piece is itself KEY=VALUE (`a=1,b=2`, as kubelogin's
-/// `--oidc-auth-request-extra-params` takes them) is it split.
-fn split_auth_params(value: &str) -> Vec<&str> {
+/// One `--auth-param` (or `--request-header`) value as pairs. A value may hold commas
+/// (`acr_values=a,b`); only when every comma-separated piece is itself KEY=VALUE (`a=1,b=2`, as
+/// kubelogin's `--oidc-auth-request-extra-params` takes them) is it split.
+fn split_pairs(value: &str) -> Vec<&str> {
     let pieces: Vec<&str> = value.split(',').collect();
     let all_pairs = pieces.iter().all(|piece| {
         piece

@@ -148,12 +148,37 @@ pub enum TokenKind {
     AccessToken,
 }
 
-/// What the HTTP client needs: whom to trust, and how long to wait.
+/// What the HTTP client needs: whom to trust, how long to wait, which proxies the environment
+/// names, and the headers the provider wants.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
     pub tls: TlsSettings,
     /// Bounds each request to the provider.
     pub timeout: Duration,
+    pub proxy: ProxyEnvironment,
+    /// `--request-header`: sent on every request to the provider, never elsewhere.
+    pub request_headers: Vec<RequestHeader>,
+}
+
+/// The proxy variables as the environment sets them. Only read here: `http/proxy.rs` makes
+/// sense of them when a client is built, never on the cache hit, so that a proxy setting
+/// cannot fail a run that needs no network.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyEnvironment {
+    /// Each proxy variable that is set (`HTTPS_PROXY`, `https_proxy`, `NO_PROXY`, …), with its
+    /// value: a `Secret`, since a proxy URL may carry a password.
+    pub variables: Vec<(&'static str, Secret)>,
+    /// Whether the system's proxy settings (Windows, macOS) are read when no variable names a
+    /// proxy: a real run's; a test's resolved config reads none.
+    pub system_settings: bool,
+}
+
+/// One `--request-header NAME=VALUE`, checked: a header name, a value a header can carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHeader {
+    pub name: String,
+    /// Possibly an API key: never shown.
+    pub value: Secret,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -190,6 +215,8 @@ pub struct LoginSettings {
     /// The redirect URI; its port is replaced by the listener's.
     pub redirect_url: Url,
     pub listen_addresses: Vec<SocketAddr>,
+    /// `--local-server-cert`/`--local-server-key`: the listener serves the callback over TLS.
+    pub callback_tls: Option<CallbackTls>,
     /// `None`: use PKCE unless discovery says the provider lacks S256.
     pub pkce: Option<bool>,
     pub browser: BrowserChoice,
@@ -198,6 +225,14 @@ pub struct LoginSettings {
     pub auth_params: Vec<(String, String)>,
     pub login_hint: Option<String>,
     pub prompt: Option<String>,
+}
+
+/// The certificate and key the login listener serves https with. Read when a login starts,
+/// never on the cache hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallbackTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// How to show the user a login URL.

@@ -146,7 +146,7 @@ fn a_bad_ca_names_where_it_came_from() {
 }
 
 #[test]
-fn kubelogin_redirect_hostname_and_refused_flags() {
+fn kubelogin_redirect_hostname_password_and_ignored_flags() {
     let base = ["--issuer-url=https://idp", "--client-id=c"];
     let resolve = |extra: &[&str]| {
         let mut argv = base.to_vec();
@@ -180,8 +180,6 @@ fn kubelogin_redirect_hostname_and_refused_flags() {
         "{message}"
     );
     assert_eq!(exit_code_of(&err), Exit::Input);
-    let err = resolve(&["--local-server-cert=/c.pem", "--local-server-key=/k.pem"]).unwrap_err();
-    assert!(format!("{err:#}").contains("not supported"), "{err:#}");
     // Ignored ones resolve (with a notice on stderr).
     resolve(&[
         "--open-url-after-authentication=https://x",
@@ -572,4 +570,114 @@ fn auto_is_marked_so_that_it_can_refuse_without_a_terminal() {
             .unwrap()
             .grant_is_automatic
     );
+}
+
+#[test]
+fn an_https_callback_takes_the_certificate_and_key_together() {
+    let resolve = |extra: &[&str]| {
+        let mut argv = vec!["--issuer-url=https://idp", "--client-id=c"];
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+    };
+    let tls = resolve(&["--local-server-cert=/c.pem", "--local-server-key=/k.pem"]).unwrap();
+    assert_eq!(
+        tls.login.callback_tls,
+        Some(CallbackTls {
+            cert: "/c.pem".into(),
+            key: "/k.pem".into()
+        })
+    );
+    assert_eq!(
+        tls.login.redirect_url.as_str(),
+        "https://localhost/callback"
+    );
+    // kubelogin's hostname form keeps the scheme.
+    let pinned = resolve(&[
+        "--local-server-cert=/c.pem",
+        "--local-server-key=/k.pem",
+        "--oidc-redirect-url-hostname=127.0.0.1",
+    ])
+    .unwrap();
+    assert_eq!(
+        pinned.login.redirect_url.as_str(),
+        "https://127.0.0.1/callback"
+    );
+    for (extra, expected) in [
+        (
+            &["--local-server-cert=/c.pem"][..],
+            "go together: give both",
+        ),
+        (&["--local-server-key=/k.pem"][..], "go together: give both"),
+        (
+            &[
+                "--local-server-cert=/c.pem",
+                "--local-server-key=/k.pem",
+                "--redirect-url=http://localhost/callback",
+            ][..],
+            "must be https on localhost",
+        ),
+        (
+            &["--redirect-url=https://localhost/callback"][..],
+            "https needs --local-server-cert",
+        ),
+    ] {
+        let err = resolve(extra).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Input);
+        assert!(format!("{err:#}").contains(expected), "{extra:?}: {err:#}");
+    }
+    // Without them: plain http, as before.
+    assert_eq!(
+        resolve(&[]).unwrap().login.redirect_url.as_str(),
+        "http://localhost/callback"
+    );
+}
+
+#[test]
+fn request_headers_are_checked_and_never_echoed() {
+    let resolve = |extra: &[&str]| {
+        let mut argv = vec!["--issuer-url=https://idp", "--client-id=c"];
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+    };
+    let config = resolve(&[
+        "--request-header=Origin=http://localhost",
+        "--request-header=X-Api-Key=s3cret-key,X-Tenant=a",
+        "--request-header=Accept-Language=en, de",
+        "--oidc-request-header=X-From-Kubelogin=1",
+    ])
+    .unwrap();
+    let headers: Vec<(&str, &str)> = config
+        .http
+        .request_headers
+        .iter()
+        .map(|h| (h.name.as_str(), h.value.expose()))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            ("Origin", "http://localhost"),
+            ("X-Api-Key", "s3cret-key"),
+            ("X-Tenant", "a"),
+            ("Accept-Language", "en, de"),
+            ("X-From-Kubelogin", "1"),
+        ]
+    );
+    assert!(!format!("{config:?}").contains("s3cret-key"));
+    for (bad, expected) in [
+        ("X-Api-Key: s3cret-key", "NAME=VALUE, not NAME: VALUE"),
+        ("Bad Name=s3cret-key", "is not a header name"),
+        ("Host=s3cret-key", "kubecred writes this header itself"),
+        ("X-Api-Key=s3cret-kéy", "characters a header cannot carry"),
+        (
+            "X-Api-Key=s3cret\u{7}key",
+            "characters a header cannot carry",
+        ),
+    ] {
+        let flag = format!("--request-header={bad}");
+        let err = resolve(&[&flag]).unwrap_err();
+        let message = format!("{err:#}");
+        assert_eq!(exit_code_of(&err), Exit::Input);
+        assert!(message.contains(expected), "{bad}: {message}");
+        assert!(!message.contains("s3cret"), "{message}");
+    }
 }

@@ -8,7 +8,7 @@ use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
 use crate::http::Replay;
 use crate::login::callback::ExpectedResponse;
-use crate::login::listener::CallbackListener;
+use crate::login::listener::{self, CallbackListener};
 use crate::login::{browser, paste, progress, wait};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
@@ -106,10 +106,21 @@ impl ProviderClient<'_> {
     /// paste fallback when the session is interactive.
     pub fn authcode(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
-        let listener = CallbackListener::bind(
+        // A certificate that cannot serve fails before a port is taken or a browser opened.
+        let tls = self
+            .config
+            .login
+            .callback_tls
+            .as_ref()
+            .map(listener::tls_config)
+            .transpose()?;
+        let mut listener = CallbackListener::bind(
             &self.config.login.listen_addresses,
             &self.config.login.redirect_url,
         )?;
+        if let Some(tls) = tls {
+            listener = listener.with_tls(tls);
+        }
         let redirect = listener.redirect_uri();
         let client = self.oauth_client().set_redirect_uri(
             RedirectUrl::new(redirect.clone())

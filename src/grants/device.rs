@@ -4,6 +4,7 @@
 
 use super::errors::{describe_server_error, token_error};
 use super::ProviderClient;
+use crate::config::BrowserChoice;
 use crate::error::{fail, Exit};
 use crate::http::Replay;
 use crate::login::{browser, device_display};
@@ -61,10 +62,16 @@ impl ProviderClient<'_> {
             complete.as_deref(),
             details.expires_in(),
         );
-        let target = complete
-            .clone()
-            .unwrap_or_else(|| details.verification_uri().to_string());
-        browser::open_quietly(&target, &self.config.login.browser);
+        // The URL and code are on screen already: the browser is a convenience, opened only where
+        // one can open (not over SSH, how `auto` may have come here), and a failure is no error.
+        let no_browser_here = self.config.login.browser == BrowserChoice::System
+            && browser::cannot_open_here().is_some();
+        if !no_browser_here {
+            let target = complete
+                .clone()
+                .unwrap_or_else(|| details.verification_uri().to_string());
+            browser::open_quietly(&target, &self.config.login.browser);
+        }
         let mut poll = client.exchange_device_access_token(&details);
         for (name, value) in self.audience_params() {
             poll = poll.add_extra_param(name, value);

@@ -25,7 +25,7 @@ pub use refresh::RefreshOutcome;
 pub use revoke::Revocation;
 
 use crate::clock::Clock;
-use crate::config::{ClientAuth, Config, Grant};
+use crate::config::{BrowserChoice, ClientAuth, Config, Grant};
 use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
 use crate::secret::Secret;
@@ -267,6 +267,7 @@ impl ProviderClient<'_> {
     pub fn obtain(&self) -> anyhow::Result<Tokens> {
         match self.config.grant {
             Grant::ClientCredentials => self.client_credentials(),
+            Grant::Authcode if self.config.grant_is_automatic => self.automatic_login(),
             Grant::Authcode => self.authcode(),
             Grant::AuthcodeKeyboard => self.authcode_keyboard(),
             Grant::DeviceCode => self.device_code(),
@@ -275,6 +276,49 @@ impl ProviderClient<'_> {
             // Never sent to a provider: `acquire` calls `federated_token` before building one.
             Grant::FederatedToken => federated_token(self.config, self.clock),
         }
+    }
+}
+
+impl ProviderClient<'_> {
+    /// `--grant-type auto`: the browser login, unless no browser can open here (an SSH session
+    /// without a display, no launcher) and the provider offers the device flow, which works from
+    /// a browser anywhere; then that, said in one line. Decided after discovery, so that the
+    /// cache key (which names `authcode` for auto) is the same wherever the login happens.
+    fn automatic_login(&self) -> anyhow::Result<Tokens> {
+        let why = match &self.config.login.browser {
+            BrowserChoice::System => crate::login::browser::cannot_open_here(),
+            _ => None,
+        };
+        let Some(why) = why else {
+            return self.authcode();
+        };
+        let device_flow_offered = self
+            .provider
+            .metadata
+            .device_authorization_endpoint
+            .is_some();
+        // The device flow takes a client secret or none (config refuses the others with it).
+        let client_fits = matches!(
+            self.config.client.auth,
+            ClientAuth::None | ClientAuth::Secret { .. }
+        );
+        if device_flow_offered && client_fits {
+            crate::log::notice(format!(
+                "no browser can open here ({why}), so --grant-type auto uses the device flow, which {} offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise",
+                self.provider.metadata.issuer
+            ));
+            return self.device_code();
+        }
+        crate::debug!(
+            1,
+            "no browser can open here ({why}), and the device flow is not an option ({}): the browser login, with the code pasted",
+            if device_flow_offered {
+                "the client authenticates with a key or an assertion"
+            } else {
+                "the provider's discovery lists no device_authorization_endpoint"
+            }
+        );
+        self.authcode()
     }
 }
 

@@ -6,6 +6,7 @@
 //! in any release. Only the innermost message is ever quoted, as detail.
 
 use super::dns::DnsError;
+use super::proxy::probe::{socks_reply_meaning, ProxyProblem};
 use std::error::Error as StdError;
 use std::io;
 
@@ -36,6 +37,16 @@ pub enum NetworkFailure {
     /// Something else; the detail says what.
     Other {
         detail: String,
+    },
+    /// A proxy between us and the provider failed the request (`proxy/probe.rs` asked it why).
+    Proxy {
+        /// "the proxy http://127.0.0.1:3128 (from HTTPS_PROXY)", without credentials.
+        proxy: String,
+        /// The variable or settings to fix ("HTTPS_PROXY").
+        origin: String,
+        /// `host:port` the tunnel was for.
+        target: String,
+        problem: ProxyProblem,
     },
 }
 
@@ -100,7 +111,105 @@ impl NetworkFailure {
                 "the server's TLS certificate was rejected ({detail}); pass --certificate-authority if it uses a private CA"
             ),
             NetworkFailure::Other { detail } => detail.clone(),
+            NetworkFailure::Proxy {
+                proxy,
+                origin,
+                target,
+                problem,
+            } => explain_proxy_problem(proxy, origin, target, problem),
         }
+    }
+
+    /// Whether the same request may succeed when tried again: every network failure may,
+    /// but a proxy that refused our password or the destination will refuse them again.
+    pub fn may_pass_later(&self) -> bool {
+        match self {
+            NetworkFailure::Proxy { problem, .. } => problem.may_pass_later(),
+            _ => true,
+        }
+    }
+}
+
+/// "407 Proxy Authentication Required": a status with its reason phrase.
+fn status_text(status: u16) -> String {
+    reqwest::StatusCode::from_u16(status)
+        .map(|code| code.to_string())
+        .unwrap_or_else(|_| status.to_string())
+}
+
+/// The sentence for a proxy's failure: the proxy (never its credentials), what it answered,
+/// and the setting to check.
+fn explain_proxy_problem(
+    proxy: &str,
+    origin: &str,
+    target: &str,
+    problem: &ProxyProblem,
+) -> String {
+    let credentials_example = if proxy.starts_with("the SOCKS proxy") {
+        "socks5h://USER:PASSWORD@HOST:PORT"
+    } else {
+        "http://USER:PASSWORD@HOST:PORT"
+    };
+    // Credentials go into a variable; the system settings have no place for them that kubecred
+    // reads.
+    let settable = if super::proxy::is_a_variable(origin) {
+        origin
+    } else {
+        "HTTPS_PROXY"
+    };
+    match problem {
+        ProxyProblem::DoesNotResolve => {
+            format!("{proxy}: its host name does not resolve; check {origin}")
+        }
+        ProxyProblem::Refused => format!(
+            "{proxy} refused the connection: nothing is listening there; check {origin} and that the proxy is running"
+        ),
+        ProxyProblem::Unreachable => format!(
+            "{proxy} is unreachable (no answer); check {origin}, and the network or VPN"
+        ),
+        ProxyProblem::Tls { explained } => format!("{proxy}: {explained}"),
+        ProxyProblem::AuthenticationRequired {
+            status,
+            credentials_given,
+        } => {
+            let answered = status_text(*status);
+            if *credentials_given {
+                format!(
+                    "{proxy} answered {answered}: it refused the user name and password; check them in {origin}"
+                )
+            } else {
+                format!(
+                    "{proxy} answered {answered}: it wants a user name and password; give them in {settable} as {credentials_example} (kubecred does no NTLM or Kerberos proxy login)"
+                )
+            }
+        }
+        ProxyProblem::Answered { status } => {
+            let described = status_text(*status);
+            match status {
+                502..=504 => format!(
+                    "{proxy} could not reach {target} (it answered {described}); check the issuer URL, and whether {target} should be in NO_PROXY"
+                ),
+                _ => format!(
+                    "{proxy} refused the tunnel to {target} ({described}); ask the proxy's administrators to allow it, or add the host to NO_PROXY if it is reachable without the proxy"
+                ),
+            }
+        }
+        ProxyProblem::SocksNeedsCredentials => format!(
+            "{proxy} wants a user name and password; give them in {settable} as {credentials_example}"
+        ),
+        ProxyProblem::SocksRefusedCredentials => format!(
+            "{proxy} refused the user name and password; check them in {origin}"
+        ),
+        ProxyProblem::SocksNoAcceptableMethod => format!(
+            "{proxy} accepts none of the logins kubecred offers (none, or a user name and password); check {origin}"
+        ),
+        ProxyProblem::SocksCouldNotConnect { reply } => format!(
+            "{proxy} could not connect to {target} ({}); check the issuer URL, and whether {target} should be in NO_PROXY",
+            socks_reply_meaning(*reply)
+        ),
+        ProxyProblem::NotThisKindOfProxy => format!(
+            "{proxy} does not answer as that kind of proxy; check the scheme (http://, https://, socks5://, socks5h://) in {origin}"
+        ),
     }
 }
 
@@ -259,6 +368,83 @@ mod tests {
                 detail: "connection refused by policy; dns error upstream".into()
             }
         );
+    }
+
+    #[test]
+    fn every_proxy_problem_names_the_proxy_and_the_setting_to_check() {
+        let problems = [
+            ProxyProblem::DoesNotResolve,
+            ProxyProblem::Refused,
+            ProxyProblem::Unreachable,
+            ProxyProblem::Tls {
+                explained: NetworkFailure::UntrustedCertificate.explain(),
+            },
+            ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: true,
+            },
+            ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: false,
+            },
+            ProxyProblem::Answered { status: 403 },
+            ProxyProblem::Answered { status: 502 },
+            ProxyProblem::SocksNeedsCredentials,
+            ProxyProblem::SocksRefusedCredentials,
+            ProxyProblem::SocksNoAcceptableMethod,
+            ProxyProblem::SocksCouldNotConnect { reply: 5 },
+            ProxyProblem::NotThisKindOfProxy,
+        ];
+        for origin in ["HTTPS_PROXY", "the Windows proxy settings"] {
+            for problem in &problems {
+                let text = NetworkFailure::Proxy {
+                    proxy: format!("the proxy http://proxy.corp:3128 (from {origin})"),
+                    origin: origin.into(),
+                    target: "idp.example:443".into(),
+                    problem: problem.clone(),
+                }
+                .explain();
+                assert!(!text.contains('\n'), "{text}");
+                assert!(
+                    text.starts_with("the proxy http://proxy.corp:3128 (from "),
+                    "{text}"
+                );
+                // What to do: the setting, NO_PROXY, or the issuer URL.
+                assert!(
+                    [
+                        "check",
+                        "give them in",
+                        "NO_PROXY",
+                        "issuer URL",
+                        "--certificate-authority"
+                    ]
+                    .iter()
+                    .any(|next| text.contains(next)),
+                    "{text}"
+                );
+            }
+        }
+        // Credentials are asked for in a variable, even when the system settings named the proxy.
+        let wanted = explain_proxy_problem(
+            "the proxy http://proxy.corp:3128 (from the Windows proxy settings)",
+            "the Windows proxy settings",
+            "idp.example:443",
+            &ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: false,
+            },
+        );
+        assert!(
+            wanted.contains("give them in HTTPS_PROXY as http://USER:PASSWORD@HOST:PORT"),
+            "{wanted}"
+        );
+        assert!(explain_proxy_problem(
+            "p",
+            "ALL_PROXY",
+            "t",
+            &ProxyProblem::SocksCouldNotConnect { reply: 4 }
+        )
+        .contains("(host unreachable)"));
     }
 
     #[test]

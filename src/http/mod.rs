@@ -4,28 +4,32 @@
 //! (`trust.rs` loads the system roots only when a handshake needs them), never follows
 //! redirects, bounds every request as a whole (connect, headers and body) by `--http-timeout`,
 //! caps every body, and retries transient failures (`request.rs`, the one function every request
-//! goes through, oauth2's grants included; `retry.rs`, the policy). It is built only off the
-//! cache-hit path: a cached token never needs it. Network failures become one line that says
-//! what went wrong and what to try next (`errors.rs`, which tells failures apart by type;
-//! `dns.rs` gives name resolution a type).
+//! goes through, oauth2's grants included; `retry.rs`, the policy). Each request goes direct or
+//! through the proxy `proxy.rs` picks for it (the environment as curl reads it, or the system
+//! settings), and a request to the provider carries the `--request-header`s. It is built only
+//! off the cache-hit path: a cached token never needs it. Network failures become one line that
+//! says what went wrong and what to try next (`errors.rs`, which tells failures apart by type;
+//! `dns.rs` gives name resolution a type; `proxy/probe.rs` asks a proxy why it failed).
 
 mod dns;
 mod errors;
+mod proxy;
 mod request;
 mod retry;
 mod trust;
 
 pub use errors::{describe, NetworkFailure};
-pub use request::{Answer, AnswerSummary, Client, OAuthCall, Outgoing, RequestFailure};
+pub use request::{Answer, AnswerSummary, Client, OAuthCall, Outgoing, Recipient, RequestFailure};
 pub use retry::Replay;
 
-use crate::config::HttpSettings;
+use crate::config::{HttpSettings, RequestHeader};
 use crate::error::{fail, outage, Exit};
 use anyhow::Context;
 use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -42,6 +46,9 @@ pub const MAX_JSON_BODY: u64 = 4 * 1024 * 1024;
 /// `retry_window` from now: the caller passes what is left of the lock timeout, so that kubectl
 /// processes waiting on the entry's lock never give up while this one is still retrying.
 pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result<Client> {
+    // First: a proxy setting that cannot work fails here, before any request.
+    let proxies = Arc::new(proxy::Proxies::read(&settings.proxy)?);
+    let provider_headers = header_map(&settings.request_headers)?;
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .user_agent(USER_AGENT)
@@ -61,7 +68,15 @@ pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result
     if settings.tls.insecure_skip_verify {
         warn_insecure_once();
     }
-    builder = builder.use_preconfigured_tls(trust::client_config(&settings.tls)?);
+    let tls = Arc::new(trust::client_config(&settings.tls)?);
+    builder = builder.use_preconfigured_tls((*tls).clone());
+    // reqwest would read the proxy variables itself, its own way: the route of every request is
+    // `proxy.rs`'s decision, which the connector asks for.
+    builder = builder.no_proxy();
+    if proxies.any() {
+        let routes = Arc::clone(&proxies);
+        builder = builder.proxy(reqwest::Proxy::custom(move |url| routes.proxy_url_for(url)));
+    }
 
     let setup_failed = |detail: String| {
         fail(
@@ -85,7 +100,31 @@ pub fn client(settings: &HttpSettings, retry_window: Duration) -> anyhow::Result
         runtime,
         timeout: settings.timeout,
         retry_deadline: Instant::now() + retry_window,
+        proxies,
+        provider_headers,
+        tls,
     })
+}
+
+/// `--request-header`s as a header map, their values marked sensitive (reqwest and its logs then
+/// never show them). `config` has already checked names and values.
+fn header_map(headers: &[RequestHeader]) -> anyhow::Result<HeaderMap> {
+    let mut map = HeaderMap::new();
+    for header in headers {
+        let invalid = || {
+            fail(
+                Exit::Input,
+                format!("--request-header {}: not a valid HTTP header", header.name),
+            )
+        };
+        let name = reqwest::header::HeaderName::from_bytes(header.name.as_bytes())
+            .map_err(|_| invalid())?;
+        let mut value =
+            reqwest::header::HeaderValue::from_str(header.value.expose()).map_err(|_| invalid())?;
+        value.set_sensitive(true);
+        map.append(name, value);
+    }
+    Ok(map)
 }
 
 fn warn_insecure_once() {
@@ -118,6 +157,7 @@ pub fn get_json<T: DeserializeOwned>(http: &Client, url: &Url, what: &str) -> an
             what: &format!("fetching {what} from {shown}"),
             body_cap: MAX_JSON_BODY,
             replay: Replay::Safe,
+            recipient: Recipient::Provider,
         })
         .map_err(|failure| outage(format!("fetching {what} from {shown}: {failure}")))?;
     check_status(&answer, &format!("{what} at {shown}"))?;

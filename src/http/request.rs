@@ -10,22 +10,54 @@
 //! gets buffered. oauth2's grants use the same path through [`OAuthCall`], its `SyncHttpClient`.
 
 use super::errors::NetworkFailure;
+use super::proxy::{probe, Proxies, ProxyKind, Route};
 use super::retry::{self, Replay, MAX_RETRIES, MAX_RETRY_AFTER, MIN_ATTEMPT_TIME};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use std::cell::RefCell;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use url::Url;
 
 /// The HTTP client for the provider: reqwest's async client on a current-thread runtime, the
-/// per-attempt timeout, and the instant after which no retry is started.
-#[derive(Debug)]
+/// per-attempt timeout, the instant after which no retry is started, the proxies, and the
+/// headers every request to the provider carries.
 pub struct Client {
     pub(super) inner: reqwest::Client,
     pub(super) runtime: tokio::runtime::Runtime,
     pub(super) timeout: Duration,
     pub(super) retry_deadline: Instant,
+    /// Shared with the connector, which asks it for each connection's proxy.
+    pub(super) proxies: Arc<Proxies>,
+    /// `--request-header`: on every request to the provider, and on no other.
+    pub(super) provider_headers: HeaderMap,
+    /// For asking an https:// proxy why a tunnel failed (`proxy/probe.rs`).
+    pub(super) tls: Arc<rustls::ClientConfig>,
+}
+
+impl fmt::Debug for Client {
+    // The headers' values may be API keys: only their names are shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("timeout", &self.timeout)
+            .field("proxies", &self.proxies)
+            .field(
+                "provider_headers",
+                &self.provider_headers.keys().collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whom a request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recipient {
+    /// The identity provider: discovery, keys, token, device authorization, revocation. These
+    /// carry the `--request-header`s.
+    Provider,
+    /// Anyone else (the GitHub Actions ID-token endpoint): never the provider's headers.
+    Other,
 }
 
 /// A request to send.
@@ -39,6 +71,7 @@ pub struct Outgoing<'a> {
     /// The largest body accepted; reading stops there.
     pub body_cap: u64,
     pub replay: Replay,
+    pub recipient: Recipient,
 }
 
 /// An answer with its whole body.
@@ -52,10 +85,12 @@ pub struct Answer {
 /// A request that got no usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestFailure {
-    /// No answer (after `attempts` tries).
+    /// No answer (after `attempts` tries). `through` names the proxy the request went
+    /// through, when the failure does not already name it.
     Network {
         failure: NetworkFailure,
         attempts: u32,
+        through: Option<String>,
     },
     /// The body was larger than the cap.
     TooLarge { cap: u64 },
@@ -64,8 +99,15 @@ pub enum RequestFailure {
 impl fmt::Display for RequestFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestFailure::Network { failure, attempts } => {
+            RequestFailure::Network {
+                failure,
+                attempts,
+                through,
+            } => {
                 f.write_str(&failure.explain())?;
+                if let Some(proxy) = through {
+                    write!(f, " (through {proxy})")?;
+                }
                 if *attempts > 1 {
                     write!(f, " (after {attempts} attempts)")?;
                 }
@@ -107,11 +149,20 @@ impl Client {
     /// Sends the request, retrying transient failures (see `retry.rs`). Any HTTP answer is
     /// `Ok`, also a 503 after the last retry: the caller words it with its status.
     pub fn send(&self, request: &Outgoing) -> Result<Answer, RequestFailure> {
+        let route = self.proxies.route(request.url);
+        if self.proxies.any() {
+            crate::debug!(1, "{} goes {}", request.what, route.describe());
+        }
+        let through = match route {
+            Route::Through(proxy) => Some(proxy.named()),
+            _ => None,
+        };
+        let finish = |outcome, attempts| finish(outcome, attempts, request.body_cap, &through);
         let mut seed = retry::jitter_seed();
         let mut retries = 0;
         let mut bound = self.timeout;
         loop {
-            let outcome = self.attempt(request, bound);
+            let outcome = self.attempt(request, bound, route);
             let (reason, server_delay) = match &outcome {
                 Attempt::Answered(answer)
                     if retry::status_is_transient(answer.status, request.replay) =>
@@ -126,14 +177,18 @@ impl Client {
                 Attempt::Failed {
                     failure,
                     before_sending,
-                } if *before_sending || request.replay == Replay::Safe => (
-                    format!(": {}", crate::text::printable(&failure.explain())),
-                    None,
-                ),
-                _ => return finish(outcome, retries + 1, request.body_cap),
+                } if (*before_sending || request.replay == Replay::Safe)
+                    && failure.may_pass_later() =>
+                {
+                    (
+                        format!(": {}", crate::text::printable(&failure.explain())),
+                        None,
+                    )
+                }
+                _ => return finish(outcome, retries + 1),
             };
             if retries == MAX_RETRIES {
-                return finish(outcome, retries + 1, request.body_cap);
+                return finish(outcome, retries + 1);
             }
             retries += 1;
             seed = seed.rotate_left(17) ^ u64::from(retries);
@@ -146,7 +201,7 @@ impl Client {
                         asked.as_secs(),
                         MAX_RETRY_AFTER.as_secs()
                     );
-                    return finish(outcome, retries, request.body_cap);
+                    return finish(outcome, retries);
                 }
                 Some(asked) => asked,
                 None => retry::backoff(retries, seed),
@@ -159,7 +214,7 @@ impl Client {
                     "{}{reason}; no time left to retry within the lock timeout",
                     request.what
                 );
-                return finish(outcome, retries, request.body_cap);
+                return finish(outcome, retries);
             }
             crate::debug!(
                 1,
@@ -173,23 +228,62 @@ impl Client {
     }
 
     /// One try, bounded as a whole by `bound`: connect, TLS, headers and the body.
-    fn attempt(&self, request: &Outgoing, bound: Duration) -> Attempt {
+    fn attempt(&self, request: &Outgoing, bound: Duration, route: Route<'_>) -> Attempt {
+        let mut headers = request.headers.clone();
+        if request.recipient == Recipient::Provider {
+            for (name, value) in &self.provider_headers {
+                // A header the request sets itself (Authorization of client_secret_basic,
+                // Content-Type, Accept) is the protocol's: the user's does not replace it.
+                if !request.headers.contains_key(name) {
+                    headers.append(name.clone(), value.clone());
+                }
+            }
+        }
         let builder = self
             .inner
             .request(request.method.clone(), request.url.clone())
-            .headers(request.headers.clone())
+            .headers(headers)
             .body(request.body.clone());
         let cap = request.body_cap;
+        let url = request.url;
+        let tls = &self.tls;
         let work = async move {
             let mut response = match builder.send().await {
                 Ok(response) => response,
                 Err(err) => {
+                    let mut failure = NetworkFailure::of(&err);
+                    if let Route::Through(proxy) = route {
+                        if err.is_connect() && failure != NetworkFailure::Timeout {
+                            if let Some(problem) = ask_the_proxy(proxy, url, tls).await {
+                                failure = problem;
+                            }
+                        }
+                    }
                     return Attempt::Failed {
                         before_sending: err.is_connect(),
-                        failure: NetworkFailure::of(&err),
-                    }
+                        failure,
+                    };
                 }
             };
+            // A proxy that forwards a plain-http request (not a tunnel) answers 407 itself.
+            if let Route::Through(proxy) = route {
+                if response.status() == StatusCode::PROXY_AUTHENTICATION_REQUIRED
+                    && url.scheme() == "http"
+                    && !proxy.kind.is_socks()
+                {
+                    return Attempt::Failed {
+                        before_sending: true,
+                        failure: proxy_failure(
+                            proxy,
+                            url,
+                            probe::ProxyProblem::AuthenticationRequired {
+                                status: 407,
+                                credentials_given: proxy.credentials.is_some(),
+                            },
+                        ),
+                    };
+                }
+            }
             if response.content_length().is_some_and(|length| length > cap) {
                 return Attempt::TooLarge;
             }
@@ -242,11 +336,61 @@ impl Client {
     }
 }
 
-fn finish(outcome: Attempt, attempts: u32, cap: u64) -> Result<Answer, RequestFailure> {
+fn finish(
+    outcome: Attempt,
+    attempts: u32,
+    cap: u64,
+    through: &Option<String>,
+) -> Result<Answer, RequestFailure> {
     match outcome {
         Attempt::Answered(answer) => Ok(answer),
-        Attempt::Failed { failure, .. } => Err(RequestFailure::Network { failure, attempts }),
+        Attempt::Failed { failure, .. } => Err(RequestFailure::Network {
+            // A proxy's own failure names it already.
+            through: match failure {
+                NetworkFailure::Proxy { .. } => None,
+                _ => through.clone(),
+            },
+            failure,
+            attempts,
+        }),
         Attempt::TooLarge => Err(RequestFailure::TooLarge { cap }),
+    }
+}
+
+/// Why the tunnel to `url` through `proxy` failed, from the proxy itself; `None` when it opens
+/// (the failure lies beyond it: the provider's TLS, say).
+async fn ask_the_proxy(
+    proxy: &super::proxy::Proxy,
+    url: &Url,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Option<NetworkFailure> {
+    let host = url.host_str()?;
+    let port = url.port_or_known_default()?;
+    // A plain-http request is forwarded, not tunnelled: only reaching the proxy is asked.
+    let reach_only =
+        url.scheme() == "http" && matches!(proxy.kind, ProxyKind::Http | ProxyKind::Https);
+    let problem = if reach_only {
+        probe::reach(proxy).await
+    } else {
+        probe::diagnose(proxy, host, port, tls).await
+    }?;
+    Some(proxy_failure(proxy, url, problem))
+}
+
+fn proxy_failure(
+    proxy: &super::proxy::Proxy,
+    url: &Url,
+    problem: probe::ProxyProblem,
+) -> NetworkFailure {
+    NetworkFailure::Proxy {
+        proxy: proxy.named(),
+        origin: proxy.origin.to_string(),
+        target: format!(
+            "{}:{}",
+            url.host_str().unwrap_or(""),
+            url.port_or_known_default().unwrap_or(0)
+        ),
+        problem,
     }
 }
 
@@ -305,6 +449,7 @@ impl oauth2::SyncHttpClient for OAuthCall<'_> {
                 detail: format!("invalid request URL: {err}"),
             },
             attempts: 1,
+            through: None,
         })?;
         let what = format!("{} to {}", self.what, crate::text::display_url(&url));
         let sent = self.http.send(&Outgoing {
@@ -315,6 +460,7 @@ impl oauth2::SyncHttpClient for OAuthCall<'_> {
             what: &what,
             body_cap: MAX_TOKEN_BODY,
             replay: self.replay,
+            recipient: Recipient::Provider,
         });
         *self.last_failure.borrow_mut() = sent.as_ref().err().cloned();
         let answer = sent?;

@@ -175,6 +175,7 @@ fn post(http: &Client, url: &Url, replay: Replay) -> Result<request::Answer, Req
         what: "the test request",
         body_cap: MAX_TOKEN_BODY,
         replay,
+        recipient: Recipient::Provider,
     })
 }
 
@@ -319,7 +320,8 @@ fn one_time_requests_are_not_resent_when_the_server_may_have_processed_them() {
         err,
         RequestFailure::Network {
             failure: NetworkFailure::Timeout,
-            attempts: 1
+            attempts: 1,
+            through: None,
         }
     );
 }
@@ -335,7 +337,8 @@ fn refused_connections_are_retried_a_bounded_number_of_times_within_the_window()
         err,
         RequestFailure::Network {
             failure: NetworkFailure::Refused,
-            attempts: retry::MAX_RETRIES + 1
+            attempts: retry::MAX_RETRIES + 1,
+            through: None,
         }
     );
     assert!(err.to_string().ends_with("(after 4 attempts)"), "{err}");

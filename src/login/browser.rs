@@ -5,12 +5,15 @@
 //! JSON and nothing else. So a launcher we run gets stdin from /dev/null and our *stderr* as its
 //! stdout. The `webbrowser` crate is used only where it starts no child processes with our stdout
 //! (macOS and Windows); on Linux and the BSDs it would run text-mode browsers such as lynx in the
-//! foreground with our stdout, so there we run `xdg-open` (or WSL's `wslview`) ourselves.
+//! foreground with our stdout, so there we run `xdg-open` ourselves, or in WSL `wslview`, then the
+//! Windows side's `cmd.exe`, `powershell.exe` or `explorer.exe` (recent WSL distributions lack
+//! wslview), each given the URL so that its `&` and `%` reach the browser intact.
 //! We never wait for a launcher to finish: some stay attached as long as the browser runs.
+//! [`cannot_open_here`] says when no browser can open in this session (SSH without a display, no
+//! launcher): `--grant-type auto` then takes the device flow.
 
 use crate::config::BrowserChoice;
 use crate::debug;
-#[cfg(all(unix, not(target_os = "macos")))]
 use crate::env_vars;
 use crate::error::{fail, Exit};
 use crate::log::notice;
@@ -124,15 +127,41 @@ fn spawn_launcher(program: &str, arguments: &[String], url: &str) -> io::Result<
 }
 
 /// Waits for the launcher on a detached thread, so that it leaves no zombie process and a
-/// failure is reported, while the login goes on without waiting for it.
+/// failure is reported, while the login goes on without waiting for it. `explorer.exe` exits
+/// with 1 even when it opened the URL: its status is not reported.
 fn reap_in_background(mut child: Child, program: String) {
     std::thread::spawn(move || match child.wait() {
-        Ok(status) if status.success() => {}
+        Ok(status) if status.success() || program.ends_with("explorer.exe") => {}
         Ok(status) => notice(format!(
             "the browser launcher {program} exited with {status}; open the URL above by hand"
         )),
         Err(err) => debug!(1, "waiting for the browser launcher {program}: {err}"),
     });
+}
+
+/// Whether a person in an SSH session is at this machine: sshd sets these.
+fn in_ssh_session() -> bool {
+    env_vars::SSH_SESSION.iter().any(|name| is_set(name))
+}
+
+fn is_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|value| !value.is_empty())
+}
+
+/// Why the system browser cannot open here, if it cannot: an SSH session (without a forwarded
+/// display), no graphical session, or no launcher installed. `--grant-type auto` then prefers
+/// the device flow (`grants/mod.rs`).
+pub fn cannot_open_here() -> Option<String> {
+    platform::cannot_open_here()
+}
+
+#[cfg(any(target_os = "macos", windows))]
+mod platform {
+    pub fn cannot_open_here() -> Option<String> {
+        // The browser would open on this machine's screen, where the remote user is not.
+        super::in_ssh_session()
+            .then(|| "an SSH session: a browser would open on this machine's screen".into())
+    }
 }
 
 #[cfg(any(target_os = "macos", windows))]
@@ -143,36 +172,189 @@ fn open_with_system_browser(url: &str) -> Result<(), String> {
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]
+mod platform {
+    use super::{in_ssh_session, is_set};
+    use crate::env_vars;
+    use std::path::PathBuf;
+
+    /// A program that opens a URL in a browser, and how it takes the URL.
+    pub struct Launcher {
+        pub program: &'static str,
+        /// Where WSL mounts it when the Windows PATH is not appended to ours
+        /// (`appendWindowsPath=false` in wsl.conf).
+        windows_path: Option<&'static str>,
+        pub arguments: fn(&str) -> Vec<String>,
+    }
+
+    /// The launchers to try, in order: in WSL (not reached over SSH) `wslview`, then the
+    /// Windows side's `cmd.exe`, `powershell.exe` and `explorer.exe`; with a display, `xdg-open`.
+    pub fn launchers() -> Vec<Launcher> {
+        let mut launchers = Vec::new();
+        if is_set(env_vars::WSL_DISTRO_NAME) && !in_ssh_session() {
+            launchers.extend([
+                // wslu's launcher: the Windows default browser, the URL as one argument.
+                Launcher {
+                    program: "wslview",
+                    windows_path: None,
+                    arguments: |url| vec![url.into()],
+                },
+                Launcher {
+                    program: "cmd.exe",
+                    windows_path: Some("/mnt/c/Windows/System32/cmd.exe"),
+                    arguments: |url| vec!["/c".into(), "start".into(), for_cmd(url)],
+                },
+                Launcher {
+                    program: "powershell.exe",
+                    windows_path: Some(
+                        "/mnt/c/Windows/System32/WindowsPowerShell/v1.0/powershell.exe",
+                    ),
+                    arguments: |url| {
+                        vec![
+                            "-NoProfile".into(),
+                            "-NonInteractive".into(),
+                            "-EncodedCommand".into(),
+                            for_powershell(url),
+                        ]
+                    },
+                },
+                // explorer takes its command line as it is: a URL has no blanks or quotes.
+                Launcher {
+                    program: "explorer.exe",
+                    windows_path: Some("/mnt/c/Windows/explorer.exe"),
+                    arguments: |url| vec![url.into()],
+                },
+            ]);
+        }
+        if is_set(env_vars::DISPLAY) || is_set(env_vars::WAYLAND_DISPLAY) {
+            launchers.push(Launcher {
+                program: "xdg-open",
+                windows_path: None,
+                arguments: |url| vec![url.into()],
+            });
+        }
+        launchers
+    }
+
+    impl Launcher {
+        /// Where the program is: on PATH, else at its place on the Windows drive.
+        pub fn find(&self) -> Option<PathBuf> {
+            let on_path = std::env::var_os(env_vars::PATH).and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join(self.program))
+                    .find(|candidate| is_executable(candidate))
+            });
+            on_path.or_else(|| {
+                self.windows_path
+                    .map(PathBuf::from)
+                    .filter(|path| is_executable(path))
+            })
+        }
+
+        pub fn is_windows_program(&self) -> bool {
+            self.program.ends_with(".exe")
+        }
+    }
+
+    fn is_executable(path: &std::path::Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    }
+
+    pub fn cannot_open_here() -> Option<String> {
+        let launchers = launchers();
+        if launchers.is_empty() {
+            return Some(if in_ssh_session() {
+                "an SSH session, DISPLAY and WAYLAND_DISPLAY unset".into()
+            } else {
+                "no graphical session: DISPLAY and WAYLAND_DISPLAY unset".into()
+            });
+        }
+        if launchers.iter().all(|launcher| launcher.find().is_none()) {
+            let names: Vec<&str> = launchers.iter().map(|l| l.program).collect();
+            return Some(format!(
+                "no browser launcher installed: {}",
+                names.join(", ")
+            ));
+        }
+        None
+    }
+
+    /// The URL as one word of a `cmd.exe /c` command line, which WSL passes on as it is (a URL
+    /// has no blanks or quotes to make it quote the word). cmd expands `%NAME%` first, whatever
+    /// the quoting, and a caret cannot escape a `%` there; but `%^` breaks the name (`%^3A%` names
+    /// no variable) and the caret is then removed. Its other metacharacters (`&` would end the
+    /// command, `|` `<` `>` `^` `(` `)`) are escaped with a caret.
+    pub fn for_cmd(url: &str) -> String {
+        let mut word = String::with_capacity(url.len() + 16);
+        for c in url.chars() {
+            match c {
+                '%' => word.push_str("%^"),
+                '&' | '|' | '<' | '>' | '^' | '(' | ')' => {
+                    word.push('^');
+                    word.push(c);
+                }
+                _ => word.push(c),
+            }
+        }
+        word
+    }
+
+    /// `Start-Process 'URL'` as `-EncodedCommand` takes it (base64 of UTF-16LE): no quoting rule
+    /// of WSL, of the Windows command line or of PowerShell's parser touches the URL; inside the
+    /// single quotes PowerShell expands nothing (`$`, backtick), and a quote is doubled.
+    pub fn for_powershell(url: &str) -> String {
+        use base64::Engine;
+        let script = format!("Start-Process '{}'", url.replace('\'', "''"));
+        let utf16: Vec<u8> = script.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        base64::engine::general_purpose::STANDARD.encode(utf16)
+    }
+}
+
+#[cfg(all(unix, not(target_os = "macos")))]
 fn open_with_system_browser(url: &str) -> Result<(), String> {
-    // Read here rather than in env_vars.rs for now: they describe the desktop session, not kubecred.
-    let is_set = |name: &str| std::env::var_os(name).is_some_and(|value| !value.is_empty());
-    let mut launchers = Vec::new();
-    if is_set(env_vars::WSL_DISTRO_NAME) {
-        // wslview (wslu) opens the Windows default browser.
-        launchers.push("wslview");
-    }
-    if is_set(env_vars::DISPLAY) || is_set(env_vars::WAYLAND_DISPLAY) {
-        launchers.push("xdg-open");
-    }
+    let launchers = platform::launchers();
     if launchers.is_empty() {
         // Without a graphical session xdg-open falls back to text browsers, which would take
         // over the terminal (and stdin, where the user may paste). An SSH session, typically.
-        return Err(
-            "there is no graphical session here: DISPLAY and WAYLAND_DISPLAY are unset".into(),
-        );
+        return Err(platform::cannot_open_here()
+            .unwrap_or_else(|| "there is no graphical session here".into()));
     }
     for launcher in &launchers {
-        match spawn_launcher(launcher, &[], url) {
+        let Some(path) = launcher.find() else {
+            continue;
+        };
+        let mut command = Command::new(&path);
+        command
+            .args((launcher.arguments)(url))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(io::stderr()));
+        // From a Linux directory cmd.exe complains that UNC paths are not supported: start the
+        // Windows programs in their own (Windows) directory.
+        if launcher.is_windows_program() {
+            if let Some(dir) = path.parent() {
+                command.current_dir(dir);
+            }
+        }
+        match command.spawn() {
             Ok(child) => {
-                debug!(1, "opening the login URL with {launcher}");
-                reap_in_background(child, launcher.to_string());
+                debug!(1, "opening the login URL with {}", path.display());
+                reap_in_background(child, launcher.program.to_string());
                 return Ok(());
             }
             Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-            Err(err) => return Err(format!("{launcher}: {err}")),
+            Err(err) => return Err(format!("{}: {err}", launcher.program)),
         }
     }
-    Err(format!("{} is not installed", launchers.join(" or ")))
+    let names: Vec<&str> = launchers.iter().map(|l| l.program).collect();
+    Err(format!("{} is not installed", names.join(" or ")))
+}
+
+#[cfg(not(any(unix, windows)))]
+mod platform {
+    pub fn cannot_open_here() -> Option<String> {
+        Some("kubecred does not know how to open a browser on this platform".into())
+    }
 }
 
 #[cfg(not(any(unix, windows)))]
@@ -265,5 +447,30 @@ mod tests {
         open(URL, &BrowserChoice::Skip).unwrap();
         open("file:///etc/passwd", &never).unwrap();
         open("--help", &never).unwrap();
+    }
+
+    #[cfg(not(target_os = "macos"))]
+    #[test]
+    fn the_url_survives_cmd_and_powershell() {
+        use base64::Engine;
+        let url = "https://idp.example/auth?a=1&b=%3A%2F&c=(x)^|<y>&d='q'";
+        // cmd.exe /c: every metacharacter escaped, every % made %^ (no %NAME% can form).
+        assert_eq!(
+            platform::for_cmd(url),
+            "https://idp.example/auth?a=1^&b=%^3A%^2F^&c=^(x^)^^^|^<y^>^&d='q'"
+        );
+        // PowerShell: a single-quoted string (quotes doubled), base64 of UTF-16LE.
+        let encoded = platform::for_powershell(url);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        let units: Vec<u16> = bytes
+            .chunks(2)
+            .map(|pair| u16::from_le_bytes([pair[0], pair[1]]))
+            .collect();
+        assert_eq!(
+            String::from_utf16(&units).unwrap(),
+            "Start-Process 'https://idp.example/auth?a=1&b=%3A%2F&c=(x)^|<y>&d=''q'''"
+        );
     }
 }

@@ -16,17 +16,25 @@
 //! thread while the wait is in [`Serving::next_callback`]), accepted the moment it arrives, so a
 //! browser's idle pre-connection (Chrome opens some) or a stuck client never delays the real
 //! callback.
+//!
+//! With `--local-server-cert`/`--local-server-key` ([`tls_config`], [`CallbackListener::with_tls`])
+//! each connection is a TLS one (rustls through tokio-rustls, within the same per-connection
+//! deadline): for providers that accept only https redirect URIs. The certificate is the user's,
+//! one their browser trusts for `localhost`; kubecred makes none.
 
+use crate::config::CallbackTls;
 use crate::debug;
 use crate::error::{fail, Exit};
 use crate::login::callback::{classify, ExpectedResponse, StateRule, Verdict};
 use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::task::{AbortHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
 use url::Url;
 
 /// How long one turn of [`Serving::next_callback`] serves before the wait looks at its other
@@ -46,10 +54,77 @@ const MAX_CONNECTIONS_IN_FLIGHT: usize = 16;
 const ANY_PORT_ATTEMPTS: usize = 5;
 
 /// Listening sockets for one login, and the redirect URI that points at them.
-#[derive(Debug)]
 pub struct CallbackListener {
     sockets: Vec<TcpListener>,
     redirect: Url,
+    /// Serves every connection over TLS when set.
+    tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for CallbackListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallbackListener")
+            .field("sockets", &self.sockets)
+            .field("redirect", &self.redirect)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+/// The TLS configuration of an https callback, from `--local-server-cert` (a PEM certificate,
+/// with its chain) and `--local-server-key` (its PEM private key). Read when a login starts.
+pub fn tls_config(files: &CallbackTls) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|err| {
+            fail(
+                Exit::Input,
+                format!("reading {flag} {}: {err}", path.display()),
+            )
+        })
+    };
+    let cert_pem = read("--local-server-cert", &files.cert)?;
+    let key_pem = read("--local-server-key", &files.key)?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .ok()
+        .filter(|chain| !chain.is_empty())
+        .ok_or_else(|| {
+            fail(
+                Exit::Input,
+                format!(
+                    "--local-server-cert {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                    files.cert.display()
+                ),
+            )
+        })?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| {
+        fail(
+            Exit::Input,
+            format!(
+                "--local-server-key {} holds no PEM private key (PKCS#8, PKCS#1 or SEC1: -----BEGIN PRIVATE KEY-----)",
+                files.key.display()
+            ),
+        )
+    })?;
+    let mut config =
+        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .and_then(|builder| builder.with_no_client_auth().with_single_cert(chain, key))
+            .map_err(|err| {
+                fail(
+                    Exit::Input,
+                    format!(
+                        "--local-server-cert {} and --local-server-key {} cannot serve TLS ({err}); give a certificate and the private key that belongs to it",
+                        files.cert.display(),
+                        files.key.display()
+                    ),
+                )
+            })?;
+    // The listener speaks HTTP/1.1 only.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
 
 /// Why one configured address could not be used.
@@ -106,12 +181,22 @@ impl CallbackListener {
                             socket.local_addr()?
                         );
                     }
-                    return Ok(CallbackListener { sockets, redirect });
+                    return Ok(CallbackListener {
+                        sockets,
+                        redirect,
+                        tls: None,
+                    });
                 }
                 Err(problem) => problems.push((address, problem)),
             }
         }
         Err(no_address_left(&problems))
+    }
+
+    /// Serves every connection over TLS with `config` (see [`tls_config`]).
+    pub fn with_tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(TlsAcceptor::from(config));
+        self
     }
 
     /// The redirect URI to send to the provider: the configured one with the bound port.
@@ -155,6 +240,7 @@ impl CallbackListener {
                 expected: expected.into(),
                 callback_path: self.redirect.path().to_string(),
                 heads_read: Mutex::new(Vec::new()),
+                tls: self.tls,
             }),
             runtime,
         })
@@ -186,6 +272,8 @@ struct PageContext {
     callback_path: String,
     /// Connections that have sent their head since the last turn: no longer idle.
     heads_read: Mutex<Vec<u64>>,
+    /// The https callback's TLS, when set.
+    tls: Option<TlsAcceptor>,
 }
 
 impl Serving {
@@ -265,34 +353,68 @@ fn admit(
     let id = *next_id;
     let page = Arc::clone(page);
     let task = connections.spawn(async move {
-        let head = tokio::time::timeout(CONNECTION_TIMEOUT, read_request_head(&stream)).await;
-        lock(&page.heads_read).push(id);
-        let head = match head {
-            Ok(Ok(head)) => head,
-            Ok(Err(err)) => {
-                debug!(2, "ignored a login callback connection: {err}");
-                return None;
+        let deadline = tokio::time::Instant::now() + CONNECTION_TIMEOUT;
+        match page.tls.clone() {
+            None => serve_connection(stream, &page, id, deadline).await,
+            Some(acceptor) => {
+                match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
+                    Ok(Ok(tls_stream)) => serve_connection(tls_stream, &page, id, deadline).await,
+                    Ok(Err(err)) => {
+                        lock(&page.heads_read).push(id);
+                        debug!(
+                            1,
+                            "ignored a login callback connection: the TLS handshake failed ({err}); does the browser trust --local-server-cert?"
+                        );
+                        None
+                    }
+                    Err(_) => {
+                        lock(&page.heads_read).push(id);
+                        debug!(2, "ignored a login callback connection: no TLS handshake in time");
+                        None
+                    }
+                }
             }
-            Err(_) => {
-                debug!(
-                    2,
-                    "ignored a login callback connection: request not sent in time"
-                );
-                return None;
-            }
-        };
-        let (page_answer, verdict) = answer(&head, &page);
-        let sent = tokio::time::timeout(CONNECTION_TIMEOUT, write_all(&stream, &page_answer)).await;
-        if !matches!(sent, Ok(Ok(()))) {
-            debug!(2, "could not answer a login callback connection");
         }
-        // A FIN after the page, rather than a reset that could make the browser drop it.
-        if let Ok(stream) = stream.into_std() {
-            let _ = stream.shutdown(Shutdown::Write);
-        }
-        verdict
     });
     idle.push_back((id, task));
+}
+
+/// Reads one request from `stream` and answers it, all before `deadline`; the verdict of a
+/// callback, `None` for anything else.
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    page: &PageContext,
+    id: u64,
+    deadline: tokio::time::Instant,
+) -> Option<Verdict> {
+    let head = tokio::time::timeout_at(deadline, read_request_head(&mut stream)).await;
+    lock(&page.heads_read).push(id);
+    let head = match head {
+        Ok(Ok(head)) => head,
+        Ok(Err(err)) => {
+            debug!(2, "ignored a login callback connection: {err}");
+            return None;
+        }
+        Err(_) => {
+            debug!(
+                2,
+                "ignored a login callback connection: request not sent in time"
+            );
+            return None;
+        }
+    };
+    let (page_answer, verdict) = answer(&head, page);
+    let sent = tokio::time::timeout_at(deadline, async {
+        stream.write_all(&page_answer).await?;
+        // A FIN after the page (and TLS's close_notify), rather than a reset that could make the
+        // browser drop it.
+        stream.shutdown().await
+    })
+    .await;
+    if !matches!(sent, Ok(Ok(()))) {
+        debug!(2, "could not answer a login callback connection");
+    }
+    verdict
 }
 
 /// Binds `address` and, for a `localhost` redirect, the same port on the other family.
@@ -461,16 +583,11 @@ fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict>) {
 
 /// Reads up to the blank line that ends the request head, at most [`MAX_REQUEST_HEAD`] bytes.
 /// A GET has no body, so this is the whole request. The caller bounds the time.
-async fn read_request_head(stream: &tokio::net::TcpStream) -> io::Result<String> {
+async fn read_request_head<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<String> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     loop {
-        stream.readable().await?;
-        let read = match stream.try_read(&mut chunk) {
-            Ok(read) => read,
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(err) => return Err(err),
-        };
+        let read = stream.read(&mut chunk).await?;
         if read == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -488,19 +605,6 @@ async fn read_request_head(stream: &tokio::net::TcpStream) -> io::Result<String>
             ));
         }
     }
-}
-
-/// Writes all of `data` (tokio's `write_all` needs its io-util feature; this is the whole of it).
-async fn write_all(stream: &tokio::net::TcpStream, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        stream.writable().await?;
-        match stream.try_write(data) {
-            Ok(written) => data = &data[written..],
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
 }
 
 /// What a request to the listener is.

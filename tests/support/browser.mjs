@@ -17,6 +17,8 @@
 //                      bar of a browser on another machine, to paste it into kubecred.
 // Environment (flags win): TESTBED_BROWSER_LOGIN, TESTBED_BROWSER_ACTION, TESTBED_BROWSER_USER_CODE,
 // TESTBED_BROWSER_DETACH=1, TESTBED_BROWSER_TIMEOUT (seconds, default 60); TESTBED_BROWSER_LOG=<file> gets one "launch <url>" line per run;
+// TESTBED_BROWSER_TRUST_SPKI=<base64 SHA-256 of a public key> makes chromium trust certificates of that key
+// only (an https login callback's), instead of ignoring every certificate error;
 // TESTBED_BROWSER_NOISY=1 prints "BROWSER-STDOUT-NOISE" on stdout (otherwise stdout stays empty, but for
 // the URL that --action copy prints).
 // Only loopback requests leave the browser; everything else is aborted.
@@ -200,11 +202,15 @@ async function stopAtTheCallback(page) {
 }
 
 async function run() {
+  // The test bed's IdP (idpTls) uses a throwaway CA chromium cannot know: its errors are ignored,
+  // unless the run names the one key to trust (chromium honours that with a --user-data-dir,
+  // which a persistent context has).
+  const trustSpki = process.env.TESTBED_BROWSER_TRUST_SPKI;
   context = await chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: CHROMIUM_ARGS,
-    ignoreHTTPSErrors: true, // the test bed's IdP (idpTls) uses a throwaway CA chromium cannot know
+    args: trustSpki ? [...CHROMIUM_ARGS, `--ignore-certificate-errors-spki-list=${trustSpki}`] : CHROMIUM_ARGS,
+    ignoreHTTPSErrors: !trustSpki,
     timeout: 30_000,
   });
   note('browser up');

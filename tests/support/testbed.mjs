@@ -48,6 +48,8 @@ const { default: Provider, errors, interactionPolicy } = await import('oidc-prov
 // ---------------------------------------------------------------------------------------------
 const DEFAULTS = {
   idpTls: false,
+  idpHost: '127.0.0.1', // the issuer's host: '127.0.0.1' or 'localhost' (a name, for socks5h://)
+  httpsCallbackPort: null, // a port: the client `kubecred-https` takes https://localhost:PORT/callback
   idTokenTtl: 600,
   accessTokenTtl: 600,
   clientCredentialsTtl: 600,
@@ -137,6 +139,18 @@ function freshStats() {
 }
 let stats = freshStats();
 const devicePolls = new Map(); // device_code -> number of polls seen (for deviceSlowDown)
+
+// The provider's requests as they arrived (GET /__testbed/requests): method, path (no query) and
+// headers (names in lower case), so that tests see what a client sent, e.g. its extra headers.
+// Also the GitHub Actions stand-in's; not the rest of the admin API's, not the API stand-in's own
+// fetches; the latest REQUEST_LOG_LIMIT only.
+const REQUEST_LOG_LIMIT = 500;
+let requestLog = [];
+function recordRequest(req, url) {
+  if (req.headers['x-testbed-internal'] === '1') return;
+  requestLog.push({ method: req.method, path: url.pathname, headers: { ...req.headers } });
+  if (requestLog.length > REQUEST_LOG_LIMIT) requestLog = requestLog.slice(-REQUEST_LOG_LIMIT);
+}
 
 // ---------------------------------------------------------------------------------------------
 // State dir and a throwaway test CA (the API stand-in always needs it; the IdP with idpTls).
@@ -604,10 +618,13 @@ async function handleAdmin(req, res, url) {
   switch (route) {
     case 'GET /__testbed/stats':
       return sendJson(res, 200, { ...stats, ci: ci.counts });
+    case 'GET /__testbed/requests':
+      return sendJson(res, 200, requestLog);
     case 'POST /__testbed/reset':
       await readRaw(req);
       stats = freshStats();
       devicePolls.clear();
+      requestLog = [];
       return sendJson(res, 200, stats);
     case 'GET /__testbed/config':
       return sendJson(res, 200, cfg);
@@ -847,7 +864,10 @@ async function main() {
   let providerCallback = null;
   const idpHandler = (req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
-    if (url.pathname === '/__testbed' || url.pathname.startsWith('/__testbed/')) {
+    const admin = url.pathname === '/__testbed' || url.pathname.startsWith('/__testbed/');
+    // The GitHub Actions stand-in is recorded too: requests kubecred sends to someone else.
+    if (!admin || url.pathname === '/__testbed/ci/actions') recordRequest(req, url);
+    if (admin) {
       handleAdmin(req, res, url).catch((err) => {
         console.error(`admin: ${err.stack ?? err}`);
         if (!res.headersSent) sendJson(res, 500, { error: String(err.message ?? err) });
@@ -868,10 +888,29 @@ async function main() {
     : http.createServer(idpHandler);
   servers.push(idpServer);
   const idpPort = await listen(idpServer);
-  const issuer = `${cfg.idpTls ? 'https' : 'http'}://127.0.0.1:${idpPort}`;
+  if (!['127.0.0.1', 'localhost'].includes(cfg.idpHost)) {
+    throw new Error(`idpHost must be "127.0.0.1" or "localhost", not ${JSON.stringify(cfg.idpHost)}`);
+  }
+  const issuer = `${cfg.idpTls ? 'https' : 'http'}://${cfg.idpHost}:${idpPort}`;
 
   ci = await makeCiIssuer(issuer);
   CLIENTS.push(...ci.clients);
+  if (cfg.httpsCallbackPort !== null) {
+    // A provider that takes only https redirect URIs, matched exactly (a web client: no
+    // loopback port freedom): what --local-server-cert is for.
+    const port = Number(cfg.httpsCallbackPort);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new Error(`httpsCallbackPort must be a port number, not ${JSON.stringify(cfg.httpsCallbackPort)}`);
+    }
+    CLIENTS.push({
+      client_id: 'kubecred-https',
+      application_type: 'web',
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      redirect_uris: [`https://localhost:${port}/callback`, `https://127.0.0.1:${port}/callback`],
+    });
+  }
   const provider = new Provider(issuer, providerConfiguration(jwks));
   ci.registerTokenExchange(provider, errors, jwks.keys[0], cfg);
   provider.use(testbedMiddleware());

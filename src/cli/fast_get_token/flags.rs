@@ -206,6 +206,27 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| add_text(&mut a.auth_params, v),
     },
     Flag {
+        long: "request-header",
+        aliases: &[],
+        env: true,
+        takes: Values { split: false },
+        store: |a, v| add_text(&mut a.request_headers, v),
+    },
+    Flag {
+        long: "local-server-cert",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| path(&mut a.local_server_cert, v),
+    },
+    Flag {
+        long: "local-server-key",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| path(&mut a.local_server_key, v),
+    },
+    Flag {
         long: "account",
         aliases: &[],
         env: true,
@@ -381,23 +402,16 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| text(&mut a.kubelogin.password, v),
     },
     Flag {
-        long: "local-server-cert",
+        long: "oidc-request-header",
         aliases: &[],
         env: false,
-        takes: Value,
-        store: |a, v| path(&mut a.kubelogin.local_server_cert, v),
-    },
-    Flag {
-        long: "local-server-key",
-        aliases: &[],
-        env: false,
-        takes: Value,
-        store: |a, v| path(&mut a.kubelogin.local_server_key, v),
+        takes: Values { split: false },
+        store: |a, v| add_text(&mut a.kubelogin.oidc_request_header, v),
     },
 ];
 
 /// The row of `--verbose`, the flag `-v` counts.
-pub(super) const VERBOSE: usize = 31;
+pub(super) const VERBOSE: usize = 34;
 
 /// Pairs of flags clap refuses together (`conflicts_with`), by long name.
 pub(super) const CONFLICTS: &[(&str, &str)] = &[("client-secret", "client-secret-file")];

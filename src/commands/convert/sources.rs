@@ -270,6 +270,10 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
         redirect_url: args.redirect_url.is_some(),
         auto_grant,
         username: args.federation.username.is_some(),
+        tls_callback: (
+            args.local_server_cert.is_some(),
+            args.local_server_key.is_some(),
+        ),
     };
     let converted = match kubelogin::converted(&args.kubelogin, given) {
         Ok(converted) => converted,
@@ -507,7 +511,7 @@ mod tests {
         assert!(reason(
             "exec: {command: kubelogin, args: [get-token, --oidc-issuer-url=https://i, --oidc-client-id=c, --local-server-cert=c.pem]}"
         )
-        .starts_with("kubecred refuses it: --local-server-cert"));
+        .starts_with("kubecred refuses it: --local-server-cert and --local-server-key go together"));
         assert!(
             reason("exec: {command: kubelogin, args: [get-token, --oidc-bogus=1]}")
                 .starts_with("its kubelogin flags: unexpected argument")

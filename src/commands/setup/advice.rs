@@ -239,7 +239,8 @@ fn rbac_name(subject: &str) -> String {
 
 /// `get-token` and the settings given to setup, as a kubeconfig `args` list. Paths become
 /// absolute (kubectl runs the plugin from wherever it is). A client secret given as a value is
-/// never written out: the stanza gets a placeholder in `env` instead (see [`exec_env`]).
+/// never written out, nor are request headers' values (an API key): the stanza gets a
+/// placeholder in `env` instead (see [`exec_env`]).
 pub fn exec_args(args: &TokenArgs) -> Vec<String> {
     let mut out = vec!["get-token".to_string()];
     // An empty value is a switch, printed alone: get-token refuses `--use-access-token=true`.
@@ -314,6 +315,14 @@ pub fn exec_args(args: &TokenArgs) -> Vec<String> {
     for param in &args.auth_params {
         flag("auth-param", Some(param.clone()));
     }
+    flag(
+        "local-server-cert",
+        args.local_server_cert.as_deref().map(path),
+    );
+    flag(
+        "local-server-key",
+        args.local_server_key.as_deref().map(path),
+    );
     flag("account", args.account.clone());
     flag("login-hint", args.login_hint.clone());
     flag("prompt", args.prompt.clone());
@@ -358,16 +367,28 @@ pub fn exec_args(args: &TokenArgs) -> Vec<String> {
     out
 }
 
-/// The stanza's `env`: a placeholder for a client secret that was given as a value.
-pub fn exec_env(args: &TokenArgs) -> Vec<(&'static str, &'static str)> {
+/// The stanza's `env`: placeholders for a client secret given as a value, and for the request
+/// headers' values (each header's name, its value to be filled in).
+pub fn exec_env(args: &TokenArgs) -> Vec<(&'static str, String)> {
+    let mut env = Vec::new();
     if args.client_secret.is_some() {
-        vec![(
+        env.push((
             "KUBECRED_CLIENT_SECRET",
-            "<the client secret; better: --client-secret-file>",
-        )]
-    } else {
-        vec![]
+            "<the client secret; better: --client-secret-file>".to_string(),
+        ));
     }
+    let header_names: Vec<String> = args
+        .request_headers
+        .iter()
+        .map(|header| match header.split_once('=') {
+            Some((name, _)) => format!("{}=<its value>", name.trim()),
+            None => "<NAME=VALUE>".to_string(),
+        })
+        .collect();
+    if !header_names.is_empty() {
+        env.push(("KUBECRED_REQUEST_HEADER", header_names.join(",")));
+    }
+    env
 }
 
 /// Why the stanza runs the command it does, as `#` comment lines; nothing for plain `kubecred`.
@@ -440,7 +461,7 @@ pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
         let _ = writeln!(out, "      env:");
         for (name, value) in env {
             let _ = writeln!(out, "      - name: {name}");
-            let _ = writeln!(out, "        value: {}", q(value));
+            let _ = writeln!(out, "        value: {}", q(&value));
         }
     }
     let _ = writeln!(out, "      interactiveMode: {interactive_mode}");
@@ -498,9 +519,15 @@ mod tests {
         assert_eq!(q("a\"b\nc: d"), r#""a\"b\nc: d""#);
     }
 
-    /// Flags the printed stanza leaves out on purpose: a secret given as a value (the stanza gets
+    /// Flags the printed stanza leaves out on purpose: secrets given as values (the stanza gets
     /// an `env` placeholder instead), one-off switches, and kubelogin's hidden aliases.
-    const NOT_PRINTED: [&str; 4] = ["client-secret", "force-refresh", "verbose", "help"];
+    const NOT_PRINTED: [&str; 5] = [
+        "client-secret",
+        "request-header",
+        "force-refresh",
+        "verbose",
+        "help",
+    ];
 
     /// Every get-token flag a setup run was given reaches the printed `args`: a flag added to
     /// `TokenArgs` and forgotten in `exec_args` fails here.

@@ -68,10 +68,17 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
             what: &format!("fetching the discovery document from {shown}"),
             body_cap: http::MAX_JSON_BODY,
             replay: http::Replay::Safe,
+            recipient: http::Recipient::Provider,
         })
         .map_err(|failure| match failure {
-            http::RequestFailure::Network { failure, .. } => {
-                fail(Exit::Provider, unreachable(&shown, &failure))
+            http::RequestFailure::Network {
+                failure, through, ..
+            } => {
+                let mut message = unreachable(&shown, &failure);
+                if let Some(proxy) = through {
+                    message.push_str(&format!(" (through {proxy})"));
+                }
+                fail(Exit::Provider, message)
             }
             other => fail(Exit::Provider, format!("fetching {shown}: {other}")),
         })?;

@@ -28,7 +28,11 @@ pub(crate) fn ipv6_available() -> bool {
 
 /// Sends one GET and returns (status line, whole answer).
 pub(crate) fn get(address: SocketAddr, target: &str) -> (String, String) {
-    let mut stream = TcpStream::connect(address).unwrap();
+    get_on(TcpStream::connect(address).unwrap(), target)
+}
+
+/// One GET on a connection (plain or TLS): (status line, whole answer).
+fn get_on(mut stream: impl Read + Write, target: &str) -> (String, String) {
     write!(
         stream,
         "GET {target} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n"
@@ -213,4 +217,132 @@ fn the_real_callback_gets_through_while_many_idle_connections_wait() {
         other => panic!("expected the code, got {other:?}"),
     }
     drop(idle);
+}
+
+/// A self-signed certificate for localhost, 127.0.0.1 and ::1 (valid until 2126) and its key,
+/// made once with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes
+/// -days 36500 -addext subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1`.
+const CALLBACK_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBxDCCAWqgAwIBAgIUfjryrl57KpCah13EQKlyFqphQ3kwCgYIKoZIzj0EAwIw
+ITEfMB0GA1UEAwwWa3ViZWNyZWQgdGVzdCBjYWxsYmFjazAgFw0yNjExMjUxNDQw
+MjhaGA8yMTI2MTEwMTE0NDAyOFowITEfMB0GA1UEAwwWa3ViZWNyZWQgdGVzdCBj
+YWxsYmFjazBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABC+cJiUloxUy9KXNJIWK
+Ch1RSFHUN3LMf0wDVoQkc9QLUvurh1BiZYUmIaoSOz0j4a2SSEFeiQDnzy9XB2Kl
+pL+jfjB8MB0GA1UdDgQWBBThkeUxTuAojl026eKomuq9czSkVTAfBgNVHSMEGDAW
+gBThkeUxTuAojl026eKomuq9czSkVTAsBgNVHREEJTAjgglsb2NhbGhvc3SHBH8A
+AAGHEAAAAAAAAAAAAAAAAAAAAAEwDAYDVR0TAQH/BAIwADAKBggqhkjOPQQDAgNI
+ADBFAiEAwci84ozXngG7dxvD1HAW90KS8vBrsShN2++f7a+rqH8CIE/UiiYGt/dJ
+XaNSVUpZsDXTKmu3AfxTSKLsH8XVP0o0
+-----END CERTIFICATE-----
+";
+const CALLBACK_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgoLQoodq6mr3ERloi
+FXM6uluGz2rVNx0DYMHeY9Wd75ahRANCAAQvnCYlJaMVMvSlzSSFigodUUhR1Ddy
+zH9MA1aEJHPUC1L7q4dQYmWFJiGqEjs9I+GtkkhBXokA588vVwdipaS/
+-----END PRIVATE KEY-----
+";
+/// Another P-256 key: not the certificate's.
+const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgjcwzKVvZ0HWXhURr
+M2FwZ5ojC+DAgces0QwfBfacg4OhRANCAARwUjQ0B4907tViNnQPbxRsZhkPnoVc
+ioZonpYNLZlE/5FDR5j6NmLIsa8aFnqS3yvTqsq3jS8hBTi1hHhIxweV
+-----END PRIVATE KEY-----
+";
+
+fn callback_tls(dir: &std::path::Path, cert: &str, key: &str) -> CallbackTls {
+    let files = CallbackTls {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    std::fs::write(&files.cert, cert).unwrap();
+    std::fs::write(&files.key, key).unwrap();
+    files
+}
+
+/// One GET over TLS, trusting only [`CALLBACK_CERT`]: (status line, whole answer).
+fn tls_get(address: SocketAddr, target: &str) -> (String, String) {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(CALLBACK_CERT.as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    get_on(
+        rustls::StreamOwned::new(connection, TcpStream::connect(address).unwrap()),
+        target,
+    )
+}
+
+#[test]
+fn an_https_callback_is_served_over_tls_and_plain_http_gets_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = tls_config(&callback_tls(dir.path(), CALLBACK_CERT, CALLBACK_KEY)).unwrap();
+    let redirect = Url::parse("https://localhost/callback").unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &redirect)
+        .unwrap()
+        .with_tls(config);
+    let address = listener.local_addresses()[0];
+    assert_eq!(
+        listener.redirect_uri(),
+        format!("https://localhost:{}/callback", address.port())
+    );
+    let verdicts = hand_overs(listener.serve(STATE).unwrap());
+    // A plain-http request is no TLS handshake: no page, no verdict.
+    let mut plain = TcpStream::connect(address).unwrap();
+    write!(
+        plain,
+        "GET /callback?code=plain&state={STATE} HTTP/1.1\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(!String::from_utf8_lossy(&answer).contains("Logged in"));
+
+    let (status, answer) = tls_get(address, &format!("/callback?code=real&state={STATE}"));
+    assert!(status.contains("200"), "{status}");
+    assert!(answer.contains("Logged in"), "{answer}");
+    match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
+        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        other => panic!("expected the code, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_unusable_certificate_or_key_is_an_input_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (cert, key, expected) in [
+        (
+            "not a certificate",
+            CALLBACK_KEY,
+            "holds no PEM certificate",
+        ),
+        (CALLBACK_CERT, "not a key", "holds no PEM private key"),
+        (CALLBACK_CERT, OTHER_KEY, "cannot serve TLS"),
+    ] {
+        let err = tls_config(&callback_tls(dir.path(), cert, key)).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Input);
+        let message = err.to_string();
+        assert!(message.contains(expected), "{message}");
+        assert!(
+            message.contains(&dir.path().display().to_string()),
+            "{message}"
+        );
+    }
+    let missing = CallbackTls {
+        cert: dir.path().join("missing.pem"),
+        key: dir.path().join("key.pem"),
+    };
+    let message = tls_config(&missing).unwrap_err().to_string();
+    assert!(
+        message.starts_with("reading --local-server-cert"),
+        "{message}"
+    );
 }

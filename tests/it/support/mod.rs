@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod terminal;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -55,6 +58,8 @@ pub enum Need {
     Glewlwyd,
     /// `keyctl` (Debian's keyutils), to run a command in a kernel session keyring of its own.
     Keyctl,
+    /// Debian's tinyproxy (an HTTP proxy) and microsocks (a SOCKS5 proxy).
+    ProxyServers,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -80,10 +85,8 @@ pub fn have(need: Need) -> bool {
             (!found).then(|| "strace (Debian's strace)".to_string())
         }
         Need::Keyctl => (!on_path("keyctl")).then(|| "keyctl (Debian's keyutils)".to_string()),
-        Need::Glewlwyd => ["glewlwyd", "sqlite3"]
-            .into_iter()
-            .find(|program| !on_path(program))
-            .map(|program| format!("{program} (Debian's {program})")),
+        Need::Glewlwyd => first_missing(&["glewlwyd", "sqlite3"]),
+        Need::ProxyServers => first_missing(&["tinyproxy", "microsocks"]),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
@@ -112,9 +115,18 @@ pub fn have(need: Need) -> bool {
     false
 }
 
+/// Whether `program` is a file in a directory of PATH.
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// The first of `programs` not on PATH, named with its Debian package.
+fn first_missing(programs: &[&str]) -> Option<String> {
+    programs
+        .iter()
+        .find(|program| !on_path(program))
+        .map(|program| format!("{program} (Debian's {program})"))
 }
 
 /// Says on stderr why a test did nothing. (The harness captures it; kubecred's own code writes
@@ -274,6 +286,19 @@ impl Testbed {
             .send()
             .and_then(|r| r.error_for_status())
             .expect("test bed config");
+    }
+
+    /// The requests the provider received so far (`GET /__testbed/requests`): method, path and
+    /// headers (names in lower case), oldest first.
+    pub fn requests(&self) -> Vec<Value> {
+        let answer: Value = self
+            .admin_client()
+            .get(format!("{}/requests", self.admin))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .and_then(|r| r.json())
+            .expect("test bed requests");
+        answer.as_array().cloned().unwrap_or_default()
     }
 
     pub fn revoke_refresh_tokens(&self) {

@@ -1,0 +1,327 @@
+//! Logins where developers actually sit. An SSH session in a terminal (a pseudo-terminal,
+//! `SSH_CONNECTION`/`SSH_TTY` set, no display) gets the device flow by itself, approved in headless
+//! Chromium "on the laptop"; the same session at a provider without the device flow gets the
+//! browser login with the paste prompt. In WSL, stand-ins for `wslview`, `cmd.exe`,
+//! `powershell.exe` and `explorer.exe` on PATH record their arguments and read them the way the
+//! real program would (cmd's `%VAR%` expansion, carets and `&`; PowerShell's -EncodedCommand and
+//! quotes) before handing the URL to Chromium: each login completes only if the whole URL got
+//! through. An https callback (`--local-server-cert`) completes a login at a client that accepts
+//! only `https://localhost:PORT/callback`, in a Chromium that trusts that certificate's key and
+//! no other.
+
+#![cfg(target_os = "linux")]
+
+use crate::support::terminal::{Running, Stdin, URL_WAIT};
+use crate::support::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const V1: &str = "client.authentication.k8s.io/v1";
+/// How long kubecred may take to finish once the browser is done (or its own timeout is due).
+const EXIT_WAIT: Duration = Duration::from_secs(90);
+
+/// `get-token` with `--grant-type auto` (the default) on a terminal in an SSH session from
+/// 192.0.2.10, as sshd sets it up (and no display: the test's environment has none).
+fn in_ssh_session(env: &TestEnv, bed: &Testbed) -> Running {
+    let mut command = env.kubecred(&[
+        "get-token",
+        &format!("--issuer-url={}", bed.issuer),
+        &format!("--client-id={PUBLIC_CLIENT}"),
+        "--listen-address=127.0.0.1:0",
+        "--auth-timeout=120s",
+    ]);
+    command
+        .env("SSH_CONNECTION", "192.0.2.10 50022 192.0.2.20 22")
+        .env("SSH_CLIENT", "192.0.2.10 50022 22")
+        .env("SSH_TTY", "/dev/pts/3");
+    Running::start(command, Stdin::Terminal, true)
+}
+
+/// `browser.mjs` approving `url` as alice, as the user's laptop browser would; waits for it.
+fn approve_elsewhere(url: &str) {
+    let output = Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .args(["--login", "alice", url])
+        .stdin(Stdio::null())
+        .output()
+        .expect("running node tests/support/browser.mjs");
+    assert!(
+        output.status.success(),
+        "browser.mjs {url}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn an_ssh_session_in_a_terminal_gets_the_device_flow_by_itself() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut kubecred = in_ssh_session(&env, &bed);
+    let why = kubecred.stderr_line_with("so --grant-type auto uses the device flow", URL_WAIT);
+    assert_eq!(
+        why,
+        format!(
+            "kubecred: no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset), so --grant-type auto uses the device flow, which {} offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise",
+            bed.issuer
+        )
+    );
+    let line = kubecred.stderr_line_with("to log in, open ", URL_WAIT);
+    let url = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"));
+    approve_elsewhere(url);
+    let run = kubecred.finish(EXIT_WAIT).success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    // No second line about opening a browser that cannot open.
+    assert!(
+        !run.stderr().contains("could not open a browser"),
+        "{}",
+        run.stderr()
+    );
+    let stats = bed.stats();
+    assert_eq!(stats["device_authorization"], 1, "{stats}");
+    assert_eq!(stats["authorization"], 0, "{stats}");
+}
+
+#[test]
+fn an_ssh_session_at_a_provider_without_the_device_flow_gets_the_paste_prompt() {
+    let bed = Testbed::start_with(json!({
+        "discoveryPatch": {"device_authorization_endpoint": null}
+    }));
+    let env = TestEnv::new();
+    let mut kubecred = in_ssh_session(&env, &bed);
+    kubecred.stderr_line_with("If it does not open, visit: ", URL_WAIT);
+    kubecred.stderr_line_with(
+        "could not open a browser (an SSH session, DISPLAY and WAYLAND_DISPLAY unset)",
+        URL_WAIT,
+    );
+    kubecred.stderr_line_with("paste the code (or the whole URL", URL_WAIT);
+    assert_eq!(bed.stats()["device_authorization"], 0);
+}
+
+/// One program standing in for a WSL launcher: records its arguments and working directory,
+/// reads the URL out of them the way the real program would, and hands it to Chromium
+/// (detached, as the real ones return at once).
+const STAND_IN: &str = r#"#!/usr/bin/env python3
+import base64, json, os, re, subprocess, sys
+
+program = os.path.basename(sys.argv[0])
+args = sys.argv[1:]
+with open(os.environ["STAND_IN_LOG"], "a") as log:
+    log.write(json.dumps({"program": program, "args": args, "cwd": os.getcwd()}) + "\n")
+
+def windows_command_line(words):
+    # How WSL hands argv to a Windows program: a word is quoted only when it is empty or holds
+    # a blank or a quote.
+    return " ".join('"' + w.replace('"', '\\"') + '"' if (w == "" or re.search(r'[\s"]', w)) else w
+                    for w in words)
+
+def cmd_c(line):
+    # cmd.exe /c: first %NAME% expansion, quotes or not: every two-character hex name is defined
+    # here, so an unescaped %3A%..% in the URL would change it. Then, outside quotes, a caret
+    # takes the next character literally and an unescaped & | < > ends the command.
+    line = re.sub(r"%([0-9A-Fa-f]{2})%", "<EXPANDED>", line)
+    out, quoted, i = "", False, 0
+    while i < len(line):
+        c = line[i]
+        if c == '"':
+            quoted = not quoted
+        elif c == "^" and not quoted and i + 1 < len(line):
+            i += 1
+            out += line[i]
+        elif c in "&|<>" and not quoted:
+            break
+        else:
+            out += c
+        i += 1
+        continue
+    return out
+
+if program == "cmd.exe":
+    command = cmd_c(windows_command_line(args))
+    words = command.split(" ")
+    assert words[0] == "/c" and words[1] == "start", words
+    url = " ".join(words[2:])
+elif program == "powershell.exe":
+    script = base64.b64decode(args[args.index("-EncodedCommand") + 1]).decode("utf-16-le")
+    url = re.fullmatch(r"Start-Process '((?:[^']|'')*)'", script).group(1).replace("''", "'")
+else:  # wslview, explorer.exe: the URL as one argument
+    url = args[0]
+with open(os.environ["STAND_IN_LOG"], "a") as log:
+    log.write(json.dumps({"program": program, "url": url}) + "\n")
+subprocess.Popen(["node", os.environ["BROWSER_MJS"], "--detach", url],
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+"#;
+
+/// The login URL kubecred printed before opening the browser.
+fn printed_login_url(run: &Run) -> String {
+    run.stderr()
+        .lines()
+        .find_map(|line| line.split("If it does not open, visit: ").nth(1))
+        .map(str::to_string)
+        .expect("the login URL on stderr")
+}
+
+const WSL_LAUNCHERS: [&str; 4] = ["wslview", "cmd.exe", "powershell.exe", "explorer.exe"];
+
+/// A directory holding stand-ins for `launchers`.
+fn stand_ins(env: &TestEnv, launchers: &[&str]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = env.dir.path().join(format!("wsl-{}", launchers.join("-")));
+    std::fs::create_dir_all(&dir).unwrap();
+    for launcher in launchers {
+        let path = dir.join(launcher);
+        std::fs::write(&path, STAND_IN).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn wsl_launchers_each_hand_the_whole_url_to_the_browser() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    for (index, first) in WSL_LAUNCHERS.iter().enumerate() {
+        // The launchers from this one on are installed: this one is tried first.
+        let env = TestEnv::new();
+        let dir = stand_ins(&env, &WSL_LAUNCHERS[index..]);
+        let log = env.dir.path().join("stand-ins.log");
+        let mut args = authcode_args(&bed);
+        args.retain(|arg| !arg.starts_with("--browser-command"));
+        args.push("-v".into());
+        let run = run_bounded(
+            env.kubecred_owned(&args)
+                .env(
+                    "PATH",
+                    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap()),
+                )
+                .env("WSL_DISTRO_NAME", "Ubuntu")
+                .env("STAND_IN_LOG", &log)
+                .env("BROWSER_MJS", repo_root().join("tests/support/browser.mjs")),
+            EXIT_WAIT,
+        )
+        .success();
+        assert_eq!(jwt_claims(&run.token())["sub"], "alice", "{first}");
+        let lines = log_lines(&log);
+        let called = &lines[0];
+        assert_eq!(called["program"], *first, "{lines:?}");
+        // The URL it read is the one kubecred printed, whole.
+        let printed = printed_login_url(&run);
+        assert!(printed.contains('&') && printed.contains('%'), "{printed}");
+        assert_eq!(lines[1]["url"], printed, "{first}: {lines:?}");
+        // Windows programs start in their own directory (cmd.exe refuses a UNC one).
+        if first.ends_with(".exe") {
+            assert_eq!(called["cwd"], dir.display().to_string(), "{lines:?}");
+        }
+        run.stderr_contains(&format!(
+            "opening the login URL with {}",
+            dir.join(first).display()
+        ));
+    }
+    assert_eq!(bed.stats()["token"]["authorization_code"], 4);
+}
+
+/// A key and a self-signed certificate for localhost and 127.0.0.1 (openssl, as the test bed
+/// makes its CA), and the base64 SHA-256 of its public key, which Chromium is told to trust.
+fn callback_certificate(env: &TestEnv) -> (PathBuf, PathBuf, String) {
+    let (cert, key) = (
+        env.dir.path().join("callback-cert.pem"),
+        env.dir.path().join("callback-key.pem"),
+    );
+    let status = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args([
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=kubecred test callback",
+        ])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "openssl req");
+    let spki = Command::new("sh")
+        .arg("-c")
+        .arg("openssl x509 -pubkey -noout -in \"$0\" | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(spki.status.success(), "openssl spki hash");
+    (
+        cert,
+        key,
+        String::from_utf8(spki.stdout).unwrap().trim().to_string(),
+    )
+}
+
+#[test]
+fn an_https_callback_completes_a_login_at_a_client_that_takes_only_https() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bed = Testbed::start_with(json!({"httpsCallbackPort": port}));
+    let env = TestEnv::new();
+    let (cert, key, spki) = callback_certificate(&env);
+    let run = env
+        .kubecred(&[
+            "get-token",
+            &format!("--issuer-url={}", bed.issuer),
+            "--client-id=kubecred-https",
+            "--grant-type=authcode",
+            &format!("--listen-address=127.0.0.1:{port}"),
+            &format!("--local-server-cert={}", cert.display()),
+            &format!("--local-server-key={}", key.display()),
+            &format!("--browser-command={}", browser_command()),
+            "-v",
+        ])
+        .env("KUBERNETES_EXEC_INFO", exec_info(V1, false))
+        .env("TESTBED_BROWSER_TRUST_SPKI", &spki)
+        .run()
+        .success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    let login_url = url::Url::parse(&printed_login_url(&run)).unwrap();
+    let redirect = login_url
+        .query_pairs()
+        .find(|(name, _)| name == "redirect_uri")
+        .map(|(_, value)| value.into_owned());
+    assert_eq!(
+        redirect.as_deref(),
+        Some(format!("https://localhost:{port}/callback").as_str())
+    );
+    assert_eq!(bed.stats()["token"]["authorization_code"], 1);
+}
