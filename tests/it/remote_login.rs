@@ -96,7 +96,7 @@ fn an_ssh_session_at_a_provider_without_the_device_flow_gets_the_paste_prompt() 
     }));
     let env = TestEnv::new();
     let mut kubecred = in_ssh_session(&env, &bed);
-    kubecred.stderr_line_with("If it does not open, visit: ", URL_WAIT);
+    kubecred.stderr_line_with("if it does not open, visit ", URL_WAIT);
     kubecred.stderr_line_with(
         "could not open a browser (an SSH session, DISPLAY and WAYLAND_DISPLAY unset)",
         URL_WAIT,
@@ -163,7 +163,7 @@ subprocess.Popen(["node", os.environ["BROWSER_MJS"], "--detach", url],
 fn printed_login_url(run: &Run) -> String {
     run.stderr()
         .lines()
-        .find_map(|line| line.split("If it does not open, visit: ").nth(1))
+        .find_map(|line| line.split("if it does not open, visit ").nth(1))
         .map(str::to_string)
         .expect("the login URL on stderr")
 }
