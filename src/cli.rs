@@ -529,7 +529,8 @@ pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
 /// parser runs: help, `--version` and every error come from it, unchanged.
 fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
     let words = get_token_words(argv)?;
-    let args = match fast_get_token::parse(words, |name| std::env::var_os(name)) {
+    let variables = fast_get_token::KubecredVariables::of_process();
+    let args = match fast_get_token::parse(words, |name| variables.get(name)) {
         Some(args) => args,
         None => parse_get_token_with_clap(argv)?,
     };
