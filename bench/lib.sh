@@ -6,6 +6,11 @@
 # within each round, and the median over the rounds is what is reported.
 
 bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# ensure_system_deps (hyperfine, time, ...), ensure_node_deps (the test bed's packages), and
+# static_target and build_static: the static build is what the benchmarks measure.
+. "$bench_root/scripts/system-deps.sh"
+. "$bench_root/scripts/node-deps.sh"
+. "$bench_root/scripts/static-build.sh"
 
 # start_testbed WORKDIR [OPTIONS_JSON]: starts tests/support/testbed.mjs; sets BED_PID and
 # BED_FIELDS (the path of its startup line). It stops when this shell closes fd 3 or exits.
@@ -63,9 +68,56 @@ rounds() {
     done
 }
 
-# summarize OUT_PREFIX BASELINE_NAME: a markdown table of medians (the median over the rounds
-# of each round's median) and each command's ratio to BASELINE_NAME (the median over the rounds
-# of the per-round ratio, with its lowest and highest round).
+# summarize OUT_PREFIX BASELINE_NAME [OTHER_BASELINE_NAME]: a markdown table of medians (the
+# median over the rounds of each round's median) and each command's ratio to BASELINE_NAME (the
+# median over the rounds of the per-round ratio, with its lowest and highest round), and to
+# OTHER_BASELINE_NAME in a second column when it is given.
 summarize() {
-    python3 "$bench_root/bench/summarize.py" "$1" "$2"
+    python3 "$bench_root/bench/summarize.py" "$@"
+}
+
+# build_floor OUT: the floor of a cache hit, bench/readfile.rs (read a file, write it to
+# stdout), built static for the musl target with the release profile's settings and linked as
+# the static kubecred is (.cargo/config.toml: at a fixed address). Plain rustc, so the flags are
+# all here.
+build_floor() {
+    rustc --edition 2021 --target "$(static_target)" -C opt-level=3 -C codegen-units=1 \
+        -C panic=abort -C strip=symbols -C target-feature=+crt-static -C relocation-model=static \
+        -o "$1" "$bench_root/bench/readfile.rs"
+}
+
+# hit_cache WORK KUBECRED: a client-credentials entry under WORK/cache that outlives the
+# benchmark, obtained from the test bed, which is stopped again, so that every run of KUBECRED
+# with HIT_ARGS is a cache hit with no provider to fall back on. Sets HIT_ARGS (the get-token
+# command line) and HIT_ENTRY (the entry's file). Needs KUBECRED_CLIENT_SECRET and
+# KUBERNETES_EXEC_INFO exported.
+hit_cache() {
+    local work=$1 kubecred=$2
+    start_testbed "$work" '{"clientCredentialsTtl": 86400, "accessTokenTtl": 86400, "idTokenTtl": 86400}'
+    HIT_ARGS=(get-token "--issuer-url=$(bed_field issuer)" --client-id=kubecred-cc
+        --grant-type=client-credentials --resource=https://kubernetes.testbed "--cache-dir=$work/cache")
+    "$kubecred" "${HIT_ARGS[@]}" > /dev/null
+    stop_testbed
+    "$kubecred" "${HIT_ARGS[@]}" > /dev/null || {
+        echo "bench: the cache hit failed with the provider stopped" >&2
+        return 1
+    }
+    HIT_ENTRY=$(ls "$work"/cache/tokens/*.json)
+}
+
+# relative_relocations BINARY: how many pointers BINARY's start-up code or loader relocates at
+# every start, from readelf (binutils): R_*_RELATIVE entries, or the offsets of a packed
+# (DT_RELR) table; "?" without readelf.
+relative_relocations() {
+    command -v readelf > /dev/null || { echo "?"; return; }
+    readelf -r -W "$1" | awk '/_RELATIVE / { n++ } /^ *[0-9]+ offsets$/ { n += $1 } END { print n + 0 }'
+}
+
+# minor_faults COMMAND...: the median over 21 runs of the minor page faults of COMMAND (stdout
+# discarded), as /usr/bin/time counts them.
+minor_faults() {
+    local i
+    for i in $(seq 21); do
+        /usr/bin/time -f %R "$@" 2>&1 > /dev/null | tail -1
+    done | sort -n | sed -n 11p
 }

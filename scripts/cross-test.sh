@@ -65,9 +65,10 @@ echo "==> aarch64 Linux (static musl) under qemu-aarch64" >&2
 mkdir -p "$work/arm"
 tar -C "$work/arm" -xzf "$arm_tar"
 arm=(qemu-aarch64 "$work/arm/$arm_folder/kubecred")
-# The ELF header's machine field (offset 18): 183 is aarch64.
-python3 -c 'import sys; h=open(sys.argv[1],"rb").read(20); sys.exit(h[:4]!=b"\x7fELF" or int.from_bytes(h[18:20],"little")!=183)' \
-    "$work/arm/$arm_folder/kubecred" || fail "the arm64 archive does not hold an aarch64 binary"
+# The ELF header's type (offset 16): 2 is an executable linked at a fixed address, as
+# .cargo/config.toml asks; its machine (offset 18): 183 is aarch64.
+python3 -c 'import sys; h=open(sys.argv[1],"rb").read(20); sys.exit(h[:4]!=b"\x7fELF" or h[16:18]!=b"\x02\x00" or int.from_bytes(h[18:20],"little")!=183)' \
+    "$work/arm/$arm_folder/kubecred" || fail "the arm64 archive does not hold an aarch64 executable linked at a fixed address"
 "${arm[@]}" --version | grep -q "^kubecred $version" || fail "arm64 --version"
 before=$(token_requests)
 first=$("${arm[@]}" "${cc_args[@]}" "--cache-dir=$work/arm-cache" | token_of)

@@ -1,6 +1,7 @@
 # Sourced by scripts/test.sh, scripts/release.sh, bench/ and .ci/run: the build a Linux user
-# downloads, a static musl binary (static-pie: no dynamic loader, no shared libraries to map at
-# every start, which is most of a cache hit's cost; bench/RESULTS.md), and the Rust targets and
+# downloads, a static musl binary linked at a fixed address (no dynamic loader, no shared
+# libraries to map and no relocations to apply at every start, which is most of a cache hit's
+# cost; .cargo/config.toml sets it, bench/RESULTS.md measures it), and the Rust targets and
 # cross tools the other builds and lints need. ring's C code is compiled with musl-gcc (Debian's
 # musl-tools, installed by scripts/system-deps.sh). Messages go to stderr.
 
@@ -22,14 +23,28 @@ ensure_rust_target() {
 }
 
 # build_static ROOT: builds the release binary for static_target (adding the target's standard
-# library with rustup when it is missing) and prints its path.
+# library with rustup when it is missing), checks that it is linked at a fixed address, and
+# prints its path.
 build_static() {
-    local root="${1:?usage: build_static ROOT}" target
+    local root="${1:?usage: build_static ROOT}" target binary
     target=$(static_target)
     ensure_rust_target "$target"
     echo "building the static release binary ($target)..." >&2
-    cargo build --quiet --release --locked --target "$target" --manifest-path "$root/Cargo.toml" >&2
-    echo "$root/target/$target/release/kubecred"
+    # From ROOT, so that its .cargo/config.toml applies whatever the caller's directory.
+    (cd "$root" && cargo build --quiet --release --locked --target "$target") >&2
+    binary="$root/target/$target/release/kubecred"
+    require_fixed_address "$binary" || return 1
+    echo "$binary"
+}
+
+# require_fixed_address BINARY: fails, saying why, unless BINARY is an ELF executable linked at a
+# fixed address (type EXEC, the 2 bytes at offset 16) rather than position-independent (DYN).
+require_fixed_address() {
+    [ "$(od -An -t u2 -j 16 -N 2 "$1" | tr -d ' ')" = 2 ] && return 0
+    echo "$1 is position-independent, not linked at a fixed address as .cargo/config.toml asks:" \
+        "RUSTFLAGS or CARGO_ENCODED_RUSTFLAGS in the environment replace that file's flags;" \
+        "unset them, or add -C relocation-model=static to them" >&2
+    return 1
 }
 
 # ensure_zigbuild: cargo-zigbuild and zig (PyPI), the C compiler and linker of the aarch64 musl

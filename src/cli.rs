@@ -678,7 +678,8 @@ pub use crate::command_on_path::KUBECTL_PLUGIN_NAME;
 /// `--version`, every error and every unusual line come from clap, unchanged.
 fn parse_get_token_alone(argv: &[OsString]) -> Option<Cli> {
     let words = get_token_words(argv)?;
-    let args = fast_get_token::parse(words, |name| std::env::var_os(name))?;
+    let variables = fast_get_token::KubecredVariables::of_process();
+    let args = fast_get_token::parse(words, |name| variables.get(name))?;
     Some(Cli {
         command: Command::GetToken(args),
     })

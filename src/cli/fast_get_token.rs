@@ -26,7 +26,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 /// Parses get-token's arguments (those after `get-token`), reading each flag's variable through
-/// `env` (`std::env::var_os` in the binary); `None` leaves the command line to clap.
+/// `env` ([`KubecredVariables`] in the binary); `None` leaves the command line to clap.
 pub(super) fn parse(
     args: &[OsString],
     env: impl Fn(&str) -> Option<OsString>,
@@ -197,6 +197,44 @@ fn boolish(value: &str) -> Option<bool> {
     BoolishValueParser::new()
         .parse_ref(&command, None, OsStr::new(value))
         .ok()
+}
+
+/// This process's `KUBECRED_*` variables, read in one pass over the environment, for the
+/// lookups of [`parse`]: it asks for one variable per flag, about fifty, and each
+/// `std::env::var_os` is a `getenv` that compares every entry of the environment again, so the
+/// cost grew with the user's environment times the number of flags (bench/RESULTS.md).
+pub(super) struct KubecredVariables(Vec<(OsString, OsString)>);
+
+impl KubecredVariables {
+    pub(super) fn of_process() -> KubecredVariables {
+        let ours = |(name, _): &(OsString, OsString)| {
+            let prefix = b"KUBECRED_".as_slice();
+            name.as_encoded_bytes()
+                .get(..prefix.len())
+                .is_some_and(|start| same_name(start, prefix))
+        };
+        KubecredVariables(std::env::vars_os().filter(ours).collect())
+    }
+
+    /// What `std::env::var_os(name)` gives for a name that starts with `KUBECRED_` (the first
+    /// of equal names).
+    pub(super) fn get(&self, name: &str) -> Option<OsString> {
+        let found = self
+            .0
+            .iter()
+            .find(|(variable, _)| same_name(variable.as_encoded_bytes(), name.as_bytes()));
+        found.map(|(_, value)| value.clone())
+    }
+}
+
+/// Whether two variable names are the same name: Windows compares them regardless of case
+/// (`var_os("KUBECRED_X")` finds `kubecred_x` there), unix byte for byte.
+fn same_name(one: &[u8], other: &[u8]) -> bool {
+    if cfg!(windows) {
+        one.eq_ignore_ascii_case(other)
+    } else {
+        one == other
+    }
 }
 
 /// `KUBECRED_<LONG>` built in place: the hit reads about fifty of them.
@@ -597,6 +635,45 @@ mod tests {
                 };
                 assert!(compare(&[given.as_str()], &vars), "{given} {vars:?}");
             }
+        }
+    }
+
+    #[test]
+    fn the_variables_read_in_one_pass_are_what_var_os_reads() {
+        let _turn = VARIABLES
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        #[cfg(unix)]
+        let not_utf8 = std::os::unix::ffi::OsStringExt::from_vec(vec![b'x', 0xff]);
+        #[cfg(windows)]
+        let not_utf8 = std::os::windows::ffi::OsStringExt::from_wide(&[u16::from(b'x'), 0xd800]);
+        let set: Vec<(&str, OsString)> = vec![
+            ("KUBECRED_FASTTEST_ONE_PASS", "a".into()),
+            // A name that starts with another's is another variable.
+            ("KUBECRED_FASTTEST_ONE_PASS_LONGER", "b=c".into()),
+            ("KUBECRED_FASTTEST_ONE_PASS_EMPTY", "".into()),
+            ("KUBECRED_FASTTEST_ONE_PASS_NOT_UTF8", not_utf8),
+            // Found by its upper-case name on Windows only, as var_os finds it.
+            ("kubecred_fasttest_one_pass_lower", "d".into()),
+        ];
+        for (name, value) in &set {
+            std::env::set_var(name, value);
+        }
+        let read = KubecredVariables::of_process();
+        let looked_up = [
+            "KUBECRED_FASTTEST_ONE_PASS_UNSET",
+            "KUBECRED_FASTTEST_ONE_PASS_LOWER",
+            "KUBECRED_",
+        ];
+        let names = set.iter().map(|(name, _)| *name).chain(looked_up);
+        // The flags' variables: upper case, `KUBECRED_` first.
+        let names = names.filter(|name| name.starts_with("KUBECRED_"));
+        for name in names {
+            assert_eq!(read.get(name), std::env::var_os(name), "{name}");
+        }
+        assert_eq!(read.get("KUBECRED_FASTTEST_ONE_PASS"), Some("a".into()));
+        for (name, _) in &set {
+            std::env::remove_var(name);
         }
     }
 
