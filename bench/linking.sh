@@ -2,7 +2,8 @@
 # How the static Linux binary is built, weighed on the cache hit: the release build (linked at a
 # fixed address, .cargo/config.toml) beside the simple alternatives, each built from this tree
 # with one thing changed — static-pie (rustc's default for musl), static-pie with packed
-# relative relocations (DT_RELR), opt-level "s", thin LTO with 16 codegen units, panic=unwind —
+# relative relocations (DT_RELR), opt-level "s", thin LTO with 16 codegen units, panic=unwind,
+# musl's own allocator instead of the startup arena (src/startup_arena.rs) —
 # and the floor (bench/readfile.rs) linked both ways. For each: the hit's time side by side
 # (hyperfine -N in rounds, ratios to the floor taken inside each round), its minor page faults
 # (/usr/bin/time), its instructions (callgrind, when valgrind is installed), the binary's size
@@ -42,6 +43,7 @@ names+=("static-pie, DT_RELR") binaries+=("$(variant static-pie-relr "$pie -C li
 names+=("fixed, opt-level s") binaries+=("$(variant opt-s "$fixed" CARGO_PROFILE_RELEASE_OPT_LEVEL=s)")
 names+=("fixed, thin LTO, 16 codegen units") binaries+=("$(variant thin-lto "$fixed" CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16)")
 names+=("fixed, panic=unwind") binaries+=("$(variant unwind "$fixed" CARGO_PROFILE_RELEASE_PANIC=unwind)")
+names+=("fixed, musl's allocator (no arena)") binaries+=("$(variant system-allocator "$fixed --cfg kubecred_system_allocator")")
 
 work=$(mktemp -d)
 cleanup() { stop_testbed 2> /dev/null || true; rm -rf "$work"; }

@@ -29,6 +29,7 @@ pub(crate) mod oidc;
 pub(crate) mod private_file;
 pub(crate) mod process;
 pub mod secret;
+pub mod startup_arena;
 pub(crate) mod text;
 pub mod tokens;
 
