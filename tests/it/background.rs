@@ -93,6 +93,17 @@ fn window_hit(env: &TestEnv, args: &[String], log: &Path, token: &str) {
     );
 }
 
+/// Client credentials whose 60 s tokens (the test bed's `clientCredentialsTtl`) are in the
+/// refresh-ahead window a second after they are issued (`--refresh-ahead=59s`,
+/// `--min-validity=5s`): the arguments and the cached token, once the window is open.
+fn cc_in_the_window(env: &TestEnv, bed: &Testbed) -> (Vec<String>, String) {
+    let mut args = env.cc_args(bed);
+    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
+    let token = env.kubecred_owned(&args).run().success().token();
+    std::thread::sleep(Duration::from_millis(1500));
+    (args, token)
+}
+
 #[test]
 fn a_window_hit_whose_refresh_token_the_keyring_lost_starts_no_login() {
     let Some(env) = TestEnv::with_keyring() else {
@@ -263,10 +274,7 @@ fn hits_keep_answering_while_a_refused_refresh_token_s_token_is_valid() {
 fn after_an_outage_renewals_back_off_instead_of_one_per_hit() {
     let bed = Testbed::start_with(json!({"clientCredentialsTtl": 60}));
     let env = TestEnv::new();
-    let mut args = env.cc_args(&bed);
-    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
-    let token = env.kubecred_owned(&args).run().success().token();
-    std::thread::sleep(Duration::from_millis(1500));
+    let (args, token) = cc_in_the_window(&env, &bed);
     bed.configure(json!({"tokenError": "temporarily_unavailable"}));
     bed.reset_stats();
 
@@ -319,11 +327,8 @@ fn after_an_outage_renewals_back_off_instead_of_one_per_hit() {
 fn a_refused_client_is_asked_once_for_these_tokens() {
     let bed = Testbed::start_with(json!({"clientCredentialsTtl": 60}));
     let env = TestEnv::new();
-    let mut args = env.cc_args(&bed);
-    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
-    let token = env.kubecred_owned(&args).run().success().token();
+    let (args, token) = cc_in_the_window(&env, &bed);
     let entry = entry_bytes(&env.cache_dir());
-    std::thread::sleep(Duration::from_millis(1500));
     bed.configure(json!({"tokenError": "invalid_client"}));
     bed.reset_stats();
     for _ in 0..20 {
@@ -360,13 +365,9 @@ fn a_refused_client_is_asked_once_for_these_tokens() {
 fn twenty_hits_in_the_window_start_one_renewal_that_outlives_kubectl() {
     let bed = Testbed::start_with(json!({"clientCredentialsTtl": 60}));
     let env = TestEnv::new();
-    // The window opens 1 s after a token is issued.
-    let mut args = env.cc_args(&bed);
-    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
+    let (args, first) = cc_in_the_window(&env, &bed);
     let kubeconfig = env.kubeconfig(&bed, KubeconfigSpec::new(V1, args.clone()));
-    let first = env.kubecred_owned(&args).run().success().token();
     let entry = entry_bytes(&env.cache_dir());
-    std::thread::sleep(Duration::from_millis(1500));
 
     // A provider that takes 12 s per token: the renewal is still under way when every kubectl
     // is done, so none of them waited for it (nor for its pipes: it holds none of theirs).
@@ -393,10 +394,7 @@ fn twenty_hits_in_the_window_start_one_renewal_that_outlives_kubectl() {
 fn the_renewal_holds_no_descriptor_of_kubectl_s() {
     let bed = Testbed::start_with(json!({"clientCredentialsTtl": 60}));
     let env = TestEnv::new();
-    let mut args = env.cc_args(&bed);
-    args.extend(["--min-validity=5s".into(), "--refresh-ahead=59s".into()]);
-    env.kubecred_owned(&args).run().success();
-    std::thread::sleep(Duration::from_millis(1500));
+    let (args, _) = cc_in_the_window(&env, &bed);
     bed.configure(json!({"tokenDelayMs": 8000}));
     // The hit gets a pipe on descriptor 5 without close-on-exec, as a careless caller leaves
     // one: the renewal must not keep it open (a reader of that pipe would wait for it).
