@@ -19,10 +19,18 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// What `--version` prints after the name: the version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("KUBECRED_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "kubecred",
-    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("KUBECRED_GIT_COMMIT"), ")"),
+    version = VERSION,
     about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers",
     long_about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers.\n\n\
         kubectl runs `kubecred get-token` from a kubeconfig `exec` stanza; kubecred prints one \

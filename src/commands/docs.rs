@@ -17,10 +17,24 @@ pub(super) fn completion(shell: ShellArg) -> anyhow::Result<Option<String>> {
         ShellArg::Powershell => Shell::PowerShell,
     };
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "kubecred", &mut script);
+    clap_complete::generate(shell, &mut completed_command(), "kubecred", &mut script);
     String::from_utf8(script)
         .map(Some)
         .map_err(|_| fail(Exit::Input, "the completion script is not UTF-8"))
+}
+
+/// The command line the completion scripts offer: kubecred's, without its hidden commands
+/// (`renew-ahead`, which only kubecred runs): clap_complete offers hidden subcommands too.
+fn completed_command() -> clap::Command {
+    let full = Cli::command();
+    let visible: Vec<clap::Command> = full
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .cloned()
+        .collect();
+    clap::Command::new("kubecred")
+        .version(crate::cli::VERSION)
+        .subcommands(visible)
 }
 
 /// The man page (roff) for stdout: one page, `kubecred(1)`, that documents every command under
@@ -149,6 +163,31 @@ fn code_spans_in_bold(page: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn completions_offer_every_command_but_the_hidden_ones() {
+        for shell in [
+            ShellArg::Bash,
+            ShellArg::Zsh,
+            ShellArg::Fish,
+            ShellArg::Powershell,
+        ] {
+            let script = completion(shell).unwrap().unwrap();
+            for command in [
+                "get-token",
+                "convert-kubeconfig",
+                "--issuer-url",
+                "--request-header",
+            ] {
+                assert!(script.contains(command), "{shell:?} lacks {command}");
+            }
+            assert!(
+                !script.contains("renew-ahead"),
+                "{shell:?} offers renew-ahead"
+            );
+            assert!(!script.contains("lock-fd"), "{shell:?} offers --lock-fd");
+        }
+    }
 
     #[test]
     fn backtick_spans_become_bold_and_odd_ones_stay() {
