@@ -176,8 +176,8 @@ mod tests {
             for command in [
                 "get-token",
                 "convert-kubeconfig",
-                "--issuer-url",
-                "--request-header",
+                "issuer-url",
+                "request-header",
             ] {
                 assert!(script.contains(command), "{shell:?} lacks {command}");
             }
