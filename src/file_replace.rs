@@ -12,6 +12,7 @@
 //! backups. (Unlike `private_file.rs`, which owns kubecred's cache: these are the user's files,
 //! in the user's directories, with the user's modes.)
 
+use crate::private_file;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -114,7 +115,7 @@ struct Staged {
 
 impl Staged {
     fn commit(self) -> io::Result<Written> {
-        fs::rename(&self.temp, &self.target).inspect_err(|_| {
+        private_file::rename_over(&self.temp, &self.target).inspect_err(|_| {
             let _ = fs::remove_file(&self.temp);
         })?;
         sync_dir(&self.target);
@@ -273,7 +274,7 @@ fn restore(done: &Written) -> io::Result<()> {
             let dir = done.path.parent().unwrap_or(Path::new("."));
             let temp = dir.join(format!(".kubecred-restore-{}.tmp", std::process::id()));
             write_new(&temp, &bytes, Some(&meta))?;
-            fs::rename(&temp, &done.path)
+            private_file::rename_over(&temp, &done.path)
         }
         None => fs::remove_file(&done.path),
     }

@@ -340,7 +340,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .and_then(|()| file.sync_all())
         .and_then(|()| {
             drop(file);
-            fs::rename(&temp_path, path)
+            rename_over(&temp_path, path)
         });
     if let Err(err) = written {
         let _ = fs::remove_file(&temp_path);
@@ -349,6 +349,28 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     remove_leftovers(path);
     sync_dir(dir);
     Ok(())
+}
+
+/// Renames `from` over `to`. Windows refuses ("Access denied") to replace a file some process
+/// has open wherever it lacks POSIX rename semantics (before Windows 10 1809, on FAT and many
+/// network shares, under Wine), and a parallel kubectl's cache hit, an antivirus scanner or the
+/// search indexer holds a cache file open for moments: there the rename is tried again for a
+/// bounded while (about 0.6 s in all) before the error stands. Elsewhere, one rename.
+pub(crate) fn rename_over(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(windows)]
+    {
+        // ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION.
+        let held_open = |err: &io::Error| matches!(err.raw_os_error(), Some(5 | 32));
+        let mut pause = std::time::Duration::from_millis(10);
+        for _ in 0..6 {
+            match fs::rename(from, to) {
+                Err(err) if held_open(&err) => std::thread::sleep(pause),
+                done => return done,
+            }
+            pause *= 2;
+        }
+    }
+    fs::rename(from, to)
 }
 
 fn file_name(path: &Path) -> io::Result<String> {

@@ -344,6 +344,9 @@ impl TokenCache {
 
     fn write_entry_file(&self, entry: &StoredEntry) -> anyhow::Result<()> {
         let path = self.entry_path();
+        // Closed first: Windows refuses to rename a file over one this process holds open (see
+        // `private_file::rename_over`), and the stamp belongs to the new file (`set_entry_stamp`).
+        self.last_read.borrow_mut().take();
         private_file::write_private(&self.dir, &path, &entry.to_json()).map_err(|err| {
             fail(
                 Exit::Cache,
@@ -358,6 +361,8 @@ impl TokenCache {
 
     fn remove_entry_file(&self) -> anyhow::Result<()> {
         let path = self.entry_path();
+        // Closed first: on Windows a file still open stays until its last handle goes.
+        self.last_read.borrow_mut().take();
         private_file::remove_with_leftovers(&path)
             .map(|_| ())
             .map_err(|err| {
