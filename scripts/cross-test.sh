@@ -4,7 +4,7 @@
 # the archives scripts/release.sh built into dist/ (building them first when dist/ has none):
 # what a user downloads, not a debug build.
 #   Windows (Wine 8): --version; a client-credentials grant; the next run answered from the cache
-#     (no token request); `status` lists the entry; `logout` forgets it; the same with
+#     (no token request); a --force-refresh replaces the entry; `status` lists it; `logout` forgets it; the same with
 #     --cache-storage keyring. Then device-flow logins as large as real ones (an ID token over
 #     4 KB, a 2,000-character refresh token), completed in headless Chromium (browser.mjs) from
 #     the URL kubecred prints, with `keyring` and `auto`: stored, the next run answered from the
@@ -106,13 +106,23 @@ for storage in disk keyring; do
         || fail "windows $storage hit: $(cat "$work/win.stderr")"
     [ "$first" = "$again" ] || fail "windows $storage: the second run was not answered from the cache"
     [ "$(token_requests)" = $((before + 1)) ] || fail "windows $storage: expected one token request"
+    # A new token replaces the entry: the run that read the entry (and keeps it open for the
+    # hand-out stamp) renames the new file over it, which Wine, like Windows without POSIX
+    # rename semantics, refuses while the file is open.
+    renewed=$(win "${cc_args[@]}" "--cache-storage=$storage" --force-refresh | token_of) \
+        || fail "windows $storage --force-refresh: $(cat "$work/win.stderr")"
+    grep -q "warning" "$work/win.stderr" && fail "windows $storage --force-refresh: $(cat "$work/win.stderr")"
+    again=$(win "${cc_args[@]}" "--cache-storage=$storage" | token_of) \
+        || fail "windows $storage hit after --force-refresh: $(cat "$work/win.stderr")"
+    [ "$renewed" != "$first" ] && [ "$again" = "$renewed" ] \
+        || fail "windows $storage: the entry was not replaced by the new token"
     win status | tr -d '\r' | grep -q "$issuer" || fail "windows $storage: status does not list the entry"
     if [ "$storage" = keyring ]; then
         win status | tr -d '\r' | grep -q "keyring (DPAPI file store)" || fail "windows: the entry is not in the DPAPI store"
     fi
     win logout "${cc_args[@]:1}" "--cache-storage=$storage" > /dev/null || fail "windows $storage logout: $(cat "$work/win.stderr")"
     win status | tr -d '\r' | grep -q "no cached logins" || fail "windows $storage: logout left an entry"
-    echo "    --cache-storage $storage: a grant, a cache hit, status and logout: ok" >&2
+    echo "    --cache-storage $storage: a grant, a cache hit, a replaced entry, status and logout: ok" >&2
 done
 
 # refresh-ahead on Windows: a hit in the window starts the renewal without handing it kubectl's
@@ -158,6 +168,7 @@ sleep 16 # the renewal's request takes 15 s
 renewed=$(win "${cc_args[@]}" --refresh-ahead=0 | token_of) || fail "windows hit after the renewal: $(cat "$work/win.stderr")"
 [ "$renewed" != "$first" ] || fail "windows: the background renewal did not replace the cached token"
 bed_admin POST /config '{"tokenDelayMs": 0}' > /dev/null
+win logout "${cc_args[@]:1}" > /dev/null || fail "windows refresh-ahead logout: $(cat "$work/win.stderr")"
 echo "    refresh-ahead: the window hit's stdout ended in ${window}s (a plain hit's in ${plain}s) with the provider taking 15 s; one renewal for four hits: ok" >&2
 
 # ---- Windows: device-flow logins as large as real ones ---------------------------------------
@@ -199,8 +210,13 @@ device_login() {
     [ "$status" = 0 ] || fail "windows device login ($*) exited $status: $(cat "$out.stderr")"
 }
 
-# kubecred's lines on stderr (the device-flow instructions and QR code are not), without \r.
-notices() { tr -d '\r' < "$1" | grep '^kubecred: ' || true; }
+# kubecred's notices on stderr (warnings, errors), without \r: its lines other than the
+# device flow's instructions (the QR code's lines have no prefix).
+notices() {
+    tr -d '\r' < "$1" | grep '^kubecred: ' \
+        | grep -v -e '^kubecred: to log in, open ' -e '^kubecred: or scan this with a phone:$' \
+            -e '^kubecred: the code expires in ' || true
+}
 
 # in_the_clear DIR TEXT...: the files under DIR (no link followed) holding any TEXT, as UTF-8 or
 # UTF-16 (what Windows APIs write); a 64-character piece of each is looked for.
