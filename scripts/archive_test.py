@@ -138,7 +138,7 @@ def check_archive(dist, name, work):
     unpacked = target_dir / folder
     check_man_page(name, unpacked)
     check_readme_links(name, unpacked)
-    passed(f"{name}: one folder, {len(names)} members, extraction leaves a 0700 directory 0700")
+    passed(f"{name}: one folder, {len(names)} members, extracting it leaves the directory it lands in at 0700")
     return unpacked
 
 
