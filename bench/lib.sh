@@ -81,7 +81,7 @@ summarize() {
 # the static kubecred is (.cargo/config.toml: at a fixed address). Plain rustc, so the flags are
 # all here.
 build_floor() {
-    rustc --edition 2021 --target "$(static_target)" -C opt-level=3 -C codegen-units=1 \
+    rustc --edition 2024 --target "$(static_target)" -C opt-level=3 -C codegen-units=1 \
         -C panic=abort -C strip=symbols -C target-feature=+crt-static -C relocation-model=static \
         -o "$1" "$bench_root/bench/readfile.rs"
 }

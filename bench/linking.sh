@@ -52,7 +52,7 @@ floor="$work/readfile"
 build_floor "$floor"
 # The floor as rustc links it for musl by default (static-pie).
 floor_pie="$work/readfile-pie"
-rustc --edition 2021 --target "$target" -C opt-level=3 -C codegen-units=1 -C panic=abort \
+rustc --edition 2024 --target "$target" -C opt-level=3 -C codegen-units=1 -C panic=abort \
     -C strip=symbols -C target-feature=+crt-static -o "$floor_pie" bench/readfile.rs
 
 export KUBERNETES_EXEC_INFO='{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","spec":{"interactive":false}}'

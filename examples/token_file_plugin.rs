@@ -29,9 +29,9 @@
 //! As kubecred does, it prints the credential and nothing else on stdout, and on failure one line
 //! on stderr and exit code 1, so that kubectl shows the reason.
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use kubecred::env_vars::KUBERNETES_EXEC_INFO;
-use kubecred::exec_credential::{render, ExecInfo};
+use kubecred::exec_credential::{ExecInfo, render};
 use kubecred::secret::Secret;
 use kubecred::tokens::unverified_jwt_expiry;
 use std::io::Write;

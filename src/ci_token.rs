@@ -6,7 +6,7 @@
 
 use crate::config::CredentialSource;
 use crate::env_vars;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::secret::Secret;
 use std::io::Read;
 

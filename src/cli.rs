@@ -891,7 +891,8 @@ mod tests {
             for id in on_off {
                 // A variable no other test reads, so setting it races with nothing.
                 let var = format!("KUBECRED_TEST_{}_{value}", id.to_uppercase());
-                std::env::set_var(&var, value);
+                // SAFETY: a variable of this test alone; no other thread reads or writes it.
+                unsafe { std::env::set_var(&var, value) };
                 let command = Cli::command().mut_subcommand("get-token", |sub| {
                     sub.mut_arg(id, |arg| arg.env(&*var.clone().leak()))
                 });
@@ -903,7 +904,8 @@ mod tests {
             }
         }
         let var = "KUBECRED_TEST_PKCE";
-        std::env::set_var(var, "no");
+        // SAFETY: a variable of this test alone; no other thread reads or writes it.
+        unsafe { std::env::set_var(var, "no") };
         let command = Cli::command()
             .mut_subcommand("get-token", |sub| sub.mut_arg("pkce", |arg| arg.env(var)));
         let matches = command
@@ -1057,9 +1059,11 @@ mod tests {
         .unwrap();
         assert_eq!(args.issuer_url.as_deref(), Some("https://idp.example"));
         assert_eq!(args.verbose, 1);
-        assert!(parse_stanza_get_token(argv(&["kubecred", "status"]))
-            .unwrap()
-            .is_none());
+        assert!(
+            parse_stanza_get_token(argv(&["kubecred", "status"]))
+                .unwrap()
+                .is_none()
+        );
         assert!(parse_stanza_get_token(argv(&["kubecred", "get-token", "--nope"])).is_err());
     }
 

@@ -5,7 +5,7 @@
 //! the apiVersion must be one we can echo back: client-go rejects any other.
 //! See https://kubernetes.io/docs/reference/access-authn-authz/authentication/#input-and-output-formats
 
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::secret::Secret;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,7 @@ impl ExecInfo {
                         "KUBERNETES_EXEC_INFO has apiVersion {other:?}, which kubecred does not speak; \
                          set the kubeconfig exec apiVersion to {V1} or {V1BETA1}"
                     ),
-                ))
+                ));
             }
             None => {
                 return Err(fail(
@@ -99,7 +99,7 @@ impl ExecInfo {
                     format!(
                         "KUBERNETES_EXEC_INFO has no apiVersion; set the kubeconfig exec apiVersion to {V1} or {V1BETA1}"
                     ),
-                ))
+                ));
             }
         };
         Ok(ExecInfo {

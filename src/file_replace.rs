@@ -149,7 +149,7 @@ fn stage(path: &Path, content: &[u8], stamp: &str) -> io::Result<Staged> {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "not a regular file",
-            ))
+            ));
         }
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
         Err(err) => return Err(err),
@@ -283,10 +283,10 @@ fn restore(done: &Written) -> io::Result<()> {
 /// Flushes the directory entry of a rename (unix; best effort).
 fn sync_dir(path: &Path) {
     #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = File::open(dir)
+    {
+        let _ = dir.sync_all();
     }
     #[cfg(not(unix))]
     let _ = path;
@@ -327,10 +327,12 @@ mod tests {
         .unwrap();
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
         assert_eq!(mode(&real), 0o640);
-        assert!(fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink());
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         let backup = written[0].backup.clone().unwrap();
         assert_eq!(
             backup,

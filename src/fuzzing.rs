@@ -5,11 +5,11 @@
 //! (hidden from the docs); nothing here does I/O.
 
 use crate::exec_credential::ExecInfo;
-use crate::login::callback::{interpret_pasted, ExpectedResponse, StateRule};
-use crate::login::listener::{route, Route};
+use crate::login::callback::{ExpectedResponse, StateRule, interpret_pasted};
+use crate::login::listener::{Route, route};
 use crate::oidc::{Expectation, ProviderMetadata};
 use crate::secret::Secret;
-use crate::tokens::{access_token_expiry, Identity};
+use crate::tokens::{Identity, access_token_expiry};
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use url::Url;
@@ -164,14 +164,14 @@ fn expectations() -> [ExpectedResponse; 2] {
 /// error shape with its wording.
 pub fn token_response(data: &[u8]) {
     crate::grants::fuzz_token_response(data, now());
-    if let Ok(token) = serde_json::from_slice::<Value>(data) {
-        if let Some(access) = token.get("access_token").and_then(Value::as_str) {
-            let expires_in = token
-                .get("expires_in")
-                .and_then(Value::as_u64)
-                .map(std::time::Duration::from_secs);
-            let _ = access_token_expiry(access, expires_in, now());
-        }
+    if let Ok(token) = serde_json::from_slice::<Value>(data)
+        && let Some(access) = token.get("access_token").and_then(Value::as_str)
+    {
+        let expires_in = token
+            .get("expires_in")
+            .and_then(Value::as_u64)
+            .map(std::time::Duration::from_secs);
+        let _ = access_token_expiry(access, expires_in, now());
     }
 }
 
@@ -209,7 +209,7 @@ pub fn duration(data: &[u8]) {
 mod tests {
     use super::TARGETS;
     use std::collections::BTreeSet;
-    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
 
     #[test]
     fn every_corpus_input_runs_through_its_target_without_a_panic() {

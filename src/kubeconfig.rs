@@ -7,7 +7,7 @@
 //!
 //! Only `whoami` reads a kubeconfig; `get-token` gets everything from kubectl.
 
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -130,7 +130,7 @@ pub fn exec_stanza(files: &[PathBuf], context: Option<&str>) -> anyhow::Result<E
                 return Err(fail(
                     Exit::Input,
                     format!("cannot read the kubeconfig {}: {err}", path.display()),
-                ))
+                ));
             }
         }
     }
@@ -286,19 +286,27 @@ users:
     #[test]
     fn the_first_file_wins_and_errors_say_what_is_missing() {
         let first = parse("current-context: other\n");
-        assert!(resolve(&[first, parse(CONFIG)], None)
-            .unwrap_err()
-            .contains("has no exec stanza"));
-        assert!(resolve(&[parse(CONFIG)], Some("nope"))
-            .unwrap_err()
-            .contains("no context \"nope\""));
-        assert!(resolve(&[parse("{}")], None)
-            .unwrap_err()
-            .contains("no current-context"));
+        assert!(
+            resolve(&[first, parse(CONFIG)], None)
+                .unwrap_err()
+                .contains("has no exec stanza")
+        );
+        assert!(
+            resolve(&[parse(CONFIG)], Some("nope"))
+                .unwrap_err()
+                .contains("no context \"nope\"")
+        );
+        assert!(
+            resolve(&[parse("{}")], None)
+                .unwrap_err()
+                .contains("no current-context")
+        );
         let foreign = CONFIG.replace("/usr/local/bin/kubecred", "kubelogin");
-        assert!(resolve(&[parse(&foreign)], None)
-            .unwrap_err()
-            .contains("not kubecred"));
+        assert!(
+            resolve(&[parse(&foreign)], None)
+                .unwrap_err()
+                .contains("not kubecred")
+        );
     }
 
     #[test]
@@ -314,10 +322,12 @@ users:
             )
         );
         let two = [missing.clone(), dir.path().join("other")];
-        assert!(exec_stanza(&two, None)
-            .unwrap_err()
-            .to_string()
-            .starts_with("none of the kubeconfig files "));
+        assert!(
+            exec_stanza(&two, None)
+                .unwrap_err()
+                .to_string()
+                .starts_with("none of the kubeconfig files ")
+        );
         // One missing beside one that exists: kubectl skips it, and so does kubecred.
         let present = dir.path().join("config");
         std::fs::write(&present, CONFIG).unwrap();

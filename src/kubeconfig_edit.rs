@@ -95,7 +95,7 @@ impl Document {
             _ => {
                 return Err(
                     "it is not a YAML mapping (apiVersion, clusters, contexts, users, …)".into(),
-                )
+                );
             }
         }
         for section in [Section::Users, Section::Clusters, Section::Contexts] {
@@ -166,10 +166,11 @@ impl Document {
         };
         let item = items[index].clone();
         self.changed = true;
-        if self.whole.is_none() && !self.json {
-            if let Err(reason) = self.write_entry(section, index, position.is_some(), &item) {
-                self.whole = Some(reason);
-            }
+        if self.whole.is_none()
+            && !self.json
+            && let Err(reason) = self.write_entry(section, index, position.is_some(), &item)
+        {
+            self.whole = Some(reason);
         }
     }
 
@@ -195,15 +196,14 @@ impl Document {
 
     /// The file's new text, and whether it kept the file's layout.
     pub fn render(&self) -> (String, Layout) {
-        if self.json {
-            if let Ok(json) = serde_json::to_value(&self.value) {
-                if let Ok(text) = serde_json::to_string_pretty(&json) {
-                    return (
-                        text + "\n",
-                        Layout::Whole("the file is JSON, written anew with its entries".into()),
-                    );
-                }
-            }
+        if self.json
+            && let Ok(json) = serde_json::to_value(&self.value)
+            && let Ok(text) = serde_json::to_string_pretty(&json)
+        {
+            return (
+                text + "\n",
+                Layout::Whole("the file is JSON, written anew with its entries".into()),
+            );
         }
         let reason = match &self.whole {
             Some(reason) => reason.clone(),
@@ -398,7 +398,7 @@ fn section_layout(text: &str, lines: &[Line], key_line: usize) -> Result<Section
             return Ok(SectionLayout {
                 indent: 0,
                 entries: Vec::new(),
-            })
+            });
         }
     };
     let mut entries: Vec<(usize, usize)> = Vec::new();
@@ -593,11 +593,15 @@ users:
     fn what_kubectl_cannot_read_is_refused() {
         assert!(Document::parse("users: [a\n").is_err());
         assert!(Document::parse("- a\n- b\n").is_err());
-        assert!(Document::parse("users: {a: 1}\n")
-            .unwrap_err()
-            .contains("users is not a list"));
-        assert!(Document::parse("users:\n- user: {token: x}\n")
-            .unwrap_err()
-            .contains("with a name"));
+        assert!(
+            Document::parse("users: {a: 1}\n")
+                .unwrap_err()
+                .contains("users is not a list")
+        );
+        assert!(
+            Document::parse("users:\n- user: {token: x}\n")
+                .unwrap_err()
+                .contains("with a name")
+        );
     }
 }

@@ -9,7 +9,7 @@
 //! only for compatibility, and each is mapped or ignored with a notice — never silently dropped
 //! when dropping it could weaken or misdirect a login.
 
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use clap::Args;
 use std::ffi::OsString;
 
@@ -161,7 +161,7 @@ pub fn converted(flags: &KubeloginFlags, given: Given) -> anyhow::Result<Convert
             return Err(fail(
                 Exit::Input,
                 "--local-server-cert and --local-server-key go together: give both (the certificate and its key) or neither",
-            ))
+            ));
         }
     };
     if !given.redirect_url {

@@ -643,10 +643,12 @@ mod tests {
             b"{}",
             "the link's target is untouched"
         );
-        assert!(!fs::symlink_metadata(&link)
-            .unwrap()
-            .file_type()
-            .is_symlink());
+        assert!(
+            !fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(read(&link, 100).unwrap(), b"new");
     }
 

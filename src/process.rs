@@ -4,9 +4,9 @@
 //! write to a closed pipe is an error we handle here, not a silent death) and flushes stdout at
 //! exit.
 
-use crate::cli::{usage_error_line, Cli, Command};
+use crate::cli::{Cli, Command, usage_error_line};
 use crate::commands;
-use crate::error::{exit_code_of, one_line, Exit};
+use crate::error::{Exit, exit_code_of, one_line};
 use std::io::Write;
 
 /// The whole process: the exit code.

@@ -304,14 +304,20 @@ mod tests {
             identity: None,
             granted_scope: None,
         };
-        assert!(tokens
-            .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(60))
-            .is_some());
-        assert!(tokens
-            .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(90))
-            .is_none());
-        assert!(tokens
-            .fresh_credential(TokenKind::AccessToken, now, Duration::ZERO)
-            .is_none());
+        assert!(
+            tokens
+                .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(60))
+                .is_some()
+        );
+        assert!(
+            tokens
+                .fresh_credential(TokenKind::IdToken, now, Duration::from_secs(90))
+                .is_none()
+        );
+        assert!(
+            tokens
+                .fresh_credential(TokenKind::AccessToken, now, Duration::ZERO)
+                .is_none()
+        );
     }
 }

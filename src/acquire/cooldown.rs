@@ -9,7 +9,7 @@
 
 use super::entry_state::Note;
 use crate::debug;
-use crate::error::{transient, Exit};
+use crate::error::{Exit, transient};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 

@@ -19,7 +19,7 @@
 //!   (`renew_ahead.rs`) so that the hits before the child takes the lock start no other.
 
 use crate::cache::{EntryLock, TokenCache};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use std::process::{Command, Stdio};
 
 /// Starts `kubecred renew-ahead` with this get-token run's arguments, detached, handing it
@@ -83,7 +83,7 @@ fn renewal_command(lock_fd: Option<i32>) -> std::io::Result<Command> {
 #[cfg(windows)]
 fn keep_standard_handles_from_children() {
     use std::os::windows::io::AsRawHandle;
-    use windows_sys::Win32::Foundation::{SetHandleInformation, HANDLE_FLAG_INHERIT};
+    use windows_sys::Win32::Foundation::{HANDLE_FLAG_INHERIT, SetHandleInformation};
     let handles = [
         std::io::stdin().as_raw_handle(),
         std::io::stdout().as_raw_handle(),
@@ -219,10 +219,12 @@ mod tests {
             "{message}"
         );
         assert!(adopt_lock_file(1, &lock_path).is_err());
-        assert!(adopt_lock_file(987_654, &lock_path)
-            .unwrap_err()
-            .to_string()
-            .contains("not open"));
+        assert!(
+            adopt_lock_file(987_654, &lock_path)
+                .unwrap_err()
+                .to_string()
+                .contains("not open")
+        );
 
         let right = std::fs::File::open(&lock_path).unwrap();
         let fd = right.as_raw_fd();

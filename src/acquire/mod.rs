@@ -23,18 +23,18 @@ mod renewal;
 #[cfg(test)]
 mod tests;
 
-pub use adopt::{adopt, Adopted, Carried};
+pub use adopt::{Adopted, Carried, adopt};
 pub(crate) use entry_state::{EntryState, StateFile};
 pub use renew_ahead::run as renew_in_background;
 
 use crate::cache::{EntryLock, TokenCache};
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
-use crate::error::{fail, transient, Exit};
+use crate::error::{Exit, fail, transient};
 use crate::exec_credential;
 use crate::grants::{ProviderClient, Revocation};
 use crate::login::paste;
-use crate::tokens::{printed_expiry, Tokens};
+use crate::tokens::{Tokens, printed_expiry};
 use entry_state::Note;
 use renewal::{Means, Refreshed};
 
@@ -83,10 +83,11 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
         Ok(tokens) => tokens,
         Err(err) => {
             let Some((document, parent)) = rerun_fallback else {
-                if !config.force_refresh && crate::error::is_transient(&err) {
-                    if let Some(document) = still_valid_after(&err, config, &cache, clock) {
-                        return Ok(document);
-                    }
+                if !config.force_refresh
+                    && crate::error::is_transient(&err)
+                    && let Some(document) = still_valid_after(&err, config, &cache, clock)
+                {
+                    return Ok(document);
                 }
                 return Err(err);
             };
@@ -162,7 +163,7 @@ fn from_cache<'a>(
     });
     let stamp = match judged {
         Some((parent, hand_out::OnHit::Refresh)) => {
-            return Ok(Some(FromCache::RerunAfter401 { document, parent }))
+            return Ok(Some(FromCache::RerunAfter401 { document, parent }));
         }
         Some((_, hand_out::OnHit::Serve { stamp: Some(mark) })) => Some((now.timestamp(), mark)),
         Some((_, hand_out::OnHit::Serve { stamp: None })) | None => None,
@@ -186,15 +187,15 @@ pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
 /// renders straight from the file ([`credential`]).
 pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     let cache = TokenCache::new(config);
-    if !config.force_refresh {
-        if let Some(cached) = cache.load()? {
-            let fresh = cached
-                .tokens
-                .fresh_credential(config.token_kind, clock.now(), config.min_validity)
-                .is_some();
-            if fresh {
-                return Ok(cached.tokens);
-            }
+    if !config.force_refresh
+        && let Some(cached) = cache.load()?
+    {
+        let fresh = cached
+            .tokens
+            .fresh_credential(config.token_kind, clock.now(), config.min_validity)
+            .is_some();
+        if fresh {
+            return Ok(cached.tokens);
         }
     }
     obtain_under_lock(
@@ -470,10 +471,10 @@ fn obtain_under_lock(
             Some(provider)
         }
         Means::Grant | Means::Login(_) => {
-            if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced) {
-                if let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock) {
-                    return Ok(tokens);
-                }
+            if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced)
+                && let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock)
+            {
+                return Ok(tokens);
             }
             None
         }
@@ -514,13 +515,12 @@ fn preflight_login(
         source: PasswordSource::Prompt,
         ..
     }) = &config.password
+        && !paste::stdin_is_interactive(config.exec.interactive)
     {
-        if !paste::stdin_is_interactive(config.exec.interactive) {
-            return Err(transient(
-                Exit::Login,
-                "--grant-type password has no password and this session is not interactive (no terminal, or kubectl's interactiveMode Never): set KUBECRED_PASSWORD or pass --password-file",
-            ));
-        }
+        return Err(transient(
+            Exit::Login,
+            "--grant-type password has no password and this session is not interactive (no terminal, or kubectl's interactiveMode Never): set KUBECRED_PASSWORD or pass --password-file",
+        ));
     }
     if !config.grant.is_user_login() {
         return Ok(());

@@ -27,7 +27,7 @@ use super::renewal::{self, Means, Refreshed};
 use crate::cache::{EntryLock, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::grants::ProviderClient;
 use chrono::{DateTime, Duration, Utc};
 
@@ -319,7 +319,9 @@ fn renew(
         }
         Refreshed::Refused { reason, .. } => Err(failed(fail(
             Exit::Provider,
-            format!("the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"),
+            format!(
+                "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
+            ),
         ))),
         Refreshed::WithoutCredential => Err(failed(fail(
             Exit::Provider,

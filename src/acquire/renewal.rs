@@ -38,10 +38,10 @@ pub(super) fn means(
     cached: Option<&Cached>,
     lock: &EntryLock,
 ) -> anyhow::Result<Means> {
-    if let Some(cached) = cached {
-        if let Some(token) = cache.refresh_token(cached, lock)? {
-            return Ok(Means::Refresh(token));
-        }
+    if let Some(cached) = cached
+        && let Some(token) = cache.refresh_token(cached, lock)?
+    {
+        return Ok(Means::Refresh(token));
     }
     if grant_needs_no_person(config) {
         return Ok(Means::Grant);
@@ -50,7 +50,9 @@ pub(super) fn means(
         Some(cached) if cached.has_refresh_token() => {
             "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring); a login is needed when the cached token runs out"
         }
-        _ => "the entry has no refresh token and its grant needs a person; a login is needed when the cached token runs out",
+        _ => {
+            "the entry has no refresh token and its grant needs a person; a login is needed when the cached token runs out"
+        }
     }))
 }
 

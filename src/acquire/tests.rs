@@ -64,9 +64,11 @@ fn a_cached_token_is_served_until_min_validity_before_its_expiry() {
         "{document}"
     );
     clock.advance(chrono::Duration::seconds(29));
-    assert!(cached_credential(&config, &cache, &clock)
-        .unwrap()
-        .is_some());
+    assert!(
+        cached_credential(&config, &cache, &clock)
+            .unwrap()
+            .is_some()
+    );
     clock.advance(chrono::Duration::seconds(1));
     assert!(
         cached_credential(&config, &cache, &clock)

@@ -9,7 +9,7 @@
 use super::cel::{self, Expression};
 use super::types::{AuthenticationConfiguration, JwtAuthenticator};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value as Json};
+use serde_json::{Map, Value as Json, json};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -203,7 +203,7 @@ impl Evaluation<'_> {
                     return Err(self.reject(
                         field,
                         format!("claim {claim:?} is neither a string nor a list of strings"),
-                    ))
+                    ));
                 }
             };
             return Ok(groups.into_iter().map(|g| format!("{prefix}{g}")).collect());
@@ -266,19 +266,19 @@ impl Evaluation<'_> {
                     return Err(self.reject(
                         &field,
                         format!("required claim {claim:?} is not in the token"),
-                    ))
+                    ));
                 }
                 Some(Json::String(value)) if value == wanted => {}
                 Some(Json::String(value)) => {
                     return Err(self.reject(
                         &field,
                         format!("required claim {claim:?} is {value:?}, want {wanted:?}"),
-                    ))
+                    ));
                 }
                 Some(_) => {
                     return Err(
                         self.reject(&field, format!("required claim {claim:?} is not a string"))
-                    )
+                    );
                 }
             }
         }

@@ -17,5 +17,5 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-pub use evaluate::{evaluate, AuthenticatedUser};
+pub use evaluate::{AuthenticatedUser, evaluate};
 pub use types::AuthenticationConfiguration;

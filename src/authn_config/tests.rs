@@ -4,7 +4,7 @@
 use super::evaluate::Rejection;
 use super::*;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 const ISSUER: &str = "https://idp.example";
 
@@ -246,12 +246,30 @@ fn static_checks_as_kube_apiserver_makes_them() {
         AuthenticationConfiguration::parse(&yaml).map(drop)
     };
     let cases = [
-        ("  claimMappings:\n    username: {claim: sub}\n", "jwt[0].claimMappings.username: prefix is required"),
-        ("  claimMappings:\n    username: {claim: sub, expression: claims.sub, prefix: ''}\n", "mutually exclusive"),
-        ("  claimMappings:\n    username: {expression: 'claims.sub +'}\n", "does not compile"),
-        ("  claimMappings:\n    username: {expression: claims.email}\n", "claims.email_verified must be checked"),
-        ("  claimValidationRules:\n  - claim: a\n    expression: 'true'\n  claimMappings:\n    username: {claim: sub, prefix: ''}\n", "exactly one of claim and expression"),
-        ("  claimMappings:\n    username: {claim: sub, prefix: ''}\n    extra:\n    - key: Nope\n      valueExpression: claims.sub\n", "domain-prefixed"),
+        (
+            "  claimMappings:\n    username: {claim: sub}\n",
+            "jwt[0].claimMappings.username: prefix is required",
+        ),
+        (
+            "  claimMappings:\n    username: {claim: sub, expression: claims.sub, prefix: ''}\n",
+            "mutually exclusive",
+        ),
+        (
+            "  claimMappings:\n    username: {expression: 'claims.sub +'}\n",
+            "does not compile",
+        ),
+        (
+            "  claimMappings:\n    username: {expression: claims.email}\n",
+            "claims.email_verified must be checked",
+        ),
+        (
+            "  claimValidationRules:\n  - claim: a\n    expression: 'true'\n  claimMappings:\n    username: {claim: sub, prefix: ''}\n",
+            "exactly one of claim and expression",
+        ),
+        (
+            "  claimMappings:\n    username: {claim: sub, prefix: ''}\n    extra:\n    - key: Nope\n      valueExpression: claims.sub\n",
+            "domain-prefixed",
+        ),
     ];
     for (rest, expected) in cases {
         let err = parse(rest).unwrap_err();

@@ -4,7 +4,7 @@
 //! such, with the field's path, before any token is looked at.
 
 use super::cel;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -181,10 +181,10 @@ impl JwtAuthenticator {
             let field = format!("claimValidationRules[{i}]");
             match (&rule.claim, &rule.expression) {
                 (Some(_), Some(_)) | (None, None) => {
-                    return bad(&field, "needs exactly one of claim and expression")
+                    return bad(&field, "needs exactly one of claim and expression");
                 }
                 (Some(_), None) if rule.message.is_some() => {
-                    return bad(&field, "message goes with expression, not claim")
+                    return bad(&field, "message goes with expression, not claim");
                 }
                 (None, Some(expression)) => {
                     if rule.required_value.is_some() {

@@ -5,7 +5,7 @@
 
 use super::store_failure::Os;
 use super::stored_entry::{RefreshPlace, StoredEntry, StoredRefresh};
-use super::{keyring_failed, sessions, TokenCache};
+use super::{TokenCache, keyring_failed, sessions};
 use crate::config::CacheStorage;
 use crate::private_file;
 use crate::secret::Secret;

@@ -174,10 +174,11 @@ mod tests {
     fn key_is_64_lower_case_hex() {
         let key = key_of(&[]);
         assert_eq!(key.as_str().len(), 64);
-        assert!(key
-            .as_str()
-            .chars()
-            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)));
+        assert!(
+            key.as_str()
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        );
         assert_eq!(key.to_string(), key.as_str());
         assert_eq!(CacheKey::from_file_stem(key.as_str()), Some(key.clone()));
         assert_eq!(CacheKey::from_file_stem(&key.as_str()[1..]), None);

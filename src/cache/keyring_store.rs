@@ -21,13 +21,13 @@
 //! includes a stored value.
 
 use super::protected_file;
-use super::store_failure::{classify, Fault, KeyringFailure, Os, StoreFailure};
+use super::store_failure::{Fault, KeyringFailure, Os, StoreFailure, classify};
 use crate::secret::Secret;
 use keyring::{Entry, Error as KeyringError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::sync::Mutex;
+use std::sync::mpsc;
 use std::time::Duration;
 
 /// The keyring "service" of every kubecred item; the account names the cache entry.
@@ -277,7 +277,7 @@ impl Keyring {
                             Fault::Failed,
                             format!("the item {service}/{account} is not text"),
                         ))
-                    })
+                    });
                 }
                 Ok(None) => reachable = true,
                 Err(failure) => failures.push(failure),
@@ -525,9 +525,11 @@ mod tests {
     #[test]
     fn errors_never_show_the_value() {
         let err = KeyringError::BadEncoding(b"super-secret-bytes".to_vec());
-        assert!(!describe(Store::Native, &err)
-            .detail
-            .contains("super-secret"));
+        assert!(
+            !describe(Store::Native, &err)
+                .detail
+                .contains("super-secret")
+        );
     }
 
     // ---- Through the token cache: in environments this process cannot have (child processes),
@@ -600,7 +602,9 @@ mod tests {
                 .probe(Store::Keyutils)
                 .is_ok()
             {
-                crate::log::notice(format_args!("this session has a working kernel keyring: testing with the Secret Service only"));
+                crate::log::notice(format_args!(
+                    "this session has a working kernel keyring: testing with the Secret Service only"
+                ));
                 all.into_iter().filter(|s| *s != Store::Keyutils).collect()
             } else {
                 all
@@ -748,7 +752,9 @@ mod tests {
         } else if std::env::var(ENV_KEYUTILS).is_ok_and(|v| v == "1") {
             Some(Store::Keyutils)
         } else {
-            crate::log::notice(format_args!("skipped {test}: set {ENV_SECRET_SERVICE}=1 inside dbus-run-session with gnome-keyring, or {ENV_KEYUTILS}=1 under `keyctl session -`"));
+            crate::log::notice(format_args!(
+                "skipped {test}: set {ENV_SECRET_SERVICE}=1 inside dbus-run-session with gnome-keyring, or {ENV_KEYUTILS}=1 under `keyctl session -`"
+            ));
             None
         }
     }

@@ -10,7 +10,7 @@
 //! Lock files are never deleted: deleting one while another process waits on it would let a third
 //! process lock a new file of the same name, and two processes would then both hold "the" lock.
 
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::private_file;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};

@@ -39,11 +39,11 @@ pub fn state_path(dir: &Path, key: &CacheKey, suffix: &str) -> PathBuf {
 }
 pub use keyring_store::Store;
 pub use lock::EntryLock;
-pub use sessions::{list_sessions, secrets_of, SecretPiece, Session, SessionPlace};
+pub use sessions::{SecretPiece, Session, SessionPlace, list_sessions, secrets_of};
 pub use stored_entry::{EntryAbout, RefreshPlace};
 
 use crate::config::{CacheStorage, Config};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
@@ -295,10 +295,10 @@ impl TokenCache {
     /// Sets the hand-out stamp of the entry file the last load read, on its open descriptor (no
     /// path lookup: a file renamed over it meanwhile is not touched). Best effort.
     pub fn set_loaded_stamp(&self, seconds: i64, nanos: u32) {
-        if let Some(file) = self.last_read.borrow().as_ref() {
-            if !file.set_modified(seconds, nanos) {
-                crate::debug!(2, "could not stamp the cache entry {}", self.key);
-            }
+        if let Some(file) = self.last_read.borrow().as_ref()
+            && !file.set_modified(seconds, nanos)
+        {
+            crate::debug!(2, "could not stamp the cache entry {}", self.key);
         }
     }
 
@@ -388,15 +388,14 @@ impl TokenCache {
     /// it (`now`: the store that holds the current one). Best effort: a leftover is a stale token
     /// in the user's own keyring, and the save itself has succeeded.
     fn forget_stale_keyring_refresh(&self, previous: Option<RefreshPlace>, now: Option<Store>) {
-        if let Some(RefreshPlace::Keyring(store)) = previous {
-            if Some(store) != now {
-                if let Err(reason) = self.keyring.delete_from(store, &self.refresh_account()) {
-                    crate::debug!(
-                        1,
-                        "cannot delete the old refresh token from the keyring: {reason}"
-                    );
-                }
-            }
+        if let Some(RefreshPlace::Keyring(store)) = previous
+            && Some(store) != now
+            && let Err(reason) = self.keyring.delete_from(store, &self.refresh_account())
+        {
+            crate::debug!(
+                1,
+                "cannot delete the old refresh token from the keyring: {reason}"
+            );
         }
     }
 }

@@ -19,8 +19,8 @@
 //! DPAPI exists only on Windows; unit tests elsewhere run this store over a reversible stand-in
 //! for it (`not_dpapi`), so that the file handling is tested on every platform.
 
-use super::store_failure::{Fault, StoreFailure};
 use super::Store;
+use super::store_failure::{Fault, StoreFailure};
 use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use std::io;
@@ -73,14 +73,14 @@ pub(super) fn read(root: &Path, account: &str) -> Result<Option<Secret>, StoreFa
                 Store::Dpapi,
                 Fault::AccessDenied,
                 format!("{}: {reason}", file.display()),
-            ))
+            ));
         }
         Err(ReadError::Io(err)) => {
             return Err(StoreFailure::new(
                 Store::Dpapi,
                 fault_of_io(&err),
                 format!("cannot read {}: {err}", file.display()),
-            ))
+            ));
         }
     };
     match unprotect(&blob).map(String::from_utf8) {
@@ -134,7 +134,7 @@ mod dpapi {
     use std::io;
     use windows_sys::Win32::Foundation::LocalFree;
     use windows_sys::Win32::Security::Cryptography::{
-        CryptProtectData, CryptUnprotectData, CRYPTPROTECT_UI_FORBIDDEN, CRYPT_INTEGER_BLOB,
+        CRYPT_INTEGER_BLOB, CRYPTPROTECT_UI_FORBIDDEN, CryptProtectData, CryptUnprotectData,
     };
 
     /// Mixed into every blob. Not a secret (it is in this source): it only keeps kubecred's

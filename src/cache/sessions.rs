@@ -11,7 +11,7 @@
 use super::keyring_store::Store;
 use super::store_failure::Os;
 use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
-use super::{read_entry_file, CacheKey, TokenCache};
+use super::{CacheKey, TokenCache, read_entry_file};
 use crate::private_file::{self, ReadError};
 use crate::tokens::Tokens;
 use chrono::{DateTime, Utc};
@@ -186,7 +186,7 @@ fn keyed_files(dir: &Path) -> anyhow::Result<Vec<(CacheKey, PathBuf)>> {
                     "cannot list {}: {err}; check its permissions or pass --cache-dir",
                     dir.display()
                 ),
-            ))
+            ));
         }
     };
     let mut found: Vec<(CacheKey, PathBuf)> = entries

@@ -160,7 +160,7 @@ impl StoredEntry {
             Ok(other) => {
                 return Err(format!(
                     "format version {other}, this kubecred reads versions 1 and {VERSION}"
-                ))
+                ));
             }
             Err(err) => return Err(format!("not a cache entry: {err}")),
         };
@@ -317,9 +317,11 @@ mod tests {
         let named = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry","refresh_token":"r"}}"#;
         let (tokens, _) = StoredEntry::parse(named).unwrap().into_tokens();
         assert_eq!(tokens.refresh_token, Some(Secret::new("r")));
-        assert!(StoredEntry::parse(missing)
-            .unwrap_err()
-            .starts_with("not a cache entry"));
+        assert!(
+            StoredEntry::parse(missing)
+                .unwrap_err()
+                .starts_with("not a cache entry")
+        );
         let err = StoredEntry::parse(br#"{"v":3,"something":"else"}"#).unwrap_err();
         assert!(err.contains("format version 3"), "{err}");
         let err = StoredEntry::parse(b"[1]").unwrap_err();

@@ -104,9 +104,11 @@ fn disk_round_trip_with_the_refresh_token_in_the_file() {
     );
     assert_eq!(stored_refresh(&cache), RefreshPlace::Entry);
     assert!(cache.entry_path().starts_with(dir.path().join("tokens")));
-    assert!(cache
-        .entry_path()
-        .ends_with(format!("{}.json", cache.key())));
+    assert!(
+        cache
+            .entry_path()
+            .ends_with(format!("{}.json", cache.key()))
+    );
 }
 
 #[test]
@@ -283,9 +285,11 @@ fn the_file_never_shows_up_in_debug_output() {
 #[test]
 fn entries_are_listed_with_what_they_are_for_and_no_secret() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(list_sessions(&dir.path().join("absent"))
-        .unwrap()
-        .is_empty());
+    assert!(
+        list_sessions(&dir.path().join("absent"))
+            .unwrap()
+            .is_empty()
+    );
     let work = TokenCache::new(&config_from(&strings(&[
         "--issuer-url=https://idp.example",
         "--client-id=kubernetes",

@@ -19,8 +19,8 @@
 mod flags;
 
 use super::TokenArgs;
-use clap::builder::{BoolishValueParser, TypedValueParser};
 use clap::ValueEnum;
+use clap::builder::{BoolishValueParser, TypedValueParser};
 use flags::{CONFLICTS, FLAGS, VERBOSE};
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
@@ -317,12 +317,14 @@ mod tests {
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner());
             for (name, value) in vars {
-                std::env::set_var(test_variable(OsStr::new(name)), value);
+                // SAFETY: a variable of this test alone; no other thread reads or writes it.
+                unsafe { std::env::set_var(test_variable(OsStr::new(name)), value) };
             }
             let argv = ["kubecred", "get-token"].iter().chain(args);
             let matches = clap_get_token().try_get_matches_from(argv);
             for (name, _) in vars {
-                std::env::remove_var(test_variable(OsStr::new(name)));
+                // SAFETY: a variable of this test alone; no other thread reads or writes it.
+                unsafe { std::env::remove_var(test_variable(OsStr::new(name))) };
             }
             matches.map(|matches| Cli::from_arg_matches(&matches).unwrap())
         };
@@ -542,7 +544,7 @@ mod tests {
         use std::io::Write;
         use std::process::{Command, Stdio};
         let mut child = Command::new("rustfmt")
-            .args(["--edition", "2021", "--emit", "stdout"])
+            .args(["--edition", "2024", "--emit", "stdout"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -657,7 +659,8 @@ mod tests {
             ("kubecred_fasttest_one_pass_lower", "d".into()),
         ];
         for (name, value) in &set {
-            std::env::set_var(name, value);
+            // SAFETY: a variable of this test alone; no other thread reads or writes it.
+            unsafe { std::env::set_var(name, value) };
         }
         let read = KubecredVariables::of_process();
         let looked_up = [
@@ -673,7 +676,8 @@ mod tests {
         }
         assert_eq!(read.get("KUBECRED_FASTTEST_ONE_PASS"), Some("a".into()));
         for (name, _) in &set {
-            std::env::remove_var(name);
+            // SAFETY: a variable of this test alone; no other thread reads or writes it.
+            unsafe { std::env::remove_var(name) };
         }
     }
 

@@ -288,13 +288,15 @@ mod tests {
             line(&["kubecred", "completion", "tcsh"]),
             "invalid value 'tcsh' for <SHELL>; possible values: bash, zsh, fish or powershell; did you mean 'zsh'? (see kubecred completion --help)"
         );
-        assert!(line(&[
-            "kubecred",
-            "oidc-login",
-            "get-token",
-            "--grant-type=devicecode"
-        ])
-        .ends_with("; did you mean 'device-code'? (see kubecred get-token --help)"));
+        assert!(
+            line(&[
+                "kubecred",
+                "oidc-login",
+                "get-token",
+                "--grant-type=devicecode"
+            ])
+            .ends_with("; did you mean 'device-code'? (see kubecred get-token --help)")
+        );
     }
 
     #[test]
@@ -320,7 +322,8 @@ mod tests {
     fn a_value_from_a_variable_names_the_variable_and_the_on_off_words() {
         // A variable no other test reads: the flag is pointed at it.
         let variable = "KUBECRED_TEST_USAGE_FORCE_REFRESH";
-        std::env::set_var(variable, "maybe");
+        // SAFETY: a variable of this test alone; no other thread reads or writes it.
+        unsafe { std::env::set_var(variable, "maybe") };
         let command = Cli::command().mut_subcommand("get-token", |sub| {
             sub.mut_arg("force_refresh", |arg| arg.env(variable))
         });
@@ -334,7 +337,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             invalid_value(&err, arg, &words),
-            format!("invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off")
+            format!(
+                "invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off"
+            )
         );
         // The same word on the command line is the command line's.
         assert_eq!(

@@ -3,7 +3,7 @@
 //! token itself. Values come from the provider, so they are made terminal-safe and cut short.
 
 use crate::config::{Config, TokenKind};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::tokens::Tokens;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};

@@ -3,7 +3,7 @@
 //! and clap_mangen; get-token's fast parse never builds the full command tree.
 
 use crate::cli::{Cli, ShellArg};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use clap::CommandFactory;
 use clap_complete::Shell;
 use std::io::Write;

@@ -22,11 +22,9 @@ pub(super) fn run(
         "logged in to {} as {who} (token valid until {until})",
         config.issuer_as_given
     ));
-    if print_token_info {
-        if let Some((token, expiry)) = tokens.credential(config.token_kind) {
-            for line in crate::tokens::token_info(token, expiry) {
-                crate::log::notice(line);
-            }
+    if print_token_info && let Some((token, expiry)) = tokens.credential(config.token_kind) {
+        for line in crate::tokens::token_info(token, expiry) {
+            crate::log::notice(line);
         }
     }
     Ok(None)

@@ -6,9 +6,9 @@
 //! each differs from them (client, grant, scopes, account, audience, resource), and names
 //! `--all`: the cache key is a hash, so a login with one scope more is another entry.
 
-use super::{resolve, Run};
+use super::{Run, resolve};
 use crate::acquire::{self, Forgotten, RevocationOutcome};
-use crate::cache::{list_sessions, EntryAbout, Session, TokenCache};
+use crate::cache::{EntryAbout, Session, TokenCache, list_sessions};
 use crate::cli::{LogoutArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::config::{self, Config};

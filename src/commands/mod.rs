@@ -69,7 +69,7 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
             return Err(crate::error::fail(
                 crate::error::Exit::Input,
                 "KUBERNETES_EXEC_INFO is not valid UTF-8; it must be the ExecCredential JSON that kubectl sets — check the environment of the command that runs kubecred",
-            ))
+            ));
         }
     };
     let mut exec = ExecInfo::parse(raw.as_deref())?;

@@ -4,7 +4,7 @@
 //! directory only, and carries no secret.
 
 use crate::acquire::{EntryState, StateFile};
-use crate::cache::{list_sessions, secrets_of, RefreshPlace, Session, SessionPlace, Store};
+use crate::cache::{RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of};
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
 use crate::text::printable_brief;

@@ -14,7 +14,7 @@ use crate::authn_config::{self, AuthenticationConfiguration};
 use crate::cli::{Cli, Command, WhoamiArgs};
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::exec_credential::{ClusterInfo, ExecInfo, V1, V1BETA1};
 use crate::kubeconfig;
 use std::fmt::Write;
@@ -86,7 +86,8 @@ fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
     // The stanza's env reaches kubecred as process environment, exactly as kubectl passes it.
     // Set before anything reads the environment; the process is single-threaded here.
     for (name, value) in &stanza.env {
-        std::env::set_var(name, value);
+        // SAFETY: whoami runs on one thread, and sets these before anything reads the environment.
+        unsafe { std::env::set_var(name, value) };
     }
     let mut argv = vec!["kubecred".to_string()];
     argv.extend(stanza.args.iter().cloned());
@@ -110,7 +111,7 @@ fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
                             .collect::<Vec<_>>()
                     )
                 ),
-            ))
+            ));
         }
     };
     let exec = exec_info(&stanza);

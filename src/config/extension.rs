@@ -2,7 +2,7 @@
 //! camelCase), which kubectl passes with `provideClusterInfo: true`. Unknown keys are ignored; a
 //! known key of the wrong type is an error that names the key.
 
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use serde_json::{Map, Value};
 
 /// The name of the cluster extension that carries kubecred settings.

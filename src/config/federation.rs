@@ -4,7 +4,7 @@
 //! when a grant runs (never on the cache-hit path), and again on every grant, because the
 //! tokens in them rotate.
 
-use super::{input, ClientAuth, ClientAuthMethod, Environment, Grant};
+use super::{ClientAuth, ClientAuthMethod, Environment, Grant, input};
 use crate::cli::{CiTokenSourceArg, FederationArgs};
 use crate::secret::Secret;
 use std::path::PathBuf;

@@ -17,14 +17,14 @@ mod tests;
 
 pub use extension::CLUSTER_EXTENSION;
 pub use federation::{
-    secret_flags_on_command_line, CredentialSource, PasswordSettings, PasswordSource,
-    PrivateKeyPem, PrivateKeySettings, SecretOnCommandLine, SubjectTokenSettings, TOKEN_TYPE_JWT,
+    CredentialSource, PasswordSettings, PasswordSource, PrivateKeyPem, PrivateKeySettings,
+    SecretOnCommandLine, SubjectTokenSettings, TOKEN_TYPE_JWT, secret_flags_on_command_line,
 };
 pub use settings::*;
 
 use crate::cli::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
 use crate::env_vars;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::exec_credential::ExecInfo;
 use crate::kubelogin::{self, KubeloginSettings};
 use crate::secret::Secret;
@@ -164,8 +164,8 @@ fn parse_issuer(raw: &str) -> anyhow::Result<Url> {
         "http" if is_loopback_host(&url) => {}
         _ => {
             return Err(input(format!(
-            "issuer URL {shown} must use https (plain http is allowed only on loopback addresses)"
-        )))
+                "issuer URL {shown} must use https (plain http is allowed only on loopback addresses)"
+            )));
         }
     }
     Ok(url)
@@ -189,7 +189,11 @@ fn resolve_client(
         // federated-token talks to no provider; a token exchange may be anonymous (Google's STS
         // takes no client at all).
         (None, Grant::FederatedToken | Grant::TokenExchange) => String::new(),
-        (None, _) => return Err(input("no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension")),
+        (None, _) => {
+            return Err(input(
+                "no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension",
+            ));
+        }
     };
     let secret = match (&args.client_secret, &args.client_secret_file) {
         // An empty secret is a mistake (an unset variable expanded in a script), never a secret:
@@ -513,7 +517,7 @@ fn resolve_login(
         _ => {
             return Err(input(
                 "--local-server-cert and --local-server-key go together: give both (the certificate and its key) or neither",
-            ))
+            ));
         }
     };
     Ok(LoginSettings {

@@ -5,7 +5,7 @@
 use super::errors::token_error;
 use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http::Replay;
 use crate::login::callback::ExpectedResponse;
 use crate::login::listener::{self, CallbackListener};

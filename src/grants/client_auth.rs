@@ -7,9 +7,9 @@
 
 use super::ProviderClient;
 use crate::config::{ClientAuth, ClientAuthMethod, PrivateKeyPem, PrivateKeySettings};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::secret::Secret;
-use jsonwebtoken::{jwk::Jwk, Algorithm, EncodingKey, Header};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
 use oauth2::AuthType;
 use serde::Serialize;
 
@@ -49,7 +49,9 @@ impl SigningKey {
         let bad = |detail: &str| {
             fail(
                 Exit::Input,
-                format!("the client private key {shown} {detail}; give a PEM RSA or EC P-256 private key"),
+                format!(
+                    "the client private key {shown} {detail}; give a PEM RSA or EC P-256 private key"
+                ),
             )
         };
         let (key, algorithm) = match EncodingKey::from_rsa_pem(pem) {
@@ -188,7 +190,7 @@ impl ProviderClient<'_> {
         mut params: Vec<(&'static str, String)>,
     ) -> anyhow::Result<oauth2::HttpRequest> {
         use base64::Engine;
-        use oauth2::http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+        use oauth2::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
         let id = &self.config.client.id;
         let mut basic = None;
         match &self.config.client.auth {

@@ -1,8 +1,8 @@
 //! The client credentials grant (RFC 6749 §4.4): a confidential client acting as itself, for CI
 //! jobs and services; there is no user, so no ID token and no refresh token.
 
-use super::errors::token_error_with_forbidden_hint;
 use super::ProviderClient;
+use super::errors::token_error_with_forbidden_hint;
 use crate::http::Replay;
 use crate::tokens::Tokens;
 

@@ -2,10 +2,10 @@
 //! the browser when there is one, then poll the token endpoint until the user approves, the code
 //! expires or `--auth-timeout` passes.
 
-use super::errors::{describe_server_error, token_error};
 use super::ProviderClient;
+use super::errors::{describe_server_error, token_error};
 use crate::config::BrowserChoice;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http::Replay;
 use crate::login::{browser, device_display};
 use crate::tokens::Tokens;

@@ -4,7 +4,7 @@
 //! `error::outage`, which lets a still-valid cached token be handed out). Response bodies are never
 //! echoed (they can hold tokens); everything taken from the provider is made printable.
 
-use crate::error::{fail, outage, Exit};
+use crate::error::{Exit, fail, outage};
 use crate::http::{AnswerSummary, OAuthCall, RequestFailure};
 use crate::text::printable_brief;
 use oauth2::{ErrorResponseType, RequestTokenError, StandardErrorResponse};
@@ -53,16 +53,15 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
     // redirect): its status says more than oauth2's complaint about the body.
     if let (Some(answer), RequestTokenError::Parse(..) | RequestTokenError::Other(_)) =
         (&answered, &err)
+        && !answer.status.is_success()
     {
-        if !answer.status.is_success() {
-            let hint = forbidden_hint
-                .filter(|_| answer.status == reqwest::StatusCode::FORBIDDEN)
-                .unwrap_or_else(|| crate::http::status_hint(answer.status));
-            return outage(format!(
-                "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
-                answer.described,
-            ));
-        }
+        let hint = forbidden_hint
+            .filter(|_| answer.status == reqwest::StatusCode::FORBIDDEN)
+            .unwrap_or_else(|| crate::http::status_hint(answer.status));
+        return outage(format!(
+            "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
+            answer.described,
+        ));
     }
     match err {
         RequestTokenError::ServerResponse(response) => {
@@ -80,8 +79,12 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
                 ));
             }
             let hint = match response.error().to_string().as_str() {
-                "invalid_client" => "check --client-id and the client secret (or private key, or assertion)",
-                "unauthorized_client" => "the client is not allowed this grant type at the provider; check --grant-type",
+                "invalid_client" => {
+                    "check --client-id and the client secret (or private key, or assertion)"
+                }
+                "unauthorized_client" => {
+                    "the client is not allowed this grant type at the provider; check --grant-type"
+                }
                 "invalid_scope" => "check --scope",
                 "invalid_target" => "check --resource / --audience",
                 "invalid_grant" => "log in again (kubecred login)",
@@ -100,21 +103,21 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
         )),
         // The body may hold tokens: name the place of the problem, never echo the body.
         RequestTokenError::Parse(err, _body) => outage(format!(
-                "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
-                status_of(&answered),
-                printable_brief(&err.path().to_string(), 100)
-            )),
+            "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
+            status_of(&answered),
+            printable_brief(&err.path().to_string(), 100)
+        )),
         // oauth2 says "Other" for a 200 of the wrong content type (an HTML login page).
         RequestTokenError::Other(message) => {
             let hint = "is the issuer URL right?";
             outage(format!(
-                    "the {grant} token request to {issuer} answered {}{}: {}; {hint}",
-                    status_of(&answered),
-                    answered
-                        .as_ref()
-                        .and_then(|a| a.content_type.as_ref())
-                        .map(|t| format!(" with Content-Type {t}"))
-                        .unwrap_or_default(),
+                "the {grant} token request to {issuer} answered {}{}: {}; {hint}",
+                status_of(&answered),
+                answered
+                    .as_ref()
+                    .and_then(|a| a.content_type.as_ref())
+                    .map(|t| format!(" with Content-Type {t}"))
+                    .unwrap_or_default(),
                 printable_brief(&message, 200)
             ))
         }

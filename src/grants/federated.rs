@@ -10,8 +10,8 @@
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::error::{fail, Exit};
-use crate::tokens::{unverified_jwt_expiry, unverified_jwt_segment, Tokens};
+use crate::error::{Exit, fail};
+use crate::tokens::{Tokens, unverified_jwt_expiry, unverified_jwt_segment};
 
 /// Reads the subject token now and wraps it as the credential.
 pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
@@ -46,7 +46,9 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
         if !matches {
             return Err(fail(
                 Exit::Input,
-                format!("the token from the {from} is not for audience {audience} (its aud claim differs); request it with that audience (--subject-token-audience, or the CI's id_tokens aud)"),
+                format!(
+                    "the token from the {from} is not for audience {audience} (its aud claim differs); request it with that audience (--subject-token-audience, or the CI's id_tokens aud)"
+                ),
             ));
         }
     }
@@ -60,7 +62,9 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
     if expiry <= now {
         return Err(fail(
             Exit::Input,
-            format!("the token from the {from} expired at {expiry}; the CI system or the kubelet should hand out a fresh one (check the file is the rotated one)"),
+            format!(
+                "the token from the {from} expired at {expiry}; the CI system or the kubelet should hand out a fresh one (check the file is the rotated one)"
+            ),
         ));
     }
     crate::debug!(1, "federated token from the {from}, valid until {expiry}");

@@ -29,7 +29,7 @@ use crate::config::{BrowserChoice, ClientAuth, Config, Grant};
 use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
 use crate::secret::Secret;
-use crate::tokens::{access_token_expiry, Identity, Tokens};
+use crate::tokens::{Identity, Tokens, access_token_expiry};
 use chrono::{DateTime, Utc};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
@@ -183,10 +183,10 @@ impl<'a> ProviderClient<'a> {
         if access.trim().is_empty() {
             return Err(empty_token(&self.config.issuer_as_given, "access_token"));
         }
-        if let Some(raw) = &response.extra_fields().id_token {
-            if raw.trim().is_empty() {
-                return Err(empty_token(&self.config.issuer_as_given, "id_token"));
-            }
+        if let Some(raw) = &response.extra_fields().id_token
+            && raw.trim().is_empty()
+        {
+            return Err(empty_token(&self.config.issuer_as_given, "id_token"));
         }
         let access_expiry = access_token_expiry(&access, response.expires_in(), requested_at);
         let (id_token, id_token_expiry, identity) = match &response.extra_fields().id_token {

@@ -4,10 +4,10 @@
 //! on the terminal — the prompt only in an interactive session (`acquire::preflight_login`
 //! refuses at once otherwise). The deprecation notice is printed once per process.
 
-use super::errors::token_error;
 use super::ProviderClient;
+use super::errors::token_error;
 use crate::config::PasswordSource;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http::Replay;
 use crate::secret::Secret;
 use crate::tokens::Tokens;

@@ -7,7 +7,7 @@
 //! same client authentication as the token requests.
 
 use super::ProviderClient;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http::Replay;
 use crate::secret::Secret;
 use oauth2::SyncHttpClient;

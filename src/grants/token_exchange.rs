@@ -11,8 +11,8 @@ use super::errors::token_error;
 use super::{OidcTokenResponse, ProviderClient};
 use crate::http::Replay;
 use crate::tokens::Tokens;
-use oauth2::basic::BasicErrorResponse;
 use oauth2::RequestTokenError;
+use oauth2::basic::BasicErrorResponse;
 
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 

@@ -6,7 +6,7 @@
 //! in any release. Only the innermost message is ever quoted, as detail.
 
 use super::dns::DnsError;
-use super::proxy::probe::{socks_reply_meaning, ProxyProblem};
+use super::proxy::probe::{ProxyProblem, socks_reply_meaning};
 use std::error::Error as StdError;
 use std::io;
 
@@ -164,9 +164,9 @@ fn explain_proxy_problem(
         ProxyProblem::Refused => format!(
             "{proxy} refused the connection: nothing is listening there; check {origin} and that the proxy is running"
         ),
-        ProxyProblem::Unreachable => format!(
-            "{proxy} is unreachable (no answer); check {origin}, and the network or VPN"
-        ),
+        ProxyProblem::Unreachable => {
+            format!("{proxy} is unreachable (no answer); check {origin}, and the network or VPN")
+        }
         ProxyProblem::Tls { explained } => format!("{proxy}: {explained}"),
         ProxyProblem::AuthenticationRequired {
             status,
@@ -197,9 +197,9 @@ fn explain_proxy_problem(
         ProxyProblem::SocksNeedsCredentials => format!(
             "{proxy} wants a user name and password; give them in {settable} as {credentials_example}"
         ),
-        ProxyProblem::SocksRefusedCredentials => format!(
-            "{proxy} refused the user name and password; check them in {origin}"
-        ),
+        ProxyProblem::SocksRefusedCredentials => {
+            format!("{proxy} refused the user name and password; check them in {origin}")
+        }
         ProxyProblem::SocksNoAcceptableMethod => format!(
             "{proxy} accepts none of the logins kubecred offers (none, or a user name and password); check {origin}"
         ),
@@ -438,13 +438,15 @@ mod tests {
             wanted.contains("give them in HTTPS_PROXY as http://USER:PASSWORD@HOST:PORT"),
             "{wanted}"
         );
-        assert!(explain_proxy_problem(
-            "p",
-            "ALL_PROXY",
-            "t",
-            &ProxyProblem::SocksCouldNotConnect { reply: 4 }
-        )
-        .contains("(host unreachable)"));
+        assert!(
+            explain_proxy_problem(
+                "p",
+                "ALL_PROXY",
+                "t",
+                &ProxyProblem::SocksCouldNotConnect { reply: 4 }
+            )
+            .contains("(host unreachable)")
+        );
     }
 
     #[test]

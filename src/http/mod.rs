@@ -18,18 +18,18 @@ mod request;
 mod retry;
 mod trust;
 
-pub use errors::{describe, NetworkFailure};
+pub use errors::{NetworkFailure, describe};
 pub use request::{Answer, AnswerSummary, Client, OAuthCall, Outgoing, Recipient, RequestFailure};
 pub use retry::Replay;
 
 use crate::config::{HttpSettings, RequestHeader};
-use crate::error::{fail, outage, Exit};
+use crate::error::{Exit, fail, outage};
 use anyhow::Context;
-use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use url::Url;
 
@@ -220,10 +220,10 @@ pub fn check_status(answer: &request::Answer, what: &str) -> anyhow::Result<()> 
     );
     // OAuth 2.0 error responses (RFC 6749 §5.2) say what went wrong; other bodies (HTML error
     // pages) are left out: they are long and may echo request data.
-    if !status.is_redirection() {
-        if let Some(error) = oauth_error_fields(&answer.body) {
-            message.push_str(&format!(": {error}"));
-        }
+    if !status.is_redirection()
+        && let Some(error) = oauth_error_fields(&answer.body)
+    {
+        message.push_str(&format!(": {error}"));
     }
     message.push_str("; ");
     message.push_str(status_hint(status));

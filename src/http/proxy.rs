@@ -28,7 +28,7 @@ mod system;
 
 use crate::config::ProxyEnvironment;
 use crate::env_vars;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::secret::Secret;
 use no_proxy::NoProxy;
 use std::fmt;
@@ -305,7 +305,7 @@ fn parse(raw: &str, origin: &'static str) -> anyhow::Result<Proxy> {
                     shown(),
                     kind.scheme()
                 ),
-            ))
+            ));
         }
     };
     let port = url.port().unwrap_or(kind.default_port());

@@ -10,8 +10,8 @@
 //! gets buffered. oauth2's grants use the same path through [`OAuthCall`], its `SyncHttpClient`.
 
 use super::errors::NetworkFailure;
-use super::proxy::{probe, Proxies, ProxyKind, Route};
-use super::retry::{self, Replay, MAX_RETRIES, MAX_RETRY_AFTER, MIN_ATTEMPT_TIME};
+use super::proxy::{Proxies, ProxyKind, Route, probe};
+use super::retry::{self, MAX_RETRIES, MAX_RETRY_AFTER, MIN_ATTEMPT_TIME, Replay};
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
 use std::cell::RefCell;
@@ -252,12 +252,12 @@ impl Client {
                 Ok(response) => response,
                 Err(err) => {
                     let mut failure = NetworkFailure::of(&err);
-                    if let Route::Through(proxy) = route {
-                        if err.is_connect() && failure != NetworkFailure::Timeout {
-                            if let Some(problem) = ask_the_proxy(proxy, url, tls).await {
-                                failure = problem;
-                            }
-                        }
+                    if let Route::Through(proxy) = route
+                        && err.is_connect()
+                        && failure != NetworkFailure::Timeout
+                        && let Some(problem) = ask_the_proxy(proxy, url, tls).await
+                    {
+                        failure = problem;
                     }
                     return Attempt::Failed {
                         before_sending: err.is_connect(),
@@ -266,23 +266,22 @@ impl Client {
                 }
             };
             // A proxy that forwards a plain-http request (not a tunnel) answers 407 itself.
-            if let Route::Through(proxy) = route {
-                if response.status() == StatusCode::PROXY_AUTHENTICATION_REQUIRED
-                    && url.scheme() == "http"
-                    && !proxy.kind.is_socks()
-                {
-                    return Attempt::Failed {
-                        before_sending: true,
-                        failure: proxy_failure(
-                            proxy,
-                            url,
-                            probe::ProxyProblem::AuthenticationRequired {
-                                status: 407,
-                                credentials_given: proxy.credentials.is_some(),
-                            },
-                        ),
-                    };
-                }
+            if let Route::Through(proxy) = route
+                && response.status() == StatusCode::PROXY_AUTHENTICATION_REQUIRED
+                && url.scheme() == "http"
+                && !proxy.kind.is_socks()
+            {
+                return Attempt::Failed {
+                    before_sending: true,
+                    failure: proxy_failure(
+                        proxy,
+                        url,
+                        probe::ProxyProblem::AuthenticationRequired {
+                            status: 407,
+                            credentials_given: proxy.credentials.is_some(),
+                        },
+                    ),
+                };
             }
             if response.content_length().is_some_and(|length| length > cap) {
                 return Attempt::TooLarge;
@@ -303,7 +302,7 @@ impl Client {
                         return Attempt::Failed {
                             before_sending: false,
                             failure: NetworkFailure::of(&err),
-                        }
+                        };
                     }
                 }
             }

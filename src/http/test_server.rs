@@ -107,10 +107,10 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
             Ok(0) | Err(_) => break,
             Ok(_) if line == "\r\n" => break,
             Ok(_) => {
-                if let Some((name, value)) = line.split_once(':') {
-                    if name.eq_ignore_ascii_case("content-length") {
-                        content_length = value.trim().parse().unwrap_or(0);
-                    }
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    content_length = value.trim().parse().unwrap_or(0);
                 }
             }
         }

@@ -17,10 +17,10 @@
 //! any certificate but still checks the handshake signatures against it.
 
 use crate::config::TlsSettings;
-use crate::error::{fail, Exit};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use crate::error::{Exit, fail};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
@@ -58,7 +58,9 @@ pub(super) fn parse_ca_bundle(
     pem: &[u8],
     position: usize,
 ) -> anyhow::Result<Vec<CertificateDer<'static>>> {
-    let what = format!("certificate authority bundle #{position} (from --certificate-authority, --certificate-authority-data or the cluster extension)");
+    let what = format!(
+        "certificate authority bundle #{position} (from --certificate-authority, --certificate-authority-data or the cluster extension)"
+    );
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| {
@@ -72,7 +74,9 @@ pub(super) fn parse_ca_bundle(
     if certs.is_empty() {
         return Err(fail(
             Exit::Input,
-            format!("{what} holds no PEM certificate; pass PEM certificates (-----BEGIN CERTIFICATE-----)"),
+            format!(
+                "{what} holds no PEM certificate; pass PEM certificates (-----BEGIN CERTIFICATE-----)"
+            ),
         ));
     }
     // A block that is base64 but not a certificate fails here rather than at the handshake.

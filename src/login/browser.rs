@@ -15,7 +15,7 @@
 use crate::config::BrowserChoice;
 use crate::debug;
 use crate::env_vars;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::log::notice;
 use crate::text::printable;
 use std::io;
@@ -331,10 +331,10 @@ fn open_with_system_browser(url: &str) -> Result<(), String> {
             .stdout(Stdio::from(io::stderr()));
         // From a Linux directory cmd.exe complains that UNC paths are not supported: start the
         // Windows programs in their own (Windows) directory.
-        if launcher.is_windows_program() {
-            if let Some(dir) = path.parent() {
-                command.current_dir(dir);
-            }
+        if launcher.is_windows_program()
+            && let Some(dir) = path.parent()
+        {
+            command.current_dir(dir);
         }
         match command.spawn() {
             Ok(child) => {

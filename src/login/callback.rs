@@ -10,7 +10,7 @@
 //! error becomes one line with a next step. There is no I/O here but the notices `settle`
 //! prints on stderr.
 
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::log::notice;
 use crate::secret::Secret;
 use crate::text::printable_brief;
@@ -173,7 +173,7 @@ pub(crate) fn classify<'a>(
         (None, StateRule::Required) => return Verdict::Refused("it carries no state"),
         (None, StateRule::IfPresent) => {}
         (Some(state), _) if !same_state(state, &expected.state) => {
-            return Verdict::Refused("its state is not the one this login sent")
+            return Verdict::Refused("its state is not the one this login sent");
         }
         (Some(_), _) => {}
     }
@@ -210,15 +210,22 @@ fn same_state(given: &str, expected: &str) -> bool {
 /// (RFC 6749 §4.1.2.1, OpenID Connect Core §3.1.2.6).
 pub(crate) fn provider_refused(error: &str, description: Option<&str>) -> anyhow::Error {
     let next = match error {
-        "access_denied" => "if you did not cancel it, check that your account may use this client (or log in as another user), then run `kubecred login` to try again",
+        "access_denied" => {
+            "if you did not cancel it, check that your account may use this client (or log in as another user), then run `kubecred login` to try again"
+        }
         "invalid_scope" => "check the scopes (--scope) against what the client may request",
         "unauthorized_client" | "unsupported_response_type" | "invalid_request" => {
             "the client is not set up for this login at the provider: check --client-id, --redirect-url and the redirect URIs registered for the client"
         }
-        "login_required" | "consent_required" | "interaction_required" | "account_selection_required" => {
+        "login_required"
+        | "consent_required"
+        | "interaction_required"
+        | "account_selection_required" => {
             "the provider needs you to interact: drop --prompt none, then run `kubecred login`"
         }
-        "server_error" | "temporarily_unavailable" => "the provider has a problem; try again in a minute",
+        "server_error" | "temporarily_unavailable" => {
+            "the provider has a problem; try again in a minute"
+        }
         _ => "run `kubecred login` to try again",
     };
     let detail = description

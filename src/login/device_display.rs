@@ -7,8 +7,8 @@
 //! dark modules as spaces.
 
 use crate::text::printable;
-use qrcode::render::unicode::Dense1x2;
 use qrcode::QrCode;
+use qrcode::render::unicode::Dense1x2;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -117,9 +117,10 @@ mod tests {
         // Half blocks: each text line holds two module rows; all lines are equally wide.
         let width = lines[0].chars().count();
         assert!(lines.iter().all(|line| line.chars().count() == width));
-        assert!(qr
-            .chars()
-            .all(|c| matches!(c, ' ' | '▀' | '▄' | '█' | '\n')));
+        assert!(
+            qr.chars()
+                .all(|c| matches!(c, ' ' | '▀' | '▄' | '█' | '\n'))
+        );
         // The quiet zone is light, so drawn with full blocks: the first line is all blocks and
         // so are the first columns of every line (but the last, when it holds one module row).
         assert!(lines[0].chars().all(|c| c == '█'), "{}", lines[0]);

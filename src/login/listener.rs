@@ -24,8 +24,8 @@
 
 use crate::config::CallbackTls;
 use crate::debug;
-use crate::error::{fail, Exit};
-use crate::login::callback::{classify, ExpectedResponse, StateRule, Verdict};
+use crate::error::{Exit, fail};
+use crate::login::callback::{ExpectedResponse, StateRule, Verdict, classify};
 use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
@@ -344,7 +344,10 @@ fn admit(
                 oldest.abort();
             }
             None => {
-                debug!(1, "too many login callback connections at once, all of them busy; closing the new one");
+                debug!(
+                    1,
+                    "too many login callback connections at once, all of them busy; closing the new one"
+                );
                 return;
             }
         }

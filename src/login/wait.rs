@@ -8,9 +8,9 @@
 //! a web page or a stray paste cannot end it.
 
 use crate::debug;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::login::callback::{
-    interpret_pasted, settle, ExpectedResponse, Origin, StateRule, Verdict,
+    ExpectedResponse, Origin, StateRule, Verdict, interpret_pasted, settle,
 };
 use crate::login::listener::{CallbackListener, Serving};
 use crate::login::paste::{PasteSource, Pasted};
@@ -150,10 +150,10 @@ fn next_arrival(sources: &mut Sources, deadline: Instant) -> Arrival {
         if Instant::now() >= deadline {
             return Arrival::Deadline;
         }
-        if let Sources::Browser { listener, .. } = &mut *sources {
-            if let Some(verdict) = listener.next_callback(deadline) {
-                return Arrival::Callback(verdict);
-            }
+        if let Sources::Browser { listener, .. } = &mut *sources
+            && let Some(verdict) = listener.next_callback(deadline)
+        {
+            return Arrival::Callback(verdict);
         }
     }
 }

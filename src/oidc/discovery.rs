@@ -5,7 +5,7 @@
 
 use super::{fresh, read_cache, write_cache};
 use crate::config::is_loopback_host;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http;
 use crate::http::Client;
 use chrono::{DateTime, Duration, Utc};

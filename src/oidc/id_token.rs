@@ -10,8 +10,8 @@
 //! clock.
 
 use super::jwks::KeyError;
-use super::{rfc3339, CLOCK_LEEWAY};
-use crate::error::{fail, Exit};
+use super::{CLOCK_LEEWAY, rfc3339};
+use crate::error::{Exit, fail};
 use crate::secret::Secret;
 use crate::tokens::Identity;
 use chrono::{DateTime, Utc};
@@ -100,13 +100,13 @@ pub(super) fn verify(
                     "cannot verify the ID token from {issuer}: {}",
                     crate::error::one_line(&err)
                 ),
-            ))
+            ));
         }
         Err(KeyError::Missing(reason)) => {
             return Err(refused(Refusal::new(
                 reason,
                 "if the provider has just rotated its keys, run the command again; otherwise check --issuer-url",
-            )))
+            )));
         }
     };
     let claims = verified_claims(token, &key, alg).map_err(refused)?;

@@ -3,7 +3,7 @@
 //! the one key that fits a token's algorithm and key ID picked out.
 
 use super::{fresh, read_cache, write_cache};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http;
 use crate::http::Client;
 use chrono::{DateTime, Duration, Utc};
@@ -86,7 +86,7 @@ impl KeySource {
                     return Err(KeyError::Missing(format!(
                         "{reason} (JWKS at {})",
                         crate::text::display_url(&self.jwks_uri)
-                    )))
+                    )));
                 }
             }
         }
@@ -190,10 +190,10 @@ fn key_suits(jwk: &Jwk, alg: Algorithm) -> bool {
     if matches!(&jwk.common.public_key_use, Some(usage) if *usage != PublicKeyUse::Signature) {
         return false;
     }
-    if let Some(key_alg) = jwk.common.key_algorithm {
-        if Algorithm::try_from(key_alg).ok() != Some(alg) {
-            return false;
-        }
+    if let Some(key_alg) = jwk.common.key_algorithm
+        && Algorithm::try_from(key_alg).ok() != Some(alg)
+    {
+        return false;
     }
     match &jwk.algorithm {
         AlgorithmParameters::RSA(_) => matches!(

@@ -12,7 +12,7 @@ mod jwks;
 #[cfg(test)]
 mod tests;
 
-pub use discovery::{well_known_url, ProviderMetadata};
+pub use discovery::{ProviderMetadata, well_known_url};
 pub use id_token::IdTokenClaims;
 
 use crate::http::Client;
@@ -142,7 +142,10 @@ impl Provider {
         let Some(keys) = &self.keys else {
             return Err(crate::error::fail(
                 crate::error::Exit::Provider,
-                format!("{} returned an ID token, which kubecred cannot verify without discovery; drop --token-endpoint and let discovery find the keys", self.metadata.issuer),
+                format!(
+                    "{} returned an ID token, which kubecred cannot verify without discovery; drop --token-endpoint and let discovery find the keys",
+                    self.metadata.issuer
+                ),
             ));
         };
         id_token::verify(

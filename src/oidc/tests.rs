@@ -1,7 +1,7 @@
 //! Tests of discovery, the JWKS and ID-token verification, against a loopback test server.
 
-use super::discovery::{well_known_url, DISCOVERY_TTL};
-use super::jwks::{parse_jwks, select_key, JWKS_TTL};
+use super::discovery::{DISCOVERY_TTL, well_known_url};
+use super::jwks::{JWKS_TTL, parse_jwks, select_key};
 use super::*;
 use crate::config::Config;
 use crate::error::Exit;
@@ -11,11 +11,11 @@ use crate::http::test_server::{Answer, TestServer};
 use crate::http::tests::test_config;
 use base64::Engine;
 use chrono::TimeZone;
-use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::Algorithm;
+use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{EncodingKey, Header};
-use serde_json::json;
 use serde_json::Value;
+use serde_json::json;
 
 // Test-only private keys (generated once with openssl, DER as base64): RSA 2048 (PKCS#1),
 // two P-256 keys and an Ed25519 key (PKCS#8).
@@ -273,9 +273,11 @@ fn the_issuer_must_match_give_or_take_a_trailing_slash() {
         "{text}"
     );
     // A rejected document is not cached.
-    assert!(!CacheFiles::of(&s.config.cache.dir, &s.config.issuer)
-        .discovery
-        .exists());
+    assert!(
+        !CacheFiles::of(&s.config.cache.dir, &s.config.issuer)
+            .discovery
+            .exists()
+    );
 }
 
 #[test]
@@ -556,9 +558,11 @@ fn key_selection() {
         ec.jwk(),
     ]);
     assert_eq!(keys.len(), 3);
-    assert!(select_key(&keys, Algorithm::ES256, Some("ec-2"))
-        .unwrap_err()
-        .contains("not a signing key"));
+    assert!(
+        select_key(&keys, Algorithm::ES256, Some("ec-2"))
+            .unwrap_err()
+            .contains("not a signing key")
+    );
     assert!(select_key(&keys, Algorithm::ES256, Some("ec-1")).is_ok());
 }
 

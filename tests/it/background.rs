@@ -7,7 +7,7 @@
 
 use crate::sessions::kubecred_plain;
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

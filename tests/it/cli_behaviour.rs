@@ -290,9 +290,16 @@ fn usage_errors_name_what_to_type_and_the_help_of_the_command_run() {
     // A bad value from the environment names the variable and what it takes.
     assert_eq!(
         usage_error(
-            kubecred_plain(&env, &["get-token", "--issuer-url=https://idp.example", "--client-id=k"])
-                .env("KUBECRED_FORCE_REFRESH", "maybe")
-                .run()
+            kubecred_plain(
+                &env,
+                &[
+                    "get-token",
+                    "--issuer-url=https://idp.example",
+                    "--client-id=k"
+                ]
+            )
+            .env("KUBECRED_FORCE_REFRESH", "maybe")
+            .run()
         ),
         "invalid value 'maybe' in KUBECRED_FORCE_REFRESH (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
     );

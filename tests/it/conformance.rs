@@ -10,7 +10,7 @@
 //! The module → test → expectation table is ARCHITECTURE.md's "ID-token checks".
 
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -200,12 +200,15 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         .success()
         .never_shows(&[&valid.1, &expired.1, "aks-spn-secret"]);
     let report = run.stdout();
-    assert_contains_all(&report, &[
-        "  would convert \"legacy\" (auth-provider oidc): would carry the ID token (valid until ",
-        "  would convert \"expired\" (auth-provider oidc): would carry the refresh token (the ID token expired at ",
-        "  would convert \"kl\" (int128/kubelogin): would carry the ID token (valid until ",
-        "  would be written (--dry-run: nothing was)\n",
-    ]);
+    assert_contains_all(
+        &report,
+        &[
+            "  would convert \"legacy\" (auth-provider oidc): would carry the ID token (valid until ",
+            "  would convert \"expired\" (auth-provider oidc): would carry the refresh token (the ID token expired at ",
+            "  would convert \"kl\" (int128/kubelogin): would carry the ID token (valid until ",
+            "  would be written (--dry-run: nothing was)\n",
+        ],
+    );
     assert!(
         !report.contains(&valid.0) && !report.contains(&valid.1),
         "{report}"
@@ -222,21 +225,27 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         .never_shows(&[&valid.1, &expired.1]);
     let report = run.stdout();
     assert!(report.starts_with(&format!("{shown}\n")), "{report}");
-    assert_contains_all(&report, &[
-        "  converted \"legacy\" (auth-provider oidc): carried the ID token (valid until ",
-        ") and the refresh token\n",
-        "  converted \"expired\" (auth-provider oidc): carried the refresh token; the ID token expired at ",
-        " and was dropped (the first kubectl call refreshes it)\n",
-        "  converted \"kl\" (int128/kubelogin): carried the ID token (valid until ",
-        &format!(") and the refresh token from {}\n", kubelogin_file.display()),
-        "  converted \"other-client\" (auth-provider oidc): tokens not carried: the ID token from ",
-        "failed verification: its audience [\"kubecred\"] does not include the client ID \"kubecred-confidential\"",
-        "  skipped \"eks\": runs aws, not an OIDC login kubecred can take over\n",
-        "  skipped \"static\": a static token, not an OIDC login\n",
-        "  converted \"aks-spn\" (Azure kubelogin --login spn): no tokens to carry: its grant needs no person\n",
-        "  skipped \"aks-cert\": Azure kubelogin --login spn: stays with Azure's tool (a certificate credential",
-        "  written; backup: ",
-    ]);
+    assert_contains_all(
+        &report,
+        &[
+            "  converted \"legacy\" (auth-provider oidc): carried the ID token (valid until ",
+            ") and the refresh token\n",
+            "  converted \"expired\" (auth-provider oidc): carried the refresh token; the ID token expired at ",
+            " and was dropped (the first kubectl call refreshes it)\n",
+            "  converted \"kl\" (int128/kubelogin): carried the ID token (valid until ",
+            &format!(
+                ") and the refresh token from {}\n",
+                kubelogin_file.display()
+            ),
+            "  converted \"other-client\" (auth-provider oidc): tokens not carried: the ID token from ",
+            "failed verification: its audience [\"kubecred\"] does not include the client ID \"kubecred-confidential\"",
+            "  skipped \"eks\": runs aws, not an OIDC login kubecred can take over\n",
+            "  skipped \"static\": a static token, not an OIDC login\n",
+            "  converted \"aks-spn\" (Azure kubelogin --login spn): no tokens to carry: its grant needs no person\n",
+            "  skipped \"aks-cert\": Azure kubelogin --login spn: stays with Azure's tool (a certificate credential",
+            "  written; backup: ",
+        ],
+    );
     assert!(
         !report.contains(&valid.0) && !report.contains("aks-spn-secret"),
         "{report}"
@@ -303,10 +312,12 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
     assert_eq!(legacy["apiVersion"], V1);
     assert_eq!(legacy["command"], "kubecred");
     assert_eq!(legacy["interactiveMode"], "IfAvailable");
-    assert!(legacy["installHint"]
-        .as_str()
-        .unwrap()
-        .contains("kubecred convert-kubeconfig"));
+    assert!(
+        legacy["installHint"]
+            .as_str()
+            .unwrap()
+            .contains("kubecred convert-kubeconfig")
+    );
     assert_eq!(
         legacy["args"],
         serde_json::json!([

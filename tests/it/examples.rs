@@ -4,7 +4,7 @@
 //! fails the way kubecred does (one line, nothing on stdout) on a token without an expiry.
 
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

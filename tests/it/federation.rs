@@ -6,7 +6,7 @@
 
 use crate::kubectl::whoami;
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 const V1: &str = "client.authentication.k8s.io/v1";

@@ -13,7 +13,7 @@
 
 use crate::support::terminal::{Running, Stdin, URL_WAIT};
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -7,7 +7,7 @@ use crate::support::*;
 use kubecred::cli::{Cli, Command};
 use kubecred::config::{Config, Environment};
 use kubecred::exec_credential::ExecInfo;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// The provider samples the README promises and links; each file must exist (a rename would
 /// break the link).

@@ -6,7 +6,7 @@
 //! an untrusted TLS certificate.
 
 use crate::support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

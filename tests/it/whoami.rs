@@ -148,9 +148,11 @@ fn whoami_evaluates_an_authentication_configuration() {
     .stderr_contains("would reject this token (401 Unauthorized): jwt[0].claimValidationRules[0]: ")
     .stderr_contains("failed: only members of admins may use this cluster");
     // The claims are still shown (on stderr), to compare with the rule.
-    assert!(rejected
-        .stderr()
-        .contains(&format!("  subject       {CC_CLIENT}")));
+    assert!(
+        rejected
+            .stderr()
+            .contains(&format!("  subject       {CC_CLIENT}"))
+    );
 
     // Another issuer in the file: no authenticator takes the token.
     run_with(&authn_config(

@@ -5,7 +5,7 @@
 //! that row, then run `cargo test`.)
 
 use super::Takes::{Count, OptionalBool, Switch, Value, Values};
-use super::{add_path, add_text, choice, count, optional_bool, path, switch, text, Flag};
+use super::{Flag, add_path, add_text, choice, count, optional_bool, path, switch, text};
 
 /// Every flag of get-token, in `TokenArgs` order.
 pub(super) const FLAGS: &[Flag] = &[

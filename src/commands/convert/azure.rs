@@ -175,7 +175,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
                 return Err(format!(
                     "{} is not a flag of Azure's kubelogin get-token",
                     crate::text::printable_brief(word, 60)
-                ))
+                ));
             }
         }
     }
@@ -213,23 +213,40 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
     let stays = |why: &str| Err(format!("{label}: stays with Azure's tool ({why})"));
     match login.as_str() {
         "devicecode" | "interactive" | "spn" | "ropc" | "workloadidentity" => {}
-        "msi" => return stays("a managed identity's token comes from Azure's instance metadata endpoint, not from a grant kubecred can make"),
+        "msi" => {
+            return stays(
+                "a managed identity's token comes from Azure's instance metadata endpoint, not from a grant kubecred can make",
+            );
+        }
         "azurecli" => return stays("it reuses the Azure CLI's login"),
         "azd" => return stays("it reuses the Azure Developer CLI's login"),
         "azurepipelines" => return stays("it uses an Azure Pipelines service connection"),
-        other => return Err(format!("Azure kubelogin: unknown --login {:?}", crate::text::printable_brief(other, 40))),
+        other => {
+            return Err(format!(
+                "Azure kubelogin: unknown --login {:?}",
+                crate::text::printable_brief(other, 40)
+            ));
+        }
     }
     if settings.on("legacy") {
-        return stays("--legacy asks for AAD v1 tokens with the spn: audience; kubecred speaks Entra's v2.0 endpoint");
+        return stays(
+            "--legacy asks for AAD v1 tokens with the spn: audience; kubecred speaks Entra's v2.0 endpoint",
+        );
     }
     if settings.on("pop-enabled") {
-        return stays("--pop-enabled asks for proof-of-possession tokens bound to a key Azure's tool keeps; kubecred hands out bearer tokens");
+        return stays(
+            "--pop-enabled asks for proof-of-possession tokens bound to a key Azure's tool keeps; kubecred hands out bearer tokens",
+        );
     }
     if settings.on("disable-instance-discovery") {
-        return stays("--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive");
+        return stays(
+            "--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive",
+        );
     }
     if settings.on("use-azurerm-env-vars") {
-        return stays("--use-azurerm-env-vars reads Terraform's ARM_* variables where kubectl runs, which a kubeconfig cannot name");
+        return stays(
+            "--use-azurerm-env-vars reads Terraform's ARM_* variables where kubectl runs, which a kubeconfig cannot name",
+        );
     }
     let server_id = settings.get("server-id").ok_or(format!(
         "{label}: no --server-id (Azure's kubelogin requires it too)"
@@ -244,7 +261,9 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
     let tenant =
         from_env(&["AZURE_TENANT_ID"]).or_else(|| settings.get("tenant-id").map(String::from));
     let at_run_time = |what: &str| {
-        format!("{label}: its {what} comes from the environment kubectl runs in (Azure's variables, which kubecred does not read and a kubeconfig cannot name); convert it by hand (README: Migrating from Azure kubelogin)")
+        format!(
+            "{label}: its {what} comes from the environment kubectl runs in (Azure's variables, which kubecred does not read and a kubeconfig cannot name); convert it by hand (README: Migrating from Azure kubelogin)"
+        )
     };
     let client_id = client_id.ok_or_else(|| at_run_time("client ID"))?;
     let tenant = tenant.ok_or_else(|| at_run_time("tenant ID"))?;
@@ -323,7 +342,9 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
             ])
             .or_else(|| settings.get("client-certificate").map(String::from));
             if certificate.is_some() {
-                return stays("a certificate credential: Entra identifies it by the x5t thumbprint in the client assertion's header, which kubecred does not send");
+                return stays(
+                    "a certificate credential: Entra identifies it by the x5t thumbprint in the client assertion's header, which kubecred does not send",
+                );
             }
             let secret = from_env(&["AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "AZURE_CLIENT_SECRET"])
                 .or_else(|| settings.get("client-secret").map(String::from))
@@ -398,7 +419,9 @@ mod tests {
         assert_eq!(c.from, "Azure kubelogin --login devicecode");
         assert_eq!(
             c.args,
-            words(&format!("get-token --issuer-url=https://login.microsoftonline.us/T/v2.0 --client-id=80faf920 --scope={AKS}/.default --grant-type=device-code --scope=offline_access --use-access-token"))
+            words(&format!(
+                "get-token --issuer-url=https://login.microsoftonline.us/T/v2.0 --client-id=80faf920 --scope={AKS}/.default --grant-type=device-code --scope=offline_access --use-access-token"
+            ))
         );
         assert!(matches!(c.tokens, Tokens::Unreadable(_)));
 
@@ -410,17 +433,19 @@ mod tests {
         )
         .unwrap();
         assert!(c.args.contains(&"--grant-type=authcode".to_string()));
-        assert!(c
-            .args
-            .contains(&"--redirect-url=http://localhost/".to_string()));
+        assert!(
+            c.args
+                .contains(&"--redirect-url=http://localhost/".to_string())
+        );
         assert!(c.args.contains(&"--login-hint=ada@x".to_string()));
         assert!(c.args.contains(&format!("--scope={AKS}/.default")));
 
         // The secret from the flag, or from the stanza's env, which wins (as in Azure's tool).
         let c = converted(&format!("get-token --login spn --server-id {AKS} --client-id C --tenant-id T --client-secret from-flag"), &[("AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "from-env"), ("HTTPS_PROXY", "http://proxy:3128")]).unwrap();
-        assert!(c
-            .args
-            .contains(&"--grant-type=client-credentials".to_string()));
+        assert!(
+            c.args
+                .contains(&"--grant-type=client-credentials".to_string())
+        );
         assert!(!c.args.iter().any(|a| a.contains("from-")));
         let env: Vec<(&str, &str)> = c
             .env
@@ -446,12 +471,14 @@ mod tests {
             ],
         )
         .unwrap();
-        assert!(c
-            .args
-            .contains(&"--client-assertion-file=/var/run/token".to_string()));
-        assert!(c
-            .args
-            .contains(&"--issuer-url=https://login.microsoftonline.com/T/v2.0".to_string()));
+        assert!(
+            c.args
+                .contains(&"--client-assertion-file=/var/run/token".to_string())
+        );
+        assert!(
+            c.args
+                .contains(&"--issuer-url=https://login.microsoftonline.com/T/v2.0".to_string())
+        );
     }
 
     #[test]
@@ -459,12 +486,24 @@ mod tests {
         for (line, why) in [
             ("get-token --login msi --server-id S", "instance metadata"),
             ("get-token --login azurecli --server-id S", "Azure CLI"),
-            ("get-token --login spn --server-id S --client-id C --tenant-id T --client-certificate c.pfx", "x5t"),
-            ("get-token --server-id S --client-id C --tenant-id T --legacy", "AAD v1"),
-            ("get-token --login interactive --server-id S --client-id C --tenant-id T --pop-enabled --pop-claims u=x", "proof-of-possession"),
+            (
+                "get-token --login spn --server-id S --client-id C --tenant-id T --client-certificate c.pfx",
+                "x5t",
+            ),
+            (
+                "get-token --server-id S --client-id C --tenant-id T --legacy",
+                "AAD v1",
+            ),
+            (
+                "get-token --login interactive --server-id S --client-id C --tenant-id T --pop-enabled --pop-claims u=x",
+                "proof-of-possession",
+            ),
         ] {
             let reason = converted(line, &[]).unwrap_err();
-            assert!(reason.contains("stays with Azure's tool") && reason.contains(why), "{line}: {reason}");
+            assert!(
+                reason.contains("stays with Azure's tool") && reason.contains(why),
+                "{line}: {reason}"
+            );
         }
         // A secret the kubeconfig does not hold cannot be written into it.
         let reason = converted(
@@ -476,14 +515,21 @@ mod tests {
             reason.contains("client secret comes from the environment"),
             "{reason}"
         );
-        assert!(converted("get-token --server-id S --bogus", &[])
-            .unwrap_err()
-            .contains("--bogus is not a flag"));
+        assert!(
+            converted("get-token --server-id S --bogus", &[])
+                .unwrap_err()
+                .contains("--bogus is not a flag")
+        );
     }
 
     #[test]
     fn int128_stanzas_are_not_taken_for_azures() {
-        assert!(!is_azure(&words("get-token --oidc-issuer-url=https://i --oidc-client-id=c --grant-type=password --username=u --password=p --token-cache-dir=/x -v1"), &[]));
+        assert!(!is_azure(
+            &words(
+                "get-token --oidc-issuer-url=https://i --oidc-client-id=c --grant-type=password --username=u --password=p --token-cache-dir=/x -v1"
+            ),
+            &[]
+        ));
         assert!(is_azure(&words("get-token --server-id S"), &[]));
         assert!(is_azure(&words("get-token -l spn"), &[]));
     }

@@ -73,7 +73,7 @@ pub(super) fn find(
             return Err(format!(
                 "cannot read kubelogin's cache {}: {err}",
                 dir.display()
-            ))
+            ));
         }
     };
     let mut documents = Vec::new();
@@ -87,7 +87,7 @@ pub(super) fn find(
                     // Another user's file, a link, a FIFO: not kubelogin's for this user.
                     Err(ReadError::Foreign(_) | ReadError::Corrupt(_) | ReadError::NotFound) => {}
                     Err(ReadError::Io(err)) => {
-                        return Err(format!("cannot read {}: {err}", path.display()))
+                        return Err(format!("cannot read {}: {err}", path.display()));
                     }
                 }
             }
@@ -106,7 +106,9 @@ pub(super) fn find(
                     )),
                     Ok(None) => {}
                     Err(reason) => {
-                        return Err(format!("kubelogin keeps its tokens in the OS keyring, which is not reachable here ({reason})"))
+                        return Err(format!(
+                            "kubelogin keeps its tokens in the OS keyring, which is not reachable here ({reason})"
+                        ));
                     }
                 }
             }
@@ -185,10 +187,10 @@ fn is_key(name: &str) -> bool {
 /// The value go-keyring stored: on macOS it writes `go-keyring-base64:` + base64 (older
 /// versions `go-keyring-encoded:` + hex for values with line breaks); elsewhere the value.
 fn go_keyring_value(item: &str) -> Vec<u8> {
-    if let Some(encoded) = item.strip_prefix("go-keyring-base64:") {
-        if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) {
-            return bytes;
-        }
+    if let Some(encoded) = item.strip_prefix("go-keyring-base64:")
+        && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(encoded.trim())
+    {
+        return bytes;
     }
     if let Some(hex) = item.strip_prefix("go-keyring-encoded:") {
         let hex = hex.trim();
@@ -251,24 +253,28 @@ mod tests {
             .unwrap();
         assert!(found.carried.id_token.is_none());
 
-        assert!(find(
-            dir.path(),
-            KubeloginStorage::Disk,
-            "https://else",
-            "k8s",
-            false
-        )
-        .unwrap()
-        .is_none());
-        assert!(find(
-            &dir.path().join("missing"),
-            KubeloginStorage::Disk,
-            ISSUER,
-            "k8s",
-            false
-        )
-        .unwrap()
-        .is_none());
+        assert!(
+            find(
+                dir.path(),
+                KubeloginStorage::Disk,
+                "https://else",
+                "k8s",
+                false
+            )
+            .unwrap()
+            .is_none()
+        );
+        assert!(
+            find(
+                &dir.path().join("missing"),
+                KubeloginStorage::Disk,
+                ISSUER,
+                "k8s",
+                false
+            )
+            .unwrap()
+            .is_none()
+        );
 
         // Two users' logins: not guessed between.
         put(dir.path(), 'd', claims("k8s", "bob", 400), "rt-bob");

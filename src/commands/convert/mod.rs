@@ -32,7 +32,7 @@ use crate::acquire::{self, Adopted, Carried};
 use crate::cli::{Cli, Command, ConvertArgs};
 use crate::clock::Clock;
 use crate::config::{Config, Environment};
-use crate::error::{fail, one_line, Exit};
+use crate::error::{Exit, fail, one_line};
 use crate::exec_credential::{ExecInfo, V1};
 use crate::file_replace::{self, Replacement};
 use crate::kubeconfig;
@@ -175,7 +175,7 @@ fn load(args: &ConvertArgs) -> anyhow::Result<Vec<File>> {
             Ok(text) => text,
             // kubectl skips the files of KUBECONFIG that do not exist.
             Err(err) if err.kind() == std::io::ErrorKind::NotFound && args.kubeconfig.is_none() => {
-                continue
+                continue;
             }
             Err(err) => {
                 return Err(fail(
@@ -184,7 +184,7 @@ fn load(args: &ConvertArgs) -> anyhow::Result<Vec<File>> {
                         "cannot read the kubeconfig {}: {err}; nothing was changed",
                         path.display()
                     ),
-                ))
+                ));
             }
         };
         let doc = Document::parse(&text).map_err(|reason| {
@@ -267,7 +267,7 @@ fn select(files: &[File], wanted: &[String]) -> anyhow::Result<Vec<User>> {
 /// The command the stanzas run: the name kubectl finds this binary by on PATH (the rule setup
 /// follows, `command_on_path`), else its path (and a note saying so).
 fn stanza_command() -> (String, Option<String>) {
-    use crate::command_on_path::{for_kubeconfig, ExecCommand};
+    use crate::command_on_path::{ExecCommand, for_kubeconfig};
     let path = match for_kubeconfig() {
         Ok(ExecCommand::Path(path)) => path.display().to_string(),
         Ok(name) => return (name.as_command(), None),
@@ -287,7 +287,8 @@ fn resolve_stanza(args: &[String], env: &[(String, Secret)]) -> anyhow::Result<C
         .map(|(name, _)| (name.clone(), std::env::var_os(name)))
         .collect();
     for (name, value) in env {
-        std::env::set_var(name, value.expose());
+        // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
+        unsafe { std::env::set_var(name, value.expose()) };
     }
     let mut argv = vec!["kubecred".to_string()];
     argv.extend(args.iter().cloned());
@@ -310,8 +311,10 @@ fn resolve_stanza(args: &[String], env: &[(String, Secret)]) -> anyhow::Result<C
     };
     for (name, value) in saved.into_iter().rev() {
         match value {
-            Some(value) => std::env::set_var(&name, value),
-            None => std::env::remove_var(&name),
+            // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
+            Some(value) => unsafe { std::env::set_var(&name, value) },
+            // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
+            None => unsafe { std::env::remove_var(&name) },
         }
     }
     resolved
@@ -348,7 +351,7 @@ fn carry(
                     dir.display(),
                     config.issuer_as_given,
                     config.client.id
-                )))
+                )));
             }
             Err(reason) => return Ok(logs_in(&reason)),
         },
@@ -556,10 +559,10 @@ fn report(
             (None, false) => writeln!(out, "  written"),
         };
     }
-    if converted > 0 {
-        if let Some(note) = command_note {
-            let _ = writeln!(out, "{note}");
-        }
+    if converted > 0
+        && let Some(note) = command_note
+    {
+        let _ = writeln!(out, "{note}");
     }
     out
 }

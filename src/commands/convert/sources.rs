@@ -102,9 +102,22 @@ fn auth_provider(provider: &Value) -> Plan {
     let name = provider.get("name").and_then(Value::as_str).unwrap_or("");
     match name {
         "oidc" => {}
-        "azure" => return skip("the azure auth-provider (removed from kubectl in 1.26): convert it with Azure's `kubelogin convert-kubeconfig` first, then run this again"),
-        "gcp" => return skip("the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it"),
-        other => return skip(format!("auth-provider {:?}, not oidc", crate::text::printable(other))),
+        "azure" => {
+            return skip(
+                "the azure auth-provider (removed from kubectl in 1.26): convert it with Azure's `kubelogin convert-kubeconfig` first, then run this again",
+            );
+        }
+        "gcp" => {
+            return skip(
+                "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
+            );
+        }
+        other => {
+            return skip(format!(
+                "auth-provider {:?}, not oidc",
+                crate::text::printable(other)
+            ));
+        }
     }
     let config = provider.get("config");
     let text = |key: &str| {
@@ -281,7 +294,7 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
             return skip(format!(
                 "kubecred refuses it: {}",
                 crate::error::one_line(&err)
-            ))
+            ));
         }
     };
     if converted.password_grant {

@@ -124,7 +124,10 @@ pub fn authentication_configuration(inputs: &Inputs, choice: &ClaimChoice) -> St
             let _ = writeln!(out, "      prefix: {}", q(PREFIX));
         }
         None => {
-            let _ = writeln!(out, "    # The token has no groups claim: ask the provider to add one (a groups scope or");
+            let _ = writeln!(
+                out,
+                "    # The token has no groups claim: ask the provider to add one (a groups scope or"
+            );
             let _ = writeln!(
                 out,
                 "    # mapper) to bind roles to groups instead of single users."
@@ -189,7 +192,10 @@ pub fn legacy_flags(inputs: &Inputs, choice: &ClaimChoice) -> String {
 /// ClusterRoleBindings (read-only `view`) for the user and, when the token has them, its groups.
 pub fn rbac(username: &str, groups: &[String]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# Read-only access to start with; use edit or admin (or a Role in one namespace) as needed.");
+    let _ = writeln!(
+        out,
+        "# Read-only access to start with; use edit or admin (or a Role in one namespace) as needed."
+    );
     let _ = writeln!(
         out,
         "# kubectl create clusterrolebinding {} --clusterrole=view --user={}",
@@ -199,7 +205,12 @@ pub fn rbac(username: &str, groups: &[String]) -> String {
     binding(&mut out, username, "User");
     for group in groups {
         let _ = writeln!(out, "---");
-        let _ = writeln!(out, "# Or for everyone in the group: kubectl create clusterrolebinding {} --clusterrole=view --group={}", rbac_name(group), shell(group));
+        let _ = writeln!(
+            out,
+            "# Or for everyone in the group: kubectl create clusterrolebinding {} --clusterrole=view --group={}",
+            rbac_name(group),
+            shell(group)
+        );
         binding(&mut out, group, "Group");
     }
     out
@@ -443,7 +454,10 @@ pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
     let _ = writeln!(out, "- name: {}", q(inputs.user_name));
     let _ = writeln!(out, "  user:");
     let _ = writeln!(out, "    exec:");
-    let _ = writeln!(out, "      # v1beta1: the widest client support (client-go 1.11+, the Python and JavaScript clients).");
+    let _ = writeln!(
+        out,
+        "      # v1beta1: the widest client support (client-go 1.11+, the Python and JavaScript clients)."
+    );
     let _ = writeln!(
         out,
         "      apiVersion: client.authentication.k8s.io/v1beta1"
@@ -474,12 +488,19 @@ pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
 pub fn kuberc(command: &ExecCommand) -> String {
     let command = command.as_command();
     let mut out = String::new();
-    let _ = writeln!(out, "# ~/.kube/kuberc (or $KUBERC). If yours says credentialPluginPolicy: DenyAll, kubectl runs no");
+    let _ = writeln!(
+        out,
+        "# ~/.kube/kuberc (or $KUBERC). If yours says credentialPluginPolicy: DenyAll, kubectl runs no"
+    );
     let _ = writeln!(
         out,
         "# credential plugin at all; switch it to Allowlist with this entry."
     );
-    let _ = writeln!(out, "# kubectl 1.36+: kubectl kuberc set --section credentialplugin --policy Allowlist --allowlist-entry command={}", shell(&command));
+    let _ = writeln!(
+        out,
+        "# kubectl 1.36+: kubectl kuberc set --section credentialplugin --policy Allowlist --allowlist-entry command={}",
+        shell(&command)
+    );
     let _ = writeln!(out, "apiVersion: kubectl.config.k8s.io/v1beta1");
     let _ = writeln!(out, "kind: Preference");
     let _ = writeln!(out, "credentialPluginPolicy: Allowlist");

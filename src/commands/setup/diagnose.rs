@@ -8,7 +8,7 @@
 
 use crate::clock::Clock;
 use crate::config::{Config, Grant};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::http::{self, NetworkFailure};
 use crate::oidc::{self, ProviderMetadata};
 use chrono::{DateTime, Utc};
@@ -394,22 +394,28 @@ mod tests {
         )));
         let plain_only = metadata(true, false, Some(&["plain"]));
         let findings = flow_findings(&config, &plain_only, &none);
-        assert!(findings
-            .iter()
-            .any(|f| matches!(f, Finding::Warn(t) if t.contains("without S256"))));
+        assert!(
+            findings
+                .iter()
+                .any(|f| matches!(f, Finding::Warn(t) if t.contains("without S256")))
+        );
         config.login.pkce = Some(true);
         let findings = flow_findings(&config, &plain_only, &none);
-        assert!(findings
-            .iter()
-            .any(|f| matches!(f, Finding::Fail(t) if t.contains("enable S256"))));
+        assert!(
+            findings
+                .iter()
+                .any(|f| matches!(f, Finding::Fail(t) if t.contains("enable S256")))
+        );
         config.login.pkce = None;
 
         // Refresh tokens: offline_access listed but not asked for; the grant not listed.
         let offline = extras(serde_json::json!({"scopes_supported": ["openid", "offline_access"]}));
         let findings = flow_findings(&config, &metadata(true, false, Some(&["S256"])), &offline);
-        assert!(findings
-            .iter()
-            .any(|f| matches!(f, Finding::Warn(t) if t.contains("--scope=offline_access"))));
+        assert!(
+            findings
+                .iter()
+                .any(|f| matches!(f, Finding::Warn(t) if t.contains("--scope=offline_access")))
+        );
         let no_refresh =
             extras(serde_json::json!({"grant_types_supported": ["authorization_code"]}));
         let findings = flow_findings(
@@ -417,9 +423,11 @@ mod tests {
             &metadata(true, false, Some(&["S256"])),
             &no_refresh,
         );
-        assert!(findings
-            .iter()
-            .any(|f| matches!(f, Finding::Warn(t) if t.contains("every token expiry"))));
+        assert!(
+            findings
+                .iter()
+                .any(|f| matches!(f, Finding::Warn(t) if t.contains("every token expiry")))
+        );
 
         // The device flow needs its endpoint.
         config.grant = Grant::DeviceCode;

@@ -23,7 +23,7 @@ use crate::authn_config::{self, AuthenticationConfiguration};
 use crate::cli::SetupArgs;
 use crate::clock::Clock;
 use crate::config::{Config, TokenKind};
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use std::fmt::Write;
 
 pub(super) fn run(
@@ -67,7 +67,11 @@ pub(super) fn run(
     if !left_out.is_empty() {
         crate::log::stderr(format_args!(
             "  warn  the provider granted the scope {:?}, without {} that was asked for: what those scopes bring (claims, refresh tokens) is missing; allow them for this client at the provider\n",
-            tokens.granted_scope.as_deref().unwrap_or_default().join(" "),
+            tokens
+                .granted_scope
+                .as_deref()
+                .unwrap_or_default()
+                .join(" "),
             left_out.join(", ")
         ));
     }
@@ -107,7 +111,10 @@ pub(super) fn run(
     };
     let choice = advice::ClaimChoice::of(&inputs);
     if !choice.issuer.starts_with("https://") {
-        crate::log::stderr(format_args!("  warn  kube-apiserver accepts only https issuers; {} is not one (fine for a local test provider only)\n", choice.issuer));
+        crate::log::stderr(format_args!(
+            "  warn  kube-apiserver accepts only https issuers; {} is not one (fine for a local test provider only)\n",
+            choice.issuer
+        ));
     }
     let authn_yaml = advice::authentication_configuration(&inputs, &choice);
     // The generated configuration must accept the token it was made from.

@@ -15,7 +15,7 @@
 
 use crate::cli::SetupArgs;
 use crate::clock::Clock;
-use crate::error::{fail, Exit};
+use crate::error::{Exit, fail};
 use crate::file_replace::{self, Replacement};
 use crate::kubeconfig;
 use crate::kubeconfig_edit::{Document, Layout, Section};
@@ -58,9 +58,9 @@ pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
             Err(err) => {
                 return Err(input(format!(
-                "cannot read the kubeconfig {}: {err}; fix its permissions, or pass --kubeconfig",
-                path.display()
-            )))
+                    "cannot read the kubeconfig {}: {err}; fix its permissions, or pass --kubeconfig",
+                    path.display()
+                )));
             }
         };
         if text.is_some() && default.is_none() {

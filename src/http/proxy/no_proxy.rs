@@ -215,11 +215,11 @@ impl Rule {
 /// `host:port` → (`host`, port); `[v6]:port` likewise. An IPv6 address without brackets has
 /// no port (its colons are its own).
 fn split_port(entry: &str) -> (&str, Option<u16>) {
-    if let Some(rest) = entry.strip_prefix('[') {
-        if let Some((host, after)) = rest.split_once(']') {
-            let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
-            return (host, port);
-        }
+    if let Some(rest) = entry.strip_prefix('[')
+        && let Some((host, after)) = rest.split_once(']')
+    {
+        let port = after.strip_prefix(':').and_then(|p| p.parse().ok());
+        return (host, port);
     }
     match entry.rsplit_once(':') {
         Some((host, port)) if !host.contains(':') => match port.parse() {
@@ -400,26 +400,36 @@ mod tests {
         // Windows' ProxyOverride: ';'-separated, wildcards anywhere, <local>.
         let windows = NoProxy::parse_system_exceptions("*.corp.example;10.*;<local>;*internal*");
         let url = |u: &str| Url::parse(u).unwrap();
-        assert!(windows
-            .matching_entry(&url("https://idp.corp.example/"))
-            .is_some());
-        assert!(windows
-            .matching_entry(&url("https://10.20.30.40/"))
-            .is_some());
+        assert!(
+            windows
+                .matching_entry(&url("https://idp.corp.example/"))
+                .is_some()
+        );
+        assert!(
+            windows
+                .matching_entry(&url("https://10.20.30.40/"))
+                .is_some()
+        );
         assert!(windows.matching_entry(&url("https://intranet/")).is_some());
-        assert!(windows
-            .matching_entry(&url("https://my-internal-idp.example/"))
-            .is_some());
-        assert!(windows
-            .matching_entry(&url("https://idp.example/"))
-            .is_none());
+        assert!(
+            windows
+                .matching_entry(&url("https://my-internal-idp.example/"))
+                .is_some()
+        );
+        assert!(
+            windows
+                .matching_entry(&url("https://idp.example/"))
+                .is_none()
+        );
         assert!(windows.matching_entry(&url("https://110.1.1.1/")).is_none());
         // A plain system entry is that host only (WinINet compares the whole host).
         let exact = NoProxy::parse_system_exceptions("idp.example");
         assert!(exact.matching_entry(&url("https://idp.example/")).is_some());
-        assert!(exact
-            .matching_entry(&url("https://www.idp.example/"))
-            .is_none());
+        assert!(
+            exact
+                .matching_entry(&url("https://www.idp.example/"))
+                .is_none()
+        );
         // macOS's ExceptionsList: short networks.
         let mac = NoProxy::parse_system_exceptions("*.local, 169.254/16, 10/8");
         assert!(mac.matching_entry(&url("https://169.254.3.4/")).is_some());
@@ -432,9 +442,11 @@ mod tests {
             simple.matching_entry(&url("https://gateway/")),
             Some("simple host names")
         );
-        assert!(simple
-            .matching_entry(&url("https://idp.example/"))
-            .is_some());
+        assert!(
+            simple
+                .matching_entry(&url("https://idp.example/"))
+                .is_some()
+        );
     }
 
     #[test]

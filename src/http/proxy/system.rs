@@ -163,11 +163,11 @@ pub fn read() -> Option<SystemSettings> {
 
 #[cfg(windows)]
 mod platform {
-    use super::{windows_settings, SystemSettings};
+    use super::{SystemSettings, windows_settings};
     use std::ffi::c_void;
     use windows_sys::Win32::Foundation::ERROR_SUCCESS;
     use windows_sys::Win32::System::Registry::{
-        RegGetValueW, HKEY_CURRENT_USER, REG_ROUTINE_FLAGS, RRF_RT_REG_DWORD, RRF_RT_REG_SZ,
+        HKEY_CURRENT_USER, REG_ROUTINE_FLAGS, RRF_RT_REG_DWORD, RRF_RT_REG_SZ, RegGetValueW,
     };
 
     const KEY: &str = r"Software\Microsoft\Windows\CurrentVersion\Internet Settings";
@@ -233,7 +233,7 @@ mod platform {
 
 #[cfg(target_os = "macos")]
 mod platform {
-    use super::{macos_settings, MacProxy, SystemSettings};
+    use super::{MacProxy, SystemSettings, macos_settings};
     use system_configuration::core_foundation::array::CFArray;
     use system_configuration::core_foundation::base::{CFType, TCFType};
     use system_configuration::core_foundation::dictionary::CFDictionary;

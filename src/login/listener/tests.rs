@@ -143,10 +143,10 @@ fn hand_overs(mut serving: Serving) -> mpsc::Receiver<Verdict> {
     std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Some(verdict) = serving.next_callback(deadline) {
-                if sender.send(verdict).is_err() {
-                    return;
-                }
+            if let Some(verdict) = serving.next_callback(deadline)
+                && sender.send(verdict).is_err()
+            {
+                return;
             }
         }
     });

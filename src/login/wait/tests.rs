@@ -60,7 +60,9 @@ fn provider_error_ends_the_wait_and_is_shown_escaped() {
 
     let (_, page) = get(
         address,
-        &format!("/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state={STATE}"),
+        &format!(
+            "/callback?error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state={STATE}"
+        ),
     );
     assert!(
         page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),

@@ -6,7 +6,7 @@
 #[cfg(target_os = "linux")]
 pub mod terminal;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -94,7 +94,9 @@ fn an_http_proxys_answer_to_connect() {
         diagnosed(&proxy(&format!("127.0.0.1:{port}"))),
         Some(ProxyProblem::Answered { status: 403 })
     );
-    let (port, _) = scripted_proxy(vec![b"HTTP/1.0 200 Connection established\r\n\r\n".to_vec()]);
+    let (port, _) = scripted_proxy(vec![
+        b"HTTP/1.0 200 Connection established\r\n\r\n".to_vec(),
+    ]);
     assert_eq!(diagnosed(&proxy(&format!("http://127.0.0.1:{port}"))), None);
     let (port, _) = scripted_proxy(vec![b"SSH-2.0-OpenSSH_9.2\r\n\r\n".to_vec()]);
     assert_eq!(
@@ -176,10 +178,12 @@ fn which_problems_may_pass_on_a_retry() {
     assert!(ProxyProblem::Refused.may_pass_later());
     assert!(ProxyProblem::Answered { status: 502 }.may_pass_later());
     assert!(!ProxyProblem::Answered { status: 403 }.may_pass_later());
-    assert!(!ProxyProblem::AuthenticationRequired {
-        status: 407,
-        credentials_given: true
-    }
-    .may_pass_later());
+    assert!(
+        !ProxyProblem::AuthenticationRequired {
+            status: 407,
+            credentials_given: true
+        }
+        .may_pass_later()
+    );
     assert!(!ProxyProblem::SocksRefusedCredentials.may_pass_later());
 }
