@@ -297,11 +297,12 @@ fn an_https_callback_is_served_over_tls_and_plain_http_gets_nothing() {
     let verdicts = hand_overs(listener.serve(STATE).unwrap());
     // A plain-http request is no TLS handshake: no page, no verdict.
     let mut plain = TcpStream::connect(address).unwrap();
-    write!(
+    // The listener may close it before the request is written (it is no TLS handshake): a
+    // failed write is as good an answer as an empty one.
+    let _ = write!(
         plain,
         "GET /callback?code=plain&state={STATE} HTTP/1.1\r\n\r\n"
-    )
-    .unwrap();
+    );
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);
     assert!(!String::from_utf8_lossy(&answer).contains("Logged in"));
