@@ -336,6 +336,8 @@ mod tests {
         assert!(bypassed("localhost", "http://localhost:8080/"));
         // A network that does not parse matches nothing (curl: bits over 32 are rejected).
         assert!(!bypassed("10.0.0.0/33", "https://10.0.0.1/"));
+        // Nor does an address with a leading zero, which inet_pton refuses.
+        assert!(!bypassed("010.0.0.0/8", "https://10.0.0.1/"));
         assert!(!bypassed("", "https://example.com/"));
     }
 
