@@ -5,19 +5,31 @@
 //! Nothing outside this module, `kubelogin.rs` (kubelogin's own flags, flattened in here) and
 //! `config/` sees these types: `Config::resolve` turns them, the exec info and the cluster
 //! extension into one plain struct with the domain's own types.
+//!
+//! Here: the commands (`Cli`, `Command`) and the parse. get-token's flags, which every token
+//! command flattens in, are in `token_args.rs` (the CI grants' in `federation.rs`); the other
+//! commands' arguments in `command_args.rs`; get-token's plain command lines are read without
+//! clap by `fast_get_token.rs`; a command line clap refused becomes one line in `usage_error.rs`.
 
+mod command_args;
 mod fast_get_token;
 mod federation;
+mod token_args;
 mod usage_error;
 
+pub use command_args::{
+    ConvertArgs, LoginArgs, LogoutArgs, OutputArg, SetupArgs, ShellArg, StatusArgs, WhoamiArgs,
+};
 pub use federation::{CiTokenSourceArg, FederationArgs};
+pub use token_args::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
 pub use usage_error::usage_error_line;
 
-use crate::kubelogin::{self, KubeloginFlags};
-use clap::builder::BoolishValueParser;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use crate::kubelogin;
+use clap::{Args, Parser, Subcommand};
+use command_args::{
+    COMPLETION_EXAMPLES, CONVERT_EXAMPLES, MAN_EXAMPLES, SETUP_EXAMPLES, WHOAMI_EXAMPLES,
+};
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 /// What `--version` prints after the name: the version and the commit it was built from.
 pub const VERSION: &str = concat!(
@@ -121,510 +133,6 @@ pub fn renewal_arguments(argv: Vec<OsString>, lock_fd: Option<i32>) -> Option<Ve
     Some(args)
 }
 
-/// `kubecred logout`: the settings of one entry, or `--all`.
-#[derive(Debug, Clone, Args)]
-pub struct LogoutArgs {
-    /// Forget every cached login under the cache directory (revoking each refresh token).
-    #[arg(long)]
-    pub all: bool,
-
-    #[command(flatten)]
-    pub token: TokenArgs,
-}
-
-/// `--cache-dir`, defined once for the token commands and for `status`. The group's id is the
-/// field's name where it is flattened (the get-token flag table is generated from it).
-#[derive(Debug, Clone, Default, Args)]
-#[group(id = "cache")]
-pub struct CacheDirArg {
-    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
-    #[arg(
-        long,
-        env = "KUBECRED_CACHE_DIR",
-        alias = "token-cache-dir",
-        value_name = "DIR"
-    )]
-    pub cache_dir: Option<PathBuf>,
-}
-
-/// `kubecred status`: where to look, and how to print.
-#[derive(Debug, Clone, Args)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    pub cache: CacheDirArg,
-
-    /// `table` for people, `json` for scripts.
-    #[arg(
-        short,
-        long,
-        env = "KUBECRED_OUTPUT",
-        value_enum,
-        default_value = "table"
-    )]
-    pub output: OutputArg,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputArg {
-    Table,
-    Json,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShellArg {
-    Bash,
-    Zsh,
-    Fish,
-    Powershell,
-}
-
-// ---- setup and whoami (commands/setup, commands/whoami) ----
-
-// Each example line stays under 78 columns, and a long command is continued with `\`: clap
-// wraps help at the terminal's width, and a wrapped command does not survive a copy and paste.
-const SETUP_EXAMPLES: &str = "Examples:
-  # Diagnose the provider, log in in a browser, print what to configure:
-  kubecred setup --issuer-url=https://idp.example/realms/k8s \\
-    --client-id=kubernetes > setup.txt
-  # The same for the device flow, asking for refresh tokens:
-  kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
-    --grant-type=device-code --scope=offline_access
-  # And write the user, a cluster and a context into the kubeconfig:
-  kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
-    --write-kubeconfig --server=https://api.example:6443 \\
-    --cluster-certificate-authority=ca.pem";
-
-// Per-user places the shells and man-db read, so that no root is needed; each directory is
-// created first, as a new account has none of them.
-const COMPLETION_EXAMPLES: &str = "Examples:
-  # bash (bash-completion 2 loads it on first use):
-  mkdir -p ~/.local/share/bash-completion/completions
-  kubecred completion bash \\
-    > ~/.local/share/bash-completion/completions/kubecred
-  # zsh: a directory of your own on fpath, set in ~/.zshrc before compinit:
-  #   fpath=(~/.zfunc $fpath); autoload -Uz compinit && compinit
-  mkdir -p ~/.zfunc && kubecred completion zsh > ~/.zfunc/_kubecred
-  # fish:
-  mkdir -p ~/.config/fish/completions
-  kubecred completion fish > ~/.config/fish/completions/kubecred.fish
-  # PowerShell, in $PROFILE:
-  kubecred completion powershell | Out-String | Invoke-Expression";
-
-const MAN_EXAMPLES: &str = "Examples:
-  # man finds ~/.local/share/man by itself when ~/.local/bin is on PATH:
-  mkdir -p ~/.local/share/man/man1
-  kubecred man > ~/.local/share/man/man1/kubecred.1";
-
-const WHOAMI_EXAMPLES: &str = "Examples:
-  # Who the current kubeconfig context's kubecred user is:
-  kubecred whoami
-  # Why the cluster says 401: evaluate its AuthenticationConfiguration here:
-  kubecred whoami --context=prod --authentication-config=authn.yaml
-  # With explicit settings instead of the kubeconfig:
-  kubecred whoami --issuer-url=https://idp.example --client-id=k8s";
-
-/// `kubecred setup`: the settings flags of get-token, the name of the user to configure, and
-/// where to write it.
-#[derive(Debug, Clone, Args)]
-pub struct SetupArgs {
-    #[command(flatten)]
-    pub token: TokenArgs,
-
-    /// Name of the kubeconfig user in the printed configuration.
-    #[arg(long, value_name = "NAME", default_value = "oidc")]
-    pub user_name: String,
-
-    /// Also write the printed kubeconfig user into the kubeconfig (a backup beside it first);
-    /// with --server, a cluster and a context too, made the current context. Without --server,
-    /// the current context (if any) is pointed at the user.
-    #[arg(long)]
-    pub write_kubeconfig: bool,
-
-    /// kubeconfig file to write [default: the one kubectl writes new entries to: the first
-    /// existing file of $KUBECONFIG, else its last; else ~/.kube/config].
-    #[arg(long, value_name = "PATH", requires = "write_kubeconfig")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// The cluster's API server URL: write a cluster and a context for it (with --write-kubeconfig).
-    #[arg(long, value_name = "URL", requires = "write_kubeconfig")]
-    pub server: Option<String>,
-
-    /// PEM file of the CA that signed the API server's certificate, embedded in the written
-    /// cluster (not the identity provider's: that is --certificate-authority).
-    #[arg(long, value_name = "PATH", requires = "server")]
-    pub cluster_certificate_authority: Option<PathBuf>,
-
-    /// Name of the written cluster and context [default: the --user-name].
-    #[arg(long, value_name = "NAME", requires = "server")]
-    pub context_name: Option<String>,
-}
-
-const CONVERT_EXAMPLES: &str = "Examples:
-  # See what would change, then do it:
-  kubecred convert-kubeconfig --dry-run
-  kubecred convert-kubeconfig
-  # One file, one user:
-  kubecred convert-kubeconfig --kubeconfig=dev.yaml --user=oidc";
-
-/// `kubecred convert-kubeconfig`: which files and users, and whether to write.
-#[derive(Debug, Clone, Args)]
-pub struct ConvertArgs {
-    /// kubeconfig file to convert [default: the files of $KUBECONFIG, else ~/.kube/config; each
-    /// user is rewritten in the file that defines it].
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// Convert only this user; repeatable [default: every user kubecred can take over].
-    #[arg(long = "user", value_name = "NAME")]
-    pub users: Vec<String>,
-
-    /// Show what would change and write nothing: no file, no backup, no token.
-    #[arg(long)]
-    pub dry_run: bool,
-}
-
-/// `kubecred whoami`: settings flags (with --issuer-url), or the kubeconfig's exec stanza.
-#[derive(Debug, Clone, Args)]
-pub struct WhoamiArgs {
-    /// Settings as for get-token. Without --issuer-url (flag or KUBECRED_ISSUER_URL) the settings
-    /// are those of the kubeconfig context's kubecred exec stanza (args, env, cluster extension),
-    /// exactly as kubectl would run it, and these flags are not used.
-    #[command(flatten)]
-    pub token: TokenArgs,
-
-    /// kubeconfig file to read [default: $KUBECONFIG, else ~/.kube/config].
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-
-    /// kubeconfig context to read [default: its current-context].
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-
-    /// The cluster's AuthenticationConfiguration (kube-apiserver --authentication-config): show
-    /// the user it makes of the claims, or the rule that rejects them and its message.
-    #[arg(long, value_name = "FILE")]
-    pub authentication_config: Option<PathBuf>,
-}
-
-/// How to obtain a token. kubelogin's `--grant-type` values are accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GrantTypeArg {
-    /// Browser login (authorization code + PKCE); CI jobs choose their grant explicitly.
-    Auto,
-    /// Authorization code + PKCE through a browser and a loopback listener.
-    Authcode,
-    /// Authorization code + PKCE; print the URL and read the pasted code (interactive sessions).
-    AuthcodeKeyboard,
-    /// OAuth 2.0 device authorization grant (RFC 8628).
-    DeviceCode,
-    /// OAuth 2.0 client credentials (a confidential client, no user).
-    ClientCredentials,
-    /// RFC 8693 token exchange of a subject token (a CI job's or pod's JWT) at the token endpoint.
-    TokenExchange,
-    /// The subject token itself is the credential (the cluster trusts its issuer directly).
-    FederatedToken,
-    /// Resource owner password credentials (deprecated by OAuth 2.0 Security BCP; last resort).
-    Password,
-}
-
-/// `kubecred login`: the token settings, and what to say about the result.
-#[derive(Debug, Clone, Args)]
-pub struct LoginArgs {
-    #[command(flatten)]
-    pub token: TokenArgs,
-
-    /// Print the token's subject, issuer, audience and expiry on stderr (never the token).
-    #[arg(
-        long,
-        env = "KUBECRED_PRINT_TOKEN_INFO",
-        value_parser = BoolishValueParser::new()
-    )]
-    pub print_token_info: bool,
-}
-
-/// Where cached tokens live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CacheStorageArg {
-    /// Short-lived tokens on disk; the refresh token in the OS keyring when one is reachable.
-    Auto,
-    /// Everything in a private file under the cache directory.
-    Disk,
-    /// Everything in the OS keyring; an error when none is reachable.
-    Keyring,
-    /// No cache: every run obtains a new token.
-    None,
-}
-
-/// How the client authenticates to the token endpoint when it has a secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClientAuthMethodArg {
-    /// `client_secret_basic` unless discovery says the provider only takes `client_secret_post`.
-    Auto,
-    /// HTTP Basic authentication (`client_secret_basic`).
-    Basic,
-    /// The secret in the form body (`client_secret_post`).
-    Post,
-}
-
-/// On/off flags take `KUBECRED_FORCE_REFRESH=1` (or true/yes/on, and 0/false/no/off) from the
-/// environment: clap alone would take only `true` and `false` there.
-#[derive(Debug, Clone, Default, Args)]
-pub struct TokenArgs {
-    /// Issuer URL of the OpenID Provider (HTTPS, or http on a loopback address).
-    #[arg(
-        long,
-        env = "KUBECRED_ISSUER_URL",
-        alias = "oidc-issuer-url",
-        value_name = "URL"
-    )]
-    pub issuer_url: Option<String>,
-
-    /// OAuth 2.0 client ID.
-    #[arg(
-        long,
-        env = "KUBECRED_CLIENT_ID",
-        alias = "oidc-client-id",
-        value_name = "ID"
-    )]
-    pub client_id: Option<String>,
-
-    /// Client secret (prefer --client-secret-file or the environment: arguments are visible in `ps`).
-    #[arg(
-        long,
-        env = "KUBECRED_CLIENT_SECRET",
-        alias = "oidc-client-secret",
-        value_name = "SECRET",
-        hide_env_values = true,
-        conflicts_with = "client_secret_file"
-    )]
-    pub client_secret: Option<String>,
-
-    /// File holding the client secret (surrounding whitespace is trimmed).
-    #[arg(long, env = "KUBECRED_CLIENT_SECRET_FILE", value_name = "PATH")]
-    pub client_secret_file: Option<PathBuf>,
-
-    /// Scope to request; repeatable or comma-separated. `openid` is always added for OIDC logins.
-    #[arg(
-        long = "scope",
-        env = "KUBECRED_SCOPE",
-        alias = "oidc-extra-scope",
-        value_delimiter = ',',
-        value_name = "SCOPE"
-    )]
-    pub scopes: Vec<String>,
-
-    /// How to obtain a token [default: auto].
-    #[arg(long, env = "KUBECRED_GRANT_TYPE", value_enum, value_name = "GRANT")]
-    pub grant_type: Option<GrantTypeArg>,
-
-    /// Print the access token instead of the ID token (the default for client-credentials).
-    #[arg(
-        long,
-        env = "KUBECRED_USE_ACCESS_TOKEN",
-        alias = "oidc-use-access-token",
-        value_parser = BoolishValueParser::new()
-    )]
-    pub use_access_token: bool,
-
-    /// `audience` parameter for the token request (Auth0, Keycloak and others).
-    #[arg(long, env = "KUBECRED_AUDIENCE", value_name = "AUDIENCE")]
-    pub audience: Option<String>,
-
-    /// `resource` parameter (RFC 8707 resource indicator) for the authorization and token requests.
-    #[arg(long, env = "KUBECRED_RESOURCE", value_name = "URI")]
-    pub resource: Option<String>,
-
-    /// How the client secret is sent to the token endpoint [default: auto].
-    #[arg(
-        long,
-        env = "KUBECRED_CLIENT_AUTH_METHOD",
-        value_enum,
-        value_name = "METHOD"
-    )]
-    pub client_auth_method: Option<ClientAuthMethodArg>,
-
-    #[command(flatten)]
-    pub cache: CacheDirArg,
-
-    /// Where cached tokens live [default: auto].
-    #[arg(
-        long,
-        env = "KUBECRED_CACHE_STORAGE",
-        alias = "token-cache-storage",
-        value_enum,
-        value_name = "STORAGE"
-    )]
-    pub cache_storage: Option<CacheStorageArg>,
-
-    /// PEM file of extra CA certificates to trust for the identity provider; repeatable (not
-    /// comma-separated: a path may contain commas).
-    #[arg(long, env = "KUBECRED_CERTIFICATE_AUTHORITY", value_name = "PATH")]
-    pub certificate_authority: Vec<PathBuf>,
-
-    /// Base64-encoded PEM CA certificates to trust for the identity provider; repeatable or
-    /// comma-separated.
-    #[arg(
-        long,
-        env = "KUBECRED_CERTIFICATE_AUTHORITY_DATA",
-        value_delimiter = ',',
-        value_name = "BASE64"
-    )]
-    pub certificate_authority_data: Vec<String>,
-
-    /// Do not verify the identity provider's TLS certificate (dangerous: prints a warning).
-    #[arg(
-        long,
-        env = "KUBECRED_INSECURE_SKIP_TLS_VERIFY",
-        value_parser = BoolishValueParser::new()
-    )]
-    pub insecure_skip_tls_verify: bool,
-
-    /// Ignore a cached token: refresh, or log in again, now.
-    #[arg(
-        long,
-        env = "KUBECRED_FORCE_REFRESH",
-        value_parser = BoolishValueParser::new()
-    )]
-    pub force_refresh: bool,
-
-    /// A cached token with less life than this left is refreshed (e.g. 90s, 5m) [default: 60s].
-    #[arg(long, env = "KUBECRED_MIN_VALIDITY", value_name = "DURATION")]
-    pub min_validity: Option<String>,
-
-    /// Once a cached token has less than this left (a duration, 10m, or a share of its
-    /// lifetime, 25%), hand it out and renew it in the background: a refresh token, client
-    /// credentials, token exchange or a password from the environment or a file, never a login;
-    /// 0 turns it off [default: 25%].
-    #[arg(long, env = "KUBECRED_REFRESH_AHEAD", value_name = "DURATION|PERCENT")]
-    pub refresh_ahead: Option<String>,
-
-    /// Timeout of each request to the identity provider [default: 30s].
-    #[arg(long, env = "KUBECRED_HTTP_TIMEOUT", value_name = "DURATION")]
-    pub http_timeout: Option<String>,
-
-    /// How long to wait for another kubecred working on the same token
-    /// [default: auth timeout + 3 × HTTP timeout + 10s, as the lock holder may run discovery, a
-    /// login, a code exchange and a JWKS fetch].
-    #[arg(long, env = "KUBECRED_LOCK_TIMEOUT", value_name = "DURATION")]
-    pub lock_timeout: Option<String>,
-
-    /// Redirect URI for browser logins; its port is replaced by the listener's [default: http://localhost:PORT/callback].
-    #[arg(
-        long,
-        env = "KUBECRED_REDIRECT_URL",
-        alias = "oidc-redirect-url",
-        value_name = "URL"
-    )]
-    pub redirect_url: Option<String>,
-
-    /// Loopback address:port for the login listener, tried in order; repeatable. Port 0 = any free port
-    /// [default: 127.0.0.1:8000, 127.0.0.1:18000].
-    #[arg(
-        long,
-        env = "KUBECRED_LISTEN_ADDRESS",
-        value_delimiter = ',',
-        value_name = "ADDRESS"
-    )]
-    pub listen_address: Vec<String>,
-
-    /// Use PKCE (S256); `--pkce=false` turns it off [default: true unless discovery says it is unsupported].
-    #[arg(
-        long,
-        env = "KUBECRED_PKCE",
-        alias = "oidc-use-pkce",
-        value_parser = BoolishValueParser::new(),
-        num_args = 0..=1,
-        default_missing_value = "true",
-        value_name = "BOOL"
-    )]
-    pub pkce: Option<bool>,
-
-    /// Command that opens the login URL, run directly with the URL as its last argument
-    /// (its stdout goes to stderr) [default: $BROWSER, then the system browser].
-    #[arg(long, env = "KUBECRED_BROWSER_COMMAND", value_name = "COMMAND")]
-    pub browser_command: Option<String>,
-
-    /// Do not open a browser: print the login URL on stderr.
-    #[arg(
-        long,
-        env = "KUBECRED_SKIP_OPEN_BROWSER",
-        value_parser = BoolishValueParser::new()
-    )]
-    pub skip_open_browser: bool,
-
-    /// Upper bound on a whole interactive login [default: 180s].
-    #[arg(
-        long,
-        env = "KUBECRED_AUTH_TIMEOUT",
-        alias = "authentication-timeout-sec",
-        value_name = "DURATION"
-    )]
-    pub auth_timeout: Option<String>,
-
-    /// After a login fails or is abandoned, fail at once for this long instead of opening another
-    /// browser tab (`login` and --force-refresh bypass it) [default: 30s].
-    #[arg(long, env = "KUBECRED_LOGIN_COOLDOWN", value_name = "DURATION")]
-    pub login_cooldown: Option<String>,
-
-    /// Extra authorization request parameter KEY=VALUE; repeatable. A value may contain commas
-    /// (`acr_values=a,b`); one holding several KEY=VALUE pairs joined by commas (`a=1,b=2`,
-    /// kubelogin's form) is split into them.
-    #[arg(
-        long = "auth-param",
-        env = "KUBECRED_AUTH_PARAM",
-        alias = "oidc-auth-request-extra-params",
-        value_name = "KEY=VALUE"
-    )]
-    pub auth_params: Vec<String>,
-
-    /// Header NAME=VALUE sent on every request to the identity provider (discovery, keys, token,
-    /// device authorization, revocation) and on no other; repeatable, or several pairs joined by
-    /// commas. For providers and gateways that want one: `Origin=http://localhost` (Entra ID
-    /// single-page apps), an API key. Values are never shown.
-    #[arg(
-        long = "request-header",
-        env = "KUBECRED_REQUEST_HEADER",
-        value_name = "NAME=VALUE",
-        hide_env_values = true
-    )]
-    pub request_headers: Vec<String>,
-
-    /// PEM certificate (chain) for the login callback: the loopback listener then serves https,
-    /// for providers that accept only https redirect URIs (with --local-server-key).
-    #[arg(long, env = "KUBECRED_LOCAL_SERVER_CERT", value_name = "PATH")]
-    pub local_server_cert: Option<PathBuf>,
-
-    /// PEM private key of --local-server-cert.
-    #[arg(long, env = "KUBECRED_LOCAL_SERVER_KEY", value_name = "PATH")]
-    pub local_server_key: Option<PathBuf>,
-
-    /// Name of an account at this provider: each account keeps its own cache entry, so several
-    /// logins to one provider (work, admin) live side by side. Also the cluster extension's `account`.
-    #[arg(long, env = "KUBECRED_ACCOUNT", value_name = "NAME")]
-    pub account: Option<String>,
-
-    /// `login_hint` for the authorization request (e.g. the user's email).
-    #[arg(long, env = "KUBECRED_LOGIN_HINT", value_name = "HINT")]
-    pub login_hint: Option<String>,
-
-    /// `prompt` for the authorization request (none, login, consent, select_account).
-    #[arg(long, env = "KUBECRED_PROMPT", value_name = "PROMPT")]
-    pub prompt: Option<String>,
-
-    /// More detail on stderr (-v, -vv); secrets are always redacted. Also KUBECRED_VERBOSE=N.
-    #[arg(short, long, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-
-    /// Token exchange, federated token, client assertions and the password grant.
-    #[command(flatten)]
-    pub federation: FederationArgs,
-
-    /// int128/kubelogin's own flags, hidden: accepted so that a kubelogin stanza runs unchanged
-    /// (see kubelogin.rs).
-    #[command(flatten)]
-    pub kubelogin: KubeloginFlags,
-}
-
 impl Cli {
     /// Parses a command line (program name first) the way the binary does. A kubelogin stanza
     /// migrated by changing only `command:` still starts with `oidc-login`: that word is dropped,
@@ -638,13 +146,9 @@ impl Cli {
         if let Some(cli) = parse_get_token_alone(&argv) {
             return Ok(cli);
         }
-        // Run as a kubectl plugin (`kubectl kubecred ...` runs `kubectl-kubecred` from PATH):
-        // the same commands; help and errors name the command the user typed.
-        let invoked_as = argv.first().map(std::path::Path::new);
-        let as_plugin = invoked_as
-            .and_then(|path| path.file_stem())
-            .is_some_and(|name| name == KUBECTL_PLUGIN_NAME);
-        if as_plugin {
+        // Run as a kubectl plugin: the same commands; help and errors name the command the
+        // user typed.
+        if as_kubectl_plugin(&argv) {
             use clap::{CommandFactory, FromArgMatches};
             let matches = Cli::command()
                 .bin_name("kubectl kubecred")
@@ -681,6 +185,14 @@ fn stanza_command() -> clap::Command {
 
 pub use crate::command_on_path::KUBECTL_PLUGIN_NAME;
 
+/// Whether `argv` (program name first) runs this binary as the kubectl plugin: `kubectl
+/// kubecred ...` runs `kubectl-kubecred` from PATH.
+fn as_kubectl_plugin(argv: &[OsString]) -> bool {
+    argv.first()
+        .and_then(|path| std::path::Path::new(path).file_stem())
+        .is_some_and(|name| name == KUBECTL_PLUGIN_NAME)
+}
+
 /// kubectl runs `get-token` on every command, so its plain command lines are read without clap
 /// (see fast_get_token.rs). Anything else returns `None`, and the full parser runs: help,
 /// `--version`, every error and every unusual line come from clap, unchanged.
@@ -702,6 +214,7 @@ fn get_token_words(argv: &[OsString]) -> Option<&[OsString]> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use std::path::PathBuf;
 
     /// clap wraps help at the terminal's width: an example line longer than a narrow terminal
     /// would be cut in the middle of a command, and a pasted half fails.

@@ -1,7 +1,7 @@
 //! Every environment variable kubecred reads, in one place.
 //!
 //! Each command-line flag also reads `KUBECRED_<FLAG_NAME>` (defined next to the flag in
-//! `cli.rs`; a test there checks the naming). The variables below are the ones read elsewhere.
+//! `cli/`; a test in `cli.rs` checks the naming). The variables below are the ones read elsewhere.
 
 /// Set by client-go: apiVersion, `spec.interactive` and, with `provideClusterInfo`, the cluster.
 pub const KUBERNETES_EXEC_INFO: &str = "KUBERNETES_EXEC_INFO";

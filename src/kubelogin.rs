@@ -1,10 +1,10 @@
 //! Everything kubecred does so that an int128/kubelogin stanza runs unchanged once `command:`
 //! says `kubecred`: the command-line rewrite (a leading `oidc-login`, kubelogin's numeric `-v`),
-//! the kubelogin-only flags (defined here, flattened into `get-token`'s flags by `cli.rs`), and
+//! the kubelogin-only flags (defined here, flattened into `get-token`'s flags by `cli/token_args.rs`), and
 //! what those flags mean ([`resolve`], called by `Config::resolve`).
 //!
 //! kubelogin's names for flags kubecred has too (`--oidc-issuer-url` and the like) are aliases
-//! on kubecred's own flags in `cli.rs` (`--local-server-cert` and `--local-server-key` are
+//! on kubecred's own flags in `cli/token_args.rs` (`--local-server-cert` and `--local-server-key` are
 //! kubecred's flags under kubelogin's names). The flags here are hidden from `--help`: they exist
 //! only for compatibility, and each is mapped or ignored with a notice — never silently dropped
 //! when dropping it could weaken or misdirect a login.

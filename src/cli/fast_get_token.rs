@@ -10,7 +10,7 @@
 //! value, conflicting flags. The caller then runs clap, so every message and every unusual case
 //! is clap's own.
 //!
-//! clap's definition in `cli.rs` stays the one source of truth: the table of flags this parser
+//! clap's definition (`token_args.rs`) stays the one source of truth: the table of flags this parser
 //! reads (`fast_get_token/flags.rs`) is generated from it by the test
 //! `the_flag_table_is_generated_from_clap`, which rewrites the file and fails when it was out of
 //! date, so nobody keeps rows in step by hand. The other tests compare both parsers on every flag,
@@ -441,9 +441,9 @@ mod tests {
         let verbose = verbose.expect("get-token has -v");
         let conflicts: Vec<String> = conflicts.iter().map(|pair| format!("{pair:?}")).collect();
         let source = format!(
-            "//! get-token's flags for the cache hit's parse (fast_get_token.rs), GENERATED from\n\
-             //! clap's definition in cli.rs by the test `the_flag_table_is_generated_from_clap`.\n\
-             //! Do not edit: change the flag in cli.rs and run `cargo test`, which rewrites this file.\n\
+            "//! get-token's flags for the cache hit's parse (fast_get_token.rs), GENERATED from clap's\n\
+             //! definition (cli/token_args.rs) by the test `the_flag_table_is_generated_from_clap`.\n\
+             //! Do not edit: change the flag there and run `cargo test`, which rewrites this file.\n\
              //! (A flag removed or renamed there leaves a row here that no longer compiles: delete\n\
              //! that row, then run `cargo test`.)\n\n\
              use super::Takes::{{Count, OptionalBool, Switch, Value, Values}};\n\
@@ -565,7 +565,7 @@ mod tests {
 
     /// The sourcegen check (rust-analyzer's pattern): the committed table is what clap's
     /// definition renders to. When it is not, the file is rewritten and the test fails, so a flag
-    /// added, renamed or changed in cli.rs reaches the fast parse by running `cargo test` once
+    /// added, renamed or changed in cli/ reaches the fast parse by running `cargo test` once
     /// and committing the result.
     #[test]
     fn the_flag_table_is_generated_from_clap() {

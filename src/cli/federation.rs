@@ -1,5 +1,5 @@
 //! The flags of the CI and automation grants (token exchange, federated token, password) and of
-//! client authentication by assertion, flattened into `TokenArgs`. Kept apart from `cli.rs`
+//! client authentication by assertion, flattened into `TokenArgs`. Kept apart from `token_args.rs`
 //! only to keep that file short; the same rules apply (documented here, `KUBECRED_<FLAG>`).
 
 use clap::{Args, ValueEnum};

@@ -1,81 +1,145 @@
 //! The one stderr line for a command line clap refused: what was wrong and what to type instead.
 //! clap's own message spreads that over several lines (the possible values, a "tip", a usage
 //! block), and its first line alone loses it: `the following required arguments were not
-//! provided:` names no argument. So the line is built here from the error's context: a missing
-//! argument with its possible values, a bad value with the allowed ones (and the variable it
-//! came from when it came from a `KUBECRED_*` variable, not the command line), and the help of
-//! the command actually run (`kubectl kubecred get-token --help` when run as the kubectl plugin).
+//! provided:` names no argument. [`OneLine`] is clap's hook for the wording of an error (its
+//! `ErrorFormatter`): it words the error's context in one line. What the line says that clap's
+//! error does not hold, [`usage_error_line`] first adds to that context, from the command line
+//! and its definition:
+//!
+//! - `SuggestedCommand`: the command run, as typed (`kubectl kubecred get-token` when run as the
+//!   kubectl plugin), whose `--help` the line ends with;
+//! - `ValidValue`: the values a missing argument or an on/off flag takes (clap lists them only
+//!   for a bad value of a value enum);
+//! - `ValidSubcommand`: the commands for people (clap's list has aliases, hidden ones and `help`);
+//! - `Custom`: the `KUBECRED_*` variable a bad value came from, when the command line did not
+//!   give the flag (clap does not record where a value came from).
 
-use super::{Cli, KUBECTL_PLUGIN_NAME};
-use clap::error::{ContextKind, ContextValue, ErrorKind};
+use super::{Cli, as_kubectl_plugin};
+use crate::command_on_path::PROGRAM_NAME;
+use clap::builder::StyledStr;
+use clap::error::{ContextKind, ContextValue, Error, ErrorFormatter, ErrorKind, RichFormatter};
 use clap::{Arg, CommandFactory};
 use std::ffi::OsString;
 
 /// The line (without the `kubecred: error: ` prefix) for `err`, which parsing `argv` (the
 /// process's arguments, program name first) produced.
 pub fn usage_error_line(err: &clap::Error, argv: &[OsString]) -> String {
-    let mut cli = Cli::command();
+    with_context(err, argv, Cli::command()).render().to_string()
+}
+
+/// clap's hook for the wording of an error: one line, from the error's context.
+pub struct OneLine;
+
+impl ErrorFormatter for OneLine {
+    fn format_error(err: &Error<Self>) -> StyledStr {
+        let values = strings(err, ContextKind::ValidValue);
+        let command = text(err, ContextKind::SuggestedCommand).unwrap_or(PROGRAM_NAME);
+        let (shown, value) = (
+            text(err, ContextKind::InvalidArg),
+            text(err, ContextKind::InvalidValue),
+        );
+        let what = match (err.kind(), shown, value) {
+            // clap would print the whole help (whose first line is the description) as the "error".
+            (
+                ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
+                ..,
+            ) => {
+                let commands = strings(err, ContextKind::ValidSubcommand);
+                format!("a command is required: {}", either(&commands))
+            }
+            // `kubecred completion needs <SHELL>: bash, zsh, fish or powershell`.
+            (ErrorKind::MissingRequiredArgument, ..) => {
+                let needs = match strings(err, ContextKind::InvalidArg).as_slice() {
+                    [one] if !values.is_empty() => format!("{one}: {}", either(&values)),
+                    many => many.join("; and "),
+                };
+                format!("{command} needs {needs}")
+            }
+            (ErrorKind::InvalidValue | ErrorKind::ValueValidation, Some(shown), Some(value))
+                if !value.is_empty() && !values.is_empty() =>
+            {
+                invalid_value(err, flag(shown), value, &values)
+            }
+            // Only a switch given a value (`--force-refresh=yes`) has too many here: every flag
+            // that takes a value takes one, or any number.
+            (ErrorKind::TooManyValues, Some(shown), Some(value)) => {
+                let flag = flag(shown);
+                format!(
+                    "{flag} takes no value, but was given '{value}': write {flag} alone to turn it on"
+                )
+            }
+            // clap's own line, with what it puts on later lines: the values of a flag given
+            // none (`-o`), its "tip: a similar argument exists".
+            _ => {
+                let mut line = clap_first_line(err);
+                if !values.is_empty() {
+                    line = format!("{line}; possible values: {}", either(&values));
+                }
+                match suggestion(err) {
+                    Some(similar) => format!("{line}; did you mean '{similar}'?"),
+                    None => line,
+                }
+            }
+        };
+        format!("{what} (see {command} --help)").into()
+    }
+}
+
+/// `err` for [`OneLine`], with what the line says and clap's error does not hold, found in
+/// `cli` (the definition `argv` was parsed with) and `argv`.
+fn with_context(err: &clap::Error, argv: &[OsString], mut cli: clap::Command) -> Error<OneLine> {
+    let mut line = copied(err);
     // Built, as the parse built it: an argument's display (`--grant-type <GRANT>`, what the
     // error names) needs its value count, which building sets.
     cli.build();
-    let program = program_name(argv);
     let sub = subcommand_run(argv, &cli);
-    let help = match sub {
-        Some(sub) => format!("(see {program} {} --help)", sub.get_name()),
-        None => format!("(see {program} --help)"),
-    };
-    let arg = || {
-        let shown = string(err, ContextKind::InvalidArg)?;
-        sub.unwrap_or(&cli)
-            .get_arguments()
-            .find(|arg| arg.to_string() == shown)
-    };
-    let what = match err.kind() {
-        // clap would print the whole help (whose first line is the description) as the "error".
-        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let names: Vec<&str> = cli
-                .get_subcommands()
-                .filter(|sub| !sub.is_hide_set())
-                .map(|sub| sub.get_name())
-                // `help` is clap's, added by the build; hidden commands are not for people.
-                .filter(|name| *name != "help")
-                .collect();
-            format!("a command is required: {}", either(&names))
-        }
-        ErrorKind::MissingRequiredArgument => missing(err, sub, &cli, &program),
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation => match arg() {
-            Some(arg) => invalid_value(err, arg, argv),
-            None => first_line(err),
-        },
-        ErrorKind::TooManyValues => match (arg(), string(err, ContextKind::InvalidValue)) {
-            (Some(arg), Some(value)) if !arg.get_action().takes_values() => format!(
-                "{} takes no value, but was given '{value}': write {} alone to turn it on",
-                flag(arg),
-                flag(arg)
-            ),
-            _ => first_line(err),
-        },
-        _ => match suggestion(err) {
-            // clap's "tip: a similar argument exists" is on a later line: keep it in this one.
-            Some(similar) => format!("{}; did you mean '{similar}'?", first_line(err)),
-            None => first_line(err),
-        },
-    };
-    format!("{what} {help}")
-}
-
-/// `kubectl kubecred` when run as the kubectl plugin (kubectl runs `kubectl-kubecred` from
-/// PATH), else `kubecred`: what the user typed, so that the help command works as written.
-fn program_name(argv: &[OsString]) -> String {
-    let as_plugin = argv
-        .first()
-        .and_then(|path| std::path::Path::new(path).file_stem())
-        .is_some_and(|name| name == KUBECTL_PLUGIN_NAME);
-    if as_plugin {
-        "kubectl kubecred".into()
+    let program = if as_kubectl_plugin(argv) {
+        "kubectl kubecred"
     } else {
-        crate::command_on_path::PROGRAM_NAME.into()
+        PROGRAM_NAME
+    };
+    let command = sub.map_or(program.into(), |sub| {
+        format!("{program} {}", sub.get_name())
+    });
+    line.insert(ContextKind::SuggestedCommand, ContextValue::String(command));
+    let commands = cli
+        .get_subcommands()
+        // `help` is clap's, added by the build; hidden commands are not for people.
+        .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+        .map(|sub| sub.get_name().to_string())
+        .collect();
+    line.insert(
+        ContextKind::ValidSubcommand,
+        ContextValue::Strings(commands),
+    );
+    // The one argument the error is about, a missing one included.
+    let shown = match strings(err, ContextKind::InvalidArg).as_slice() {
+        [one] => one.clone(),
+        _ => return line,
+    };
+    let Some(arg) = sub
+        .unwrap_or(&cli)
+        .get_arguments()
+        .find(|arg| arg.to_string() == shown)
+    else {
+        return line;
+    };
+    // The values it takes, where clap lists none: a missing argument's (a switch is written
+    // alone: its values are not for typing), an on/off flag's.
+    let lists_values = match err.kind() {
+        ErrorKind::MissingRequiredArgument => arg.get_action().takes_values(),
+        kind => kind == ErrorKind::ValueValidation,
+    };
+    let values = possible_values(arg);
+    if lists_values && !values.is_empty() {
+        line.insert(ContextKind::ValidValue, ContextValue::Strings(values));
     }
+    if let Some(value) = text(err, ContextKind::InvalidValue)
+        && let Some(variable) = from_variable(arg, value, argv)
+    {
+        line.insert(ContextKind::Custom, ContextValue::String(variable));
+    }
+    line
 }
 
 /// The subcommand the command line runs, if it names one (after kubelogin's `oidc-login`).
@@ -86,67 +150,19 @@ fn subcommand_run<'a>(argv: &[OsString], cli: &'a clap::Command) -> Option<&'a c
         .find(|sub| sub.get_name() == name || sub.get_all_aliases().any(|alias| alias == name))
 }
 
-/// `kubecred completion needs <SHELL>: bash, zsh, fish or powershell`.
-fn missing(
-    err: &clap::Error,
-    sub: Option<&clap::Command>,
-    cli: &clap::Command,
-    program: &str,
-) -> String {
-    let shown: Vec<String> = match err.get(ContextKind::InvalidArg) {
-        Some(ContextValue::Strings(many)) => many.clone(),
-        Some(ContextValue::String(one)) => vec![one.clone()],
-        _ => return first_line(err),
-    };
-    let each: Vec<String> = shown
-        .iter()
-        .map(|shown| {
-            let values = sub
-                .unwrap_or(cli)
-                .get_arguments()
-                .find(|arg| arg.to_string() == *shown)
-                .map(possible_values)
-                .unwrap_or_default();
-            if values.is_empty() {
-                shown.clone()
-            } else {
-                format!("{shown}: {}", either(&values))
-            }
-        })
-        .collect();
-    let command = match sub {
-        Some(sub) => format!("{program} {}", sub.get_name()),
-        None => program.to_string(),
-    };
-    format!("{command} needs {}", each.join("; and "))
-}
-
 /// A value clap refused, with the values it takes, and where it came from when that was a
 /// variable rather than the command line.
-fn invalid_value(err: &clap::Error, arg: &Arg, argv: &[OsString]) -> String {
-    let values = possible_values(arg);
-    let Some(value) = string(err, ContextKind::InvalidValue) else {
-        return first_line(err);
+fn invalid_value(err: &Error<OneLine>, flag: &str, value: &str, values: &[String]) -> String {
+    let given = match text(err, ContextKind::Custom) {
+        Some(variable) => format!("invalid value '{value}' in {variable} (for {flag})"),
+        None => format!("invalid value '{value}' for {flag}"),
     };
-    // `-o` with nothing after it: clap's line says a value is required; or a value whose
-    // parser lists none: clap's line says why it is refused.
-    if value.is_empty() || values.is_empty() {
-        return if values.is_empty() {
-            first_line(err)
-        } else {
-            format!("{}; possible values: {}", first_line(err), either(&values))
-        };
-    }
-    let given = match from_variable(arg, &value, argv) {
-        Some(variable) => format!("invalid value '{value}' in {variable} (for {})", flag(arg)),
-        None => format!("invalid value '{value}' for {}", flag(arg)),
-    };
-    let allowed = if is_on_off(&values) {
+    let allowed = if is_on_off(values) {
         "it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off".into()
     } else {
-        format!("possible values: {}", either(&values))
+        format!("possible values: {}", either(values))
     };
-    match string(err, ContextKind::SuggestedValue) {
+    match text(err, ContextKind::SuggestedValue) {
         Some(similar) => format!("{given}; {allowed}; did you mean '{similar}'?"),
         None => format!("{given}; {allowed}"),
     }
@@ -193,36 +209,49 @@ fn is_on_off(values: &[String]) -> bool {
         .all(|word| values.iter().any(|value| value == word))
 }
 
-/// `--grant-type` for a flag, `<SHELL>` for a positional argument.
-fn flag(arg: &Arg) -> String {
-    match arg.get_long() {
-        Some(long) => format!("--{long}"),
-        None => arg.to_string(),
+/// `--grant-type` for a flag shown as `--grant-type <GRANT>`, `<SHELL>` for a positional one.
+fn flag(shown: &str) -> &str {
+    match shown.split_once(' ') {
+        Some((flag, _)) if flag.starts_with('-') => flag,
+        _ => shown,
     }
 }
 
 /// `a, b or c`.
-fn either<S: AsRef<str>>(words: &[S]) -> String {
+fn either(words: &[String]) -> String {
     match words {
         [] => String::new(),
-        [one] => one.as_ref().to_string(),
-        [init @ .., last] => {
-            let init: Vec<&str> = init.iter().map(AsRef::as_ref).collect();
-            format!("{} or {}", init.join(", "), last.as_ref())
-        }
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
 
-fn string(err: &clap::Error, kind: ContextKind) -> Option<String> {
+fn text<F: ErrorFormatter>(err: &Error<F>, kind: ContextKind) -> Option<&str> {
     match err.get(kind)? {
-        ContextValue::String(one) => Some(one.clone()),
+        ContextValue::String(one) => Some(one),
         _ => None,
     }
 }
 
-/// clap's own first line, without its `error: ` prefix.
-fn first_line(err: &clap::Error) -> String {
-    let rendered = err.render().to_string();
+fn strings<F: ErrorFormatter>(err: &Error<F>, kind: ContextKind) -> Vec<String> {
+    match err.get(kind) {
+        Some(ContextValue::Strings(many)) => many.clone(),
+        Some(ContextValue::String(one)) => vec![one.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The command or flag clap found close to a misspelt one (`get-tokn` → `get-token`).
+fn suggestion(err: &Error<OneLine>) -> Option<String> {
+    [ContextKind::SuggestedSubcommand, ContextKind::SuggestedArg]
+        .into_iter()
+        .find_map(|kind| strings(err, kind).into_iter().next())
+}
+
+/// clap's own first line for `err`, without its `error: ` prefix: the wording of the kinds
+/// this line words as clap does (an unknown flag, a conflict, …).
+fn clap_first_line(err: &Error<OneLine>) -> String {
+    let rendered = copied::<RichFormatter, _>(err).render().to_string();
     rendered
         .lines()
         .find(|line| !line.trim().is_empty())
@@ -231,16 +260,16 @@ fn first_line(err: &clap::Error) -> String {
         .to_string()
 }
 
-/// The command or flag clap found close to a misspelt one (`get-tokn` → `get-token`).
-fn suggestion(err: &clap::Error) -> Option<String> {
-    let value = err
-        .get(ContextKind::SuggestedSubcommand)
-        .or_else(|| err.get(ContextKind::SuggestedArg))?;
-    match value {
-        ContextValue::String(one) => Some(one.clone()),
-        ContextValue::Strings(many) => many.first().cloned(),
-        _ => None,
+/// `err`'s kind and context for another formatter (clap's `Error` is not `Clone`). A value
+/// parser's reason for refusing a value (the error's source, "value was not a boolean") is not
+/// copied: the line lists the values the flag takes instead, and only the hidden `renew-ahead
+/// --lock-fd`, which kubecred writes itself, takes values no list names.
+fn copied<F: ErrorFormatter, G: ErrorFormatter>(err: &Error<G>) -> Error<F> {
+    let mut copy = Error::new(err.kind());
+    for (kind, value) in err.context() {
+        copy.insert(kind, value.clone());
     }
+    copy
 }
 
 #[cfg(test)]
@@ -263,6 +292,11 @@ mod tests {
         assert_eq!(
             line(&["kubecred", "completion"]),
             "kubecred completion needs <SHELL>: bash, zsh, fish or powershell (see kubecred completion --help)"
+        );
+        // A switch is written alone: its values are not for typing.
+        assert_eq!(
+            line(&["kubecred", "setup", "--kubeconfig=k.yaml"]),
+            "kubecred setup needs --write-kubeconfig (see kubecred setup --help)"
         );
     }
 
@@ -336,9 +370,11 @@ mod tests {
             .find(|arg| arg.get_id() == "force_refresh")
             .unwrap();
         assert_eq!(
-            invalid_value(&err, arg, &words),
+            with_context(&err, &words, command.clone())
+                .render()
+                .to_string(),
             format!(
-                "invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off"
+                "invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
             )
         );
         // The same word on the command line is the command line's.

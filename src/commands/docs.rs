@@ -1,5 +1,5 @@
 //! `kubecred completion SHELL` and `kubecred man`: generated from the clap definitions in
-//! `cli.rs`, so they never drift from the real flags. Only these commands touch clap_complete
+//! `cli/`, so they never drift from the real flags. Only these commands touch clap_complete
 //! and clap_mangen; get-token's fast parse never builds the full command tree.
 
 use crate::cli::{Cli, ShellArg};

@@ -1,6 +1,6 @@
-//! get-token's flags for the cache hit's parse (fast_get_token.rs), GENERATED from
-//! clap's definition in cli.rs by the test `the_flag_table_is_generated_from_clap`.
-//! Do not edit: change the flag in cli.rs and run `cargo test`, which rewrites this file.
+//! get-token's flags for the cache hit's parse (fast_get_token.rs), GENERATED from clap's
+//! definition (cli/token_args.rs) by the test `the_flag_table_is_generated_from_clap`.
+//! Do not edit: change the flag there and run `cargo test`, which rewrites this file.
 //! (A flag removed or renamed there leaves a row here that no longer compiles: delete
 //! that row, then run `cargo test`.)
 

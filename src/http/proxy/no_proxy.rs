@@ -32,6 +32,7 @@
 // built and tested on every platform.
 #![cfg_attr(not(any(windows, target_os = "macos")), allow(dead_code))]
 
+use ipnet::IpNet;
 use std::net::IpAddr;
 use url::{Host, Url};
 
@@ -55,8 +56,8 @@ struct Rule {
 enum Pattern {
     /// A host name and the names below it; lower case, without leading or trailing dots.
     Domain(String),
-    /// An IP address (prefix = the whole address) or a network.
-    Network { address: IpAddr, prefix: u8 },
+    /// An IP address (a network of one) or a network.
+    Network(IpNet),
     /// A pattern of the system settings with `*` standing for any characters (`10.*`,
     /// `*.corp.example`, `*internal*`), matched against the whole host; lower case.
     Wildcard(String),
@@ -145,9 +146,9 @@ impl Rule {
         let written = entry.to_string();
         let (host, port) = split_port(entry);
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        if let Some((address, prefix)) = parse_network(host) {
+        if let Some(network) = parse_network(host) {
             return Some(Rule {
-                pattern: Pattern::Network { address, prefix },
+                pattern: Pattern::Network(network),
                 port,
                 written,
             });
@@ -177,9 +178,9 @@ impl Rule {
         // Windows lets an entry carry a scheme ("https://*.corp"); it says nothing about hosts.
         let entry = entry.split_once("://").map_or(entry, |(_, rest)| rest);
         let host = entry.trim_start_matches('[').trim_end_matches(']');
-        if let Some((address, prefix)) = parse_network(host).or_else(|| parse_short_network(host)) {
+        if let Some(network) = parse_network(host).or_else(|| parse_short_network(host)) {
             return Some(Rule {
-                pattern: Pattern::Network { address, prefix },
+                pattern: Pattern::Network(network),
                 port: None,
                 written,
             });
@@ -199,9 +200,8 @@ impl Rule {
                         .strip_suffix(domain.as_str())
                         .is_some_and(|above| above.ends_with('.'))
             }
-            (Pattern::Network { address, prefix }, Target::Ip(ip)) => {
-                in_network(*ip, *address, *prefix)
-            }
+            // An address of the other family is in no network of this one.
+            (Pattern::Network(network), Target::Ip(ip)) => network.contains(ip),
             (Pattern::Wildcard(pattern), Target::Name(name)) => wildcard_match(pattern, name),
             (Pattern::Wildcard(pattern), Target::Ip(ip)) => {
                 wildcard_match(pattern, &ip.to_string())
@@ -230,23 +230,23 @@ fn split_port(entry: &str) -> (&str, Option<u16>) {
     }
 }
 
-/// `10.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`: (address, prefix length).
-fn parse_network(text: &str) -> Option<(IpAddr, u8)> {
+/// `10.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`: an address is the network of itself alone. The
+/// address is read by std, as curl's `inet_pton` reads it (ipnet's own parser would take
+/// `010.0.0.1`).
+fn parse_network(text: &str) -> Option<IpNet> {
     let (address, bits) = match text.split_once('/') {
         Some((address, bits)) => (address, Some(bits)),
         None => (text, None),
     };
     let address: IpAddr = address.parse().ok()?;
-    let full = if address.is_ipv4() { 32 } else { 128 };
-    let prefix = match bits {
-        None => full,
-        Some(bits) => bits.parse::<u8>().ok().filter(|bits| *bits <= full)?,
-    };
-    Some((address, prefix))
+    match bits {
+        None => Some(IpNet::from(address)),
+        Some(bits) => IpNet::new(address, bits.parse().ok()?).ok(),
+    }
 }
 
 /// macOS writes networks with the octets it needs only: `169.254/16`, `10/8`.
-fn parse_short_network(text: &str) -> Option<(IpAddr, u8)> {
+fn parse_short_network(text: &str) -> Option<IpNet> {
     let (octets, bits) = text.split_once('/')?;
     let mut parts: Vec<&str> = octets.split('.').collect();
     if parts.len() >= 4 || parts.iter().any(|part| part.parse::<u8>().is_err()) {
@@ -254,27 +254,6 @@ fn parse_short_network(text: &str) -> Option<(IpAddr, u8)> {
     }
     parts.resize(4, "0");
     parse_network(&format!("{}/{bits}", parts.join(".")))
-}
-
-fn in_network(ip: IpAddr, network: IpAddr, prefix: u8) -> bool {
-    let keep = |bits: u32, prefix: u8| -> u128 {
-        if prefix == 0 {
-            0
-        } else {
-            u128::MAX << (bits - u32::from(prefix))
-        }
-    };
-    match (ip, network) {
-        (IpAddr::V4(ip), IpAddr::V4(network)) => {
-            let mask = keep(32, prefix);
-            u128::from(u32::from(ip)) & mask == u128::from(u32::from(network)) & mask
-        }
-        (IpAddr::V6(ip), IpAddr::V6(network)) => {
-            let mask = keep(128, prefix);
-            u128::from(ip) & mask == u128::from(network) & mask
-        }
-        _ => false,
-    }
 }
 
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters (both lower
@@ -357,6 +336,8 @@ mod tests {
         assert!(bypassed("localhost", "http://localhost:8080/"));
         // A network that does not parse matches nothing (curl: bits over 32 are rejected).
         assert!(!bypassed("10.0.0.0/33", "https://10.0.0.1/"));
+        // Nor does an address with a leading zero, which inet_pton refuses.
+        assert!(!bypassed("010.0.0.0/8", "https://10.0.0.1/"));
         assert!(!bypassed("", "https://example.com/"));
     }
 

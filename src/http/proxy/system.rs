@@ -7,9 +7,10 @@
 //! Why not reqwest's `system-proxy` feature (hyper-util): it reads only the `host:port` form of
 //! Windows' `ProxyServer` (not `http=…;https=…`, which is what the settings app writes when
 //! the protocols differ), ignores `<local>`, and on macOS ignores the exception list, so a host
-//! the user excluded would still go through the proxy. The platform calls below only copy the
-//! values out; what they mean is decided by [`windows_settings`] and [`macos_settings`], which
-//! are plain code tested on every platform.
+//! the user excluded would still go through the proxy. The platform reads below only copy the
+//! values out (Windows' registry through Microsoft's `windows-registry`, macOS's store through
+//! `system-configuration`); what they mean is decided by [`windows_settings`] and
+//! [`macos_settings`], which are plain code tested on every platform.
 //!
 //! A proxy auto-config script (PAC, WPAD) is not run: kubecred has no JavaScript engine, and a
 //! credential plugin should not fetch and run code from the network. `-v` says when the system
@@ -164,69 +165,23 @@ pub fn read() -> Option<SystemSettings> {
 #[cfg(windows)]
 mod platform {
     use super::{SystemSettings, windows_settings};
-    use std::ffi::c_void;
-    use windows_sys::Win32::Foundation::ERROR_SUCCESS;
-    use windows_sys::Win32::System::Registry::{
-        HKEY_CURRENT_USER, REG_ROUTINE_FLAGS, RRF_RT_REG_DWORD, RRF_RT_REG_SZ, RegGetValueW,
-    };
+    use windows_registry::CURRENT_USER;
 
     const KEY: &str = r"Software\Microsoft\Windows\CurrentVersion\Internet Settings";
 
-    fn wide(text: &str) -> Vec<u16> {
-        text.encode_utf16().chain(Some(0)).collect()
-    }
-
-    /// One value of the Internet settings key into `data` (`size` bytes); a null `data` asks
-    /// for the size only.
-    fn get_value(name: &str, kind: REG_ROUTINE_FLAGS, data: *mut c_void, size: &mut u32) -> bool {
-        let (key, name) = (wide(KEY), wide(name));
-        // SAFETY: both names are NUL-terminated UTF-16 that outlive the call; `data` is null or
-        // points to `size` writable bytes (the callers' buffers).
-        let status = unsafe {
-            RegGetValueW(
-                HKEY_CURRENT_USER,
-                key.as_ptr(),
-                name.as_ptr(),
-                kind,
-                std::ptr::null_mut(),
-                data,
-                size,
-            )
-        };
-        status == ERROR_SUCCESS
-    }
-
-    fn dword(name: &str) -> Option<u32> {
-        let mut value: u32 = 0;
-        let mut size = std::mem::size_of::<u32>() as u32;
-        let data = (&mut value as *mut u32).cast::<c_void>();
-        get_value(name, RRF_RT_REG_DWORD, data, &mut size).then_some(value)
-    }
-
-    fn string(name: &str) -> Option<String> {
-        let mut size: u32 = 0;
-        if !get_value(name, RRF_RT_REG_SZ, std::ptr::null_mut(), &mut size) || size == 0 {
-            return None;
-        }
-        let mut buffer = vec![0u16; (size as usize).div_ceil(2)];
-        let data = buffer.as_mut_ptr().cast::<c_void>();
-        if !get_value(name, RRF_RT_REG_SZ, data, &mut size) {
-            return None;
-        }
-        let end = buffer.iter().position(|&c| c == 0).unwrap_or(buffer.len());
-        Some(String::from_utf16_lossy(&buffer[..end]))
-    }
-
     pub fn read() -> Option<SystemSettings> {
-        let enabled = dword("ProxyEnable").unwrap_or(0) != 0;
-        let server = string("ProxyServer");
-        let overrides = string("ProxyOverride");
-        let auto_config = string("AutoConfigURL");
+        // A key or value that is missing, or not of its type, is a setting that is not made.
+        let key = CURRENT_USER.open(KEY).ok();
+        let string = |name: &str| key.as_ref()?.get_string(name).ok();
+        let enabled = key
+            .as_ref()
+            .and_then(|key| key.get_u32("ProxyEnable").ok())
+            .is_some_and(|enabled| enabled != 0);
         Some(windows_settings(
             enabled,
-            server.as_deref(),
-            overrides.as_deref(),
-            auto_config.as_deref(),
+            string("ProxyServer").as_deref(),
+            string("ProxyOverride").as_deref(),
+            string("AutoConfigURL").as_deref(),
         ))
     }
 }
