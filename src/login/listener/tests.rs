@@ -1,10 +1,13 @@
 //! The listener on its own: binding, the pages it answers, what it hands over. The wait for a
 //! code through a real listener is tested in `wait/tests.rs`, which uses the helpers here.
 
+use super::page::parse_request_line;
 use super::*;
+use crate::config::CallbackTls;
 use crate::error::exit_code_of;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::mpsc;
 
 const STATE: &str = "expected-state-1234";
