@@ -56,11 +56,14 @@ pub enum Command {
         kubecred get-token --issuer-url https://idp.example --client-id kubernetes"
     )]
     GetToken(TokenArgs),
-    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
+    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout);
+    /// or, with --remote-bootstrap, take here the browser's part of a login started elsewhere.
     #[command(after_help = "Examples:\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes \\\n      \
-        --account admin --prompt select_account")]
+        --account admin --prompt select_account\n  \
+        # on your laptop, for a login kubecred started over SSH:\n  \
+        kubecred login --remote-bootstrap 'https://idp.example/auth?...'")]
     Login(LoginArgs),
     /// Forget the cached login for these settings, or every one (--all), revoking its refresh token.
     #[command(after_help = "Examples:\n  \
@@ -340,6 +343,13 @@ pub struct LoginArgs {
         value_parser = BoolishValueParser::new()
     )]
     pub print_token_info: bool,
+
+    /// Where the browser is, finish a login that kubecred started on another machine (over SSH):
+    /// open this authorization URL, which that kubecred printed, take the redirect here, and
+    /// print one line on stdout to paste back there. Needs no issuer or client; logs in nobody
+    /// here and stores nothing. (No KUBECRED_* variable: a URL of one login, never a setting.)
+    #[arg(long, value_name = "URL", conflicts_with = "print_token_info")]
+    pub remote_bootstrap: Option<String>,
 }
 
 /// Where cached tokens live.

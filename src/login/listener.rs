@@ -67,6 +67,9 @@ pub struct CallbackListener {
     redirect: Url,
     /// Serves every connection over TLS when set.
     tls: Option<TlsAcceptor>,
+    /// For `kubecred login --remote-bootstrap`: the code goes on to another machine, and the
+    /// page says where to look for the line to paste there.
+    relaying: bool,
 }
 
 impl std::fmt::Debug for CallbackListener {
@@ -75,6 +78,7 @@ impl std::fmt::Debug for CallbackListener {
             .field("sockets", &self.sockets)
             .field("redirect", &self.redirect)
             .field("tls", &self.tls.is_some())
+            .field("relaying", &self.relaying)
             .finish()
     }
 }
@@ -128,6 +132,7 @@ impl CallbackListener {
                         sockets,
                         redirect,
                         tls: None,
+                        relaying: false,
                     });
                 }
                 Err(problem) => problems.push((address, problem)),
@@ -142,9 +147,21 @@ impl CallbackListener {
         self
     }
 
+    /// Serves the login of another machine (a relayed login): the success page sends the
+    /// person back to the terminal for the line to paste there.
+    pub fn relaying(mut self) -> Self {
+        self.relaying = true;
+        self
+    }
+
     /// The redirect URI to send to the provider: the configured one with the bound port.
     pub fn redirect_uri(&self) -> String {
         self.redirect.to_string()
+    }
+
+    /// [`redirect_uri`](Self::redirect_uri), parsed.
+    pub fn redirect_url(&self) -> &Url {
+        &self.redirect
     }
 
     /// The addresses actually listened on (one, or two for a `localhost` redirect).
@@ -184,6 +201,7 @@ impl CallbackListener {
                 callback_path: self.redirect.path().to_string(),
                 heads_read: Mutex::new(Vec::new()),
                 tls: self.tls,
+                relaying: self.relaying,
             }),
             runtime,
         })
@@ -217,6 +235,8 @@ struct PageContext {
     heads_read: Mutex<Vec<u64>>,
     /// The https callback's TLS, when set.
     tls: Option<TlsAcceptor>,
+    /// See [`CallbackListener::relaying`].
+    relaying: bool,
 }
 
 impl Serving {

@@ -35,6 +35,14 @@ pub(super) fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict
         Route::Callback(verdict) => verdict,
     };
     let html = match &verdict {
+        Verdict::Code(_) if page.relaying => html_page(
+            "200 OK",
+            "Signed in: one more step",
+            "Signed in at the identity provider. Return to the terminal where you ran \
+             <code>kubecred login --remote-bootstrap</code>: it shows one line to paste into the \
+             kubecred waiting on the remote machine, which finishes the login there. \
+             Nothing was stored on this machine.",
+        ),
         Verdict::Code(_) => html_page(
             "200 OK",
             "Logged in",
@@ -60,7 +68,8 @@ pub(super) fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict
                 ),
             )
         }
-        Verdict::Incomplete => html_page(
+        // Relay lines only: a callback is never one.
+        Verdict::Incomplete | Verdict::Unusable(_) => html_page(
             "400 Bad Request",
             "Login callback incomplete",
             "This callback carries neither a code nor an error. Return to your terminal.",

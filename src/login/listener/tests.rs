@@ -174,7 +174,7 @@ fn only_callbacks_are_handed_over_each_with_the_verdict_of_its_page() {
     let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
     assert!(status.contains("200"), "{status}");
     match next() {
-        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        Verdict::Code(response) => assert_eq!(response.code.expose(), "real"),
         other => panic!("expected the code, got {other:?}"),
     }
 }
@@ -216,7 +216,7 @@ fn the_real_callback_gets_through_while_many_idle_connections_wait() {
     let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
     assert!(status.contains("200"), "{status}");
     match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
-        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        Verdict::Code(response) => assert_eq!(response.code.expose(), "real"),
         other => panic!("expected the code, got {other:?}"),
     }
     drop(idle);
@@ -314,7 +314,7 @@ fn an_https_callback_is_served_over_tls_and_plain_http_gets_nothing() {
     assert!(status.contains("200"), "{status}");
     assert!(answer.contains("Logged in"), "{answer}");
     match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
-        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        Verdict::Code(response) => assert_eq!(response.code.expose(), "real"),
         other => panic!("expected the code, got {other:?}"),
     }
 }
