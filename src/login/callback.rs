@@ -483,7 +483,8 @@ mod tests {
             assert!(matches!(verdict, Verdict::Refused(_)), "{verdict:?}");
             assert!(settle(verdict, Origin::Paste).unwrap().is_none());
         }
-        let stateless = "kubecred-relay:v1?code=c&redirect_uri=http%3A%2F%2Flocalhost%3A1%2Fcallback";
+        let stateless =
+            "kubecred-relay:v1?code=c&redirect_uri=http%3A%2F%2Flocalhost%3A1%2Fcallback";
         assert!(matches!(
             interpret_pasted(stateless, &relaying_login(), StateRule::IfPresent),
             Some(Verdict::Refused("it carries no state"))
@@ -492,15 +493,13 @@ mod tests {
 
     #[test]
     fn a_relay_line_whose_redirect_is_not_this_logins_is_unusable() {
-        let unusable = |redirect: &str| {
-            match interpret_pasted(
-                &relay(STATE, redirect, None),
-                &relaying_login(),
-                StateRule::Required,
-            ) {
-                Some(Verdict::Unusable(why)) => why,
-                other => panic!("{redirect}: {other:?}"),
-            }
+        let unusable = |redirect: &str| match interpret_pasted(
+            &relay(STATE, redirect, None),
+            &relaying_login(),
+            StateRule::Required,
+        ) {
+            Some(Verdict::Unusable(why)) => why,
+            other => panic!("{redirect}: {other:?}"),
         };
         assert!(unusable("http://localhost:49152/other").contains("is not this login's"));
         assert!(unusable("http://127.0.0.1:49152/callback").contains("is not this login's"));
@@ -512,7 +511,11 @@ mod tests {
             Some(Verdict::Unusable(why)) if why.contains("names no redirect_uri")
         ));
         // A later version is named, and the wait goes on.
-        let later = interpret_pasted("kubecred-relay:v9?x", &relaying_login(), StateRule::Required);
+        let later = interpret_pasted(
+            "kubecred-relay:v9?x",
+            &relaying_login(),
+            StateRule::Required,
+        );
         assert!(matches!(&later, Some(Verdict::Unusable(why)) if why.contains("\"v9\"")));
         assert!(settle(later.unwrap(), Origin::Paste).unwrap().is_none());
     }

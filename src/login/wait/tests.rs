@@ -2,8 +2,8 @@
 //! paste sources fed from a `Cursor` or a silent pipe.
 
 use super::*;
-use crate::login::callback::AuthorizationResponse;
 use crate::error::exit_code_of;
+use crate::login::callback::AuthorizationResponse;
 use crate::login::listener::tests::{
     default_redirect, get, ip_redirect, ipv6_available, localhost_v4,
 };
@@ -206,7 +206,10 @@ fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
     let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let paste = PasteSource::from_reader(Cursor::new("  bare-code-42  \n"));
     let waiting = start(listener, Duration::from_secs(10), Some(paste));
-    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "bare-code-42");
+    assert_eq!(
+        waiting.join().unwrap().unwrap().code.expose(),
+        "bare-code-42"
+    );
 }
 
 #[test]
@@ -232,7 +235,10 @@ fn a_bare_code_is_the_code() {
 fn a_full_redirect_url_gives_its_code() {
     let url = format!("http://localhost:8000/callback?state={STATE}&code=c%3D1\n");
     assert_eq!(
-        read_code(source(&url), STATE, soon()).unwrap().code.expose(),
+        read_code(source(&url), STATE, soon())
+            .unwrap()
+            .code
+            .expose(),
         "c=1"
     );
     // authcode-keyboard: a URL without state is fine, its code is used.
@@ -249,7 +255,10 @@ fn a_forged_url_is_refused_and_asked_for_again() {
         "\nhttp://localhost/callback?code=evil&state=other\nnot a code\nhttp://localhost/callback?code=good&state={STATE}\n"
     );
     assert_eq!(
-        read_code(source(&text), STATE, soon()).unwrap().code.expose(),
+        read_code(source(&text), STATE, soon())
+            .unwrap()
+            .code
+            .expose(),
         "good"
     );
 }
