@@ -233,3 +233,24 @@ fn relay_command(url: &Url) -> String {
     let quoted = url.as_str().replace('\'', "'\\''");
     format!("kubecred login --remote-bootstrap '{quoted}'")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_relay_command_quotes_the_whole_url_for_a_shell() {
+        let url = Url::parse("https://idp.example/auth?response_type=code&state=s").unwrap();
+        assert_eq!(
+            relay_command(&url),
+            "kubecred login --remote-bootstrap 'https://idp.example/auth?response_type=code&state=s'"
+        );
+        // A quote cannot end the quoting early (the URL parser encodes it in a query, not in a
+        // path).
+        let quoted = Url::parse("https://idp.example/it's/auth?x=1").unwrap();
+        assert_eq!(
+            relay_command(&quoted),
+            "kubecred login --remote-bootstrap 'https://idp.example/it'\\''s/auth?x=1'"
+        );
+    }
+}

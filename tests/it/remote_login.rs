@@ -591,3 +591,48 @@ fn device_url(line: &str) -> &str {
         .find(|word| word.starts_with("http"))
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
 }
+
+#[test]
+fn a_refused_device_flow_with_no_terminal_to_paste_into_says_where_a_login_can_happen() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // A terminal kubectl did not hand over (interactiveMode Never): nothing can be pasted.
+    let start = || {
+        let mut command = env.kubecred(&[
+            "get-token",
+            &format!("--issuer-url={}", bed.issuer),
+            &format!("--client-id={NO_DEVICE_CLIENT}"),
+            "--listen-address=127.0.0.1:0",
+            // The second run shows the remembered refusal, not the cool-down after the first.
+            "--login-cooldown=0s",
+        ]);
+        command
+            .env("SSH_CONNECTION", "192.0.2.10 50022 192.0.2.20 22")
+            .env("SSH_TTY", "/dev/pts/3");
+        Running::start(command, Stdin::Terminal, false)
+    };
+    let where_to = "this session cannot take a pasted code (stdin is not a terminal kubectl handed over); run `kubecred login` with the same flags in a terminal, or set interactiveMode: IfAvailable in the kubeconfig's exec stanza";
+    let run = start().finish(EXIT_WAIT).failure(3);
+    assert_eq!(
+        run.stderr(),
+        format!(
+            "kubecred: error: {} refused the device flow for the client {NO_DEVICE_CLIENT} (invalid_request (urn:ietf:params:oauth:grant-type:device_code is not allowed for this client)): the provider does not allow this client the device flow; no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset) and {where_to}\n",
+            bed.issuer
+        )
+    );
+    // Remembered: the next run asks the provider nothing and says the same at once.
+    let run = start().finish(EXIT_WAIT).failure(4);
+    let line = run.stderr();
+    assert!(
+        line.starts_with(&format!(
+            "kubecred: error: no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset), {} refused the device flow for this client ",
+            bed.issuer
+        )),
+        "{line}"
+    );
+    assert!(line.ends_with(&format!(", and {where_to}\n")), "{line}");
+    assert_eq!(line.lines().count(), 1, "{line}");
+    let stats = bed.stats();
+    assert_eq!(stats["device_authorization"], 1, "{stats}");
+    assert_eq!(stats["authorization"], 0, "{stats}");
+}
