@@ -68,11 +68,14 @@ pub enum Command {
         kubecred get-token --issuer-url https://idp.example --client-id kubernetes"
     )]
     GetToken(TokenArgs),
-    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
+    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout);
+    /// or, with --remote-bootstrap, take here the browser's part of a login started elsewhere.
     #[command(after_help = "Examples:\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes \\\n      \
-        --account admin --prompt select_account")]
+        --account admin --prompt select_account\n  \
+        # on your laptop, for a login kubecred started over SSH:\n  \
+        kubecred login --remote-bootstrap 'https://idp.example/auth?...'")]
     Login(LoginArgs),
     /// Forget the cached login for these settings, or every one (--all), revoking its refresh token.
     #[command(after_help = "Examples:\n  \

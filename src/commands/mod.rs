@@ -16,7 +16,7 @@ mod status;
 mod whoami;
 
 use crate::acquire;
-use crate::cli::{Cli, Command, TokenArgs};
+use crate::cli::{Cli, Command, LoginArgs, TokenArgs};
 use crate::clock::SystemClock;
 use crate::config::{Config, Environment};
 use crate::env_vars;
@@ -27,6 +27,16 @@ pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
         Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, &clock),
+        Command::Login(LoginArgs {
+            remote_bootstrap: Some(url),
+            token,
+            ..
+        }) => {
+            let (settings, verbose) =
+                crate::config::resolve_relay_side(&token, &Environment::from_process())?;
+            crate::log::set_level(verbose);
+            login::remote_bootstrap(&url, &settings)
+        }
         Command::Login(args) => login::run(
             &resolve(&args.token, Run::ByPerson)?,
             args.print_token_info,

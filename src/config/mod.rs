@@ -123,6 +123,20 @@ impl Config {
     }
 }
 
+/// What `kubecred login --remote-bootstrap` reads: the login settings (browser, listener
+/// addresses, time limit) and the verbosity. The side of a relayed login where the browser is
+/// talks to no provider, so it needs no issuer and no client, and reads nothing else.
+pub fn resolve_relay_side(
+    args: &TokenArgs,
+    env: &Environment,
+) -> anyhow::Result<(LoginSettings, u8)> {
+    let kubelogin = kubelogin::resolve(&args.kubelogin)?;
+    Ok((
+        resolve_login(args, env, &kubelogin)?,
+        resolve_verbosity(args, env),
+    ))
+}
+
 fn input(message: impl Into<String>) -> anyhow::Error {
     fail(Exit::Input, message)
 }
