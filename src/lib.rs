@@ -4,6 +4,7 @@
 //! integration tests and examples can use it. See ARCHITECTURE.md for the map.
 
 pub(crate) mod acquire;
+pub(crate) mod atomic_file;
 pub(crate) mod authn_config;
 pub mod cache;
 pub(crate) mod ci_token;
