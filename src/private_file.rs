@@ -40,6 +40,18 @@ pub(crate) enum ReadError {
     Io(io::Error),
 }
 
+impl std::fmt::Display for ReadError {
+    /// Why, for a message that names the file itself: "no such file", the reason it is not
+    /// used ("larger than 4096 bytes", "it belongs to uid 0, …"), or the I/O error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NotFound => f.write_str("no such file"),
+            ReadError::Corrupt(reason) | ReadError::Foreign(reason) => f.write_str(reason),
+            ReadError::Io(err) => err.fmt(f),
+        }
+    }
+}
+
 /// A file read by [`read_keeping_open`], still open: its modification time, and a way to set it
 /// without opening the file again (the hand-out stamp of `acquire/hand_out.rs`).
 #[derive(Debug)]
