@@ -31,7 +31,7 @@
 //! syntax, and variables of the stanza's `env` win over flags, unless
 //! `--disable-environment-override`.
 
-use super::sources::{Conversion, Plan, Tokens};
+use super::plan::{Conversion, Plan, Tokens};
 use crate::secret::Secret;
 
 /// Entra's scope for an API: its ID with `/.default` (Azure's `GetScope`).

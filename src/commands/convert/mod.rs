@@ -26,6 +26,7 @@
 
 mod azure;
 mod kubelogin_cache;
+mod plan;
 mod sources;
 
 use crate::acquire::{self, Adopted, Carried};
@@ -39,8 +40,8 @@ use crate::kubeconfig;
 use crate::kubeconfig_edit::{Document, Layout, Section};
 use crate::secret::Secret;
 use chrono::{DateTime, Utc};
+use plan::{Conversion, Plan, Tokens};
 use serde_norway::{Mapping, Value};
-use sources::{Conversion, Plan, Tokens};
 use std::fmt::Write;
 use std::path::PathBuf;
 

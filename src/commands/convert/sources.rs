@@ -4,10 +4,11 @@
 //! read by kubecred's own parser, which knows kubelogin's names, and written back in kubecred's),
 //! and Azure's kubelogin (`azure.rs`). Everything else is left alone, with the reason.
 //!
-//! No I/O here but reading nothing: a plan is made from the user's entry alone; the tokens are
-//! found and carried by the caller.
+//! No I/O here but reading nothing: a plan (`plan.rs`) is made from the user's entry alone; the
+//! tokens are found and carried by the caller.
 
 use super::azure;
+use super::plan::{Conversion, KubeloginStorage, Plan, Tokens};
 use crate::acquire::Carried;
 use crate::cli::{self, CacheStorageArg, GrantTypeArg, TokenArgs};
 use crate::kubelogin;
@@ -15,56 +16,6 @@ use crate::secret::Secret;
 use serde_norway::Value;
 use std::ffi::OsString;
 use std::path::PathBuf;
-
-/// What to do with one user.
-#[derive(Debug)]
-pub(super) enum Plan {
-    Convert(Conversion),
-    /// Left as it is, and why.
-    Skip(String),
-}
-
-/// A user's kubecred stanza, and where its tokens are.
-#[derive(Debug)]
-pub(super) struct Conversion {
-    /// What the user ran: `auth-provider oidc`, `int128/kubelogin`, `Azure kubelogin (spn)`.
-    pub from: String,
-    /// The stanza's `args`, `get-token` first, in kubecred's flag names.
-    pub args: Vec<String>,
-    /// The stanza's `env`: what the old stanza had (minus what became flags), and the secrets
-    /// that must not be on a command line.
-    pub env: Vec<(String, Secret)>,
-    pub tokens: Tokens,
-    /// Said under the user's line: flags dropped, values moved.
-    pub notes: Vec<String>,
-}
-
-/// Where a converted user's tokens are.
-#[derive(Debug)]
-pub(super) enum Tokens {
-    /// In the kubeconfig itself (auth-provider).
-    InKubeconfig(Carried),
-    /// In int128/kubelogin's token cache.
-    KubeloginCache {
-        dir: PathBuf,
-        storage: KubeloginStorage,
-        /// `--oidc-use-access-token`: kubelogin's cache then holds the access token where the
-        /// ID token would be; only its refresh token is carried.
-        access_token: bool,
-    },
-    /// Nowhere kubecred can read them, and why.
-    Unreadable(&'static str),
-    /// None are needed: the grant needs no person.
-    NotNeeded,
-}
-
-/// `--token-cache-storage` of a kubelogin stanza.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum KubeloginStorage {
-    Disk,
-    Keyring,
-    None,
-}
 
 /// The plan for the user whose entry body (`user:`) is `body`.
 pub(super) fn plan(body: Option<&Value>) -> Plan {
