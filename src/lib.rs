@@ -22,7 +22,6 @@ pub(crate) mod file_replace;
 pub(crate) mod grants;
 pub(crate) mod http;
 pub(crate) mod kubeconfig;
-pub(crate) mod kubeconfig_edit;
 pub(crate) mod kubelogin;
 pub(crate) mod log;
 pub(crate) mod login;

@@ -12,6 +12,7 @@ mod get_token;
 mod login;
 mod logout;
 mod setup;
+mod stanza;
 mod status;
 mod whoami;
 

@@ -82,27 +82,27 @@ fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
         return Ok((config, "Settings: from the command line".into()));
     }
     let files = kubeconfig::paths(args.kubeconfig.as_deref());
-    let stanza = kubeconfig::exec_stanza(&files, args.context.as_deref())?;
+    let found = kubeconfig::read_context_exec(&files, args.context.as_deref())?;
     // The stanza's env reaches kubecred as process environment, exactly as kubectl passes it.
     // Set before anything reads the environment; the process is single-threaded here.
-    for (name, value) in &stanza.env {
+    for var in &found.exec.env {
         // SAFETY: whoami runs on one thread, and sets these before anything reads the environment.
-        unsafe { std::env::set_var(name, value) };
+        unsafe { std::env::set_var(&var.name, var.value.expose()) };
     }
     let mut argv = vec!["kubecred".to_string()];
-    argv.extend(stanza.args.iter().cloned());
+    argv.extend(found.exec.args.iter().cloned());
     let token_args = match Cli::try_parse_command_line(&argv) {
         Ok(Cli {
             command: Command::GetToken(token_args),
         }) => token_args,
-        Ok(_) => return Err(not_get_token(&stanza)),
+        Ok(_) => return Err(not_get_token(&found)),
         Err(err) => {
             return Err(fail(
                 Exit::Input,
                 format!(
                     "the exec args of user {:?} (context {:?}) do not parse: {}",
-                    stanza.user,
-                    stanza.context,
+                    found.user,
+                    found.context,
                     crate::cli::usage_error_line(
                         &err,
                         &argv
@@ -114,31 +114,31 @@ fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
             ));
         }
     };
-    let exec = exec_info(&stanza);
+    let exec = exec_info(&found);
     let config = super::resolve_with(&token_args, exec)?;
     let source = format!(
         "Settings: kubeconfig context {:?}, user {:?} (exec {})",
-        stanza.context, stanza.user, stanza.command
+        found.context, found.user, found.exec.command
     );
     Ok((config, source))
 }
 
-fn not_get_token(stanza: &kubeconfig::ExecStanza) -> anyhow::Error {
+fn not_get_token(found: &kubeconfig::ContextExec) -> anyhow::Error {
     fail(
         Exit::Input,
         format!(
             "the exec args of user {:?} (context {:?}) do not run `kubecred get-token`",
-            stanza.user, stanza.context
+            found.user, found.context
         ),
     )
 }
 
 /// What kubectl would put in KUBERNETES_EXEC_INFO for this stanza (a person runs whoami, so a
 /// terminal on stdin makes the session interactive, as with `login`).
-fn exec_info(stanza: &kubeconfig::ExecStanza) -> ExecInfo {
+fn exec_info(stanza: &kubeconfig::ContextExec) -> ExecInfo {
     use std::io::IsTerminal;
     ExecInfo {
-        api_version: if stanza.api_version.as_deref() == Some(V1) {
+        api_version: if stanza.exec.api_version.as_deref() == Some(V1) {
             V1
         } else {
             V1BETA1

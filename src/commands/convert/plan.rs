@@ -3,7 +3,7 @@
 //! (and `azure.rs`) from the user's entry alone, carried out by `mod.rs`.
 
 use crate::acquire::Carried;
-use crate::secret::Secret;
+use crate::kubeconfig::EnvVar;
 use std::path::PathBuf;
 
 /// What to do with one user.
@@ -23,7 +23,7 @@ pub(super) struct Conversion {
     pub args: Vec<String>,
     /// The stanza's `env`: what the old stanza had (minus what became flags), and the secrets
     /// that must not be on a command line.
-    pub env: Vec<(String, Secret)>,
+    pub env: Vec<EnvVar>,
     pub tokens: Tokens,
     /// Said under the user's line: flags dropped, values moved.
     pub notes: Vec<String>,

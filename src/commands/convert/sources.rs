@@ -11,6 +11,7 @@ use super::azure;
 use super::plan::{Conversion, KubeloginStorage, Plan, Tokens};
 use crate::acquire::Carried;
 use crate::cli::{self, CacheStorageArg, GrantTypeArg, TokenArgs};
+use crate::kubeconfig::EnvVar;
 use crate::kubelogin;
 use crate::secret::Secret;
 use serde_norway::Value;
@@ -110,7 +111,7 @@ fn auth_provider(provider: &Value) -> Plan {
     };
     let mut env = Vec::new();
     if let Some(secret) = text("client-secret") {
-        env.push(("KUBECRED_CLIENT_SECRET".to_string(), Secret::new(secret)));
+        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
     }
     let known = [
         "idp-issuer-url",
@@ -140,7 +141,7 @@ fn auth_provider(provider: &Value) -> Plan {
     let secret = |key: &str| text(key).map(Secret::new);
     Plan::Convert(Conversion {
         from: "auth-provider oidc".into(),
-        args: super::super::setup::exec_args(&args),
+        args: super::super::stanza::exec_args(&args),
         env,
         tokens: Tokens::InKubeconfig(Carried {
             id_token: secret("id-token"),
@@ -256,17 +257,20 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
         Some(CacheStorageArg::None) => KubeloginStorage::None,
         _ => KubeloginStorage::Disk,
     };
-    let mut env: Vec<(String, Secret)> = old_env
+    let mut env: Vec<EnvVar> = old_env
         .into_iter()
-        .map(|(name, value)| (name, Secret::new(value)))
+        .map(|(name, value)| EnvVar::new(name, value))
         .collect();
     let mut notes = Vec::new();
     if let Some(secret) = args.client_secret.take() {
-        env.push(("KUBECRED_CLIENT_SECRET".into(), Secret::new(secret)));
+        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
         notes.push("moved --oidc-client-secret from the command line to the stanza's env (KUBECRED_CLIENT_SECRET)".into());
     }
     if let Some(password) = converted.password {
-        env.push(("KUBECRED_PASSWORD".into(), password));
+        env.push(EnvVar {
+            name: "KUBECRED_PASSWORD".into(),
+            value: password,
+        });
         notes.push(
             "moved --password from the command line to the stanza's env (KUBECRED_PASSWORD)".into(),
         );
@@ -277,7 +281,7 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
             converted.dropped.join(", ")
         ));
     }
-    let mut new_args = super::super::setup::exec_args(&args);
+    let mut new_args = super::super::stanza::exec_args(&args);
     new_args.extend(converted.args);
     if args.force_refresh {
         new_args.push("--force-refresh".into());
@@ -402,8 +406,8 @@ mod tests {
             ]
         );
         assert_eq!(c.env.len(), 1);
-        assert_eq!(c.env[0].0, "KUBECRED_CLIENT_SECRET");
-        assert_eq!(c.env[0].1.expose(), "s3cret");
+        assert_eq!(c.env[0].name, "KUBECRED_CLIENT_SECRET");
+        assert_eq!(c.env[0].value.expose(), "s3cret");
         assert!(!c.args.iter().any(|a| a.contains("s3cret")));
         let Tokens::InKubeconfig(carried) = c.tokens else {
             panic!()
@@ -442,7 +446,7 @@ mod tests {
                 ],
                 "{command}"
             );
-            assert_eq!(c.env[0].0, "KUBECRED_CLIENT_SECRET");
+            assert_eq!(c.env[0].name, "KUBECRED_CLIENT_SECRET");
             let Tokens::KubeloginCache {
                 dir,
                 storage,
