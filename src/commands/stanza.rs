@@ -1,10 +1,17 @@
-//! kubecred's own exec stanza: the one `setup` prints and `setup --write-kubeconfig` and
-//! `convert-kubeconfig` put into kubeconfigs ([`kubecred_stanza`]: get-token's settings as its
-//! args, [`exec_args`]; kubectl's terminal handed over when a person may be asked to log in).
+//! kubecred's own exec stanza, from both ends. Written: the stanza `setup` prints and
+//! `setup --write-kubeconfig` and `convert-kubeconfig` put into kubeconfigs
+//! ([`kubecred_stanza`]: get-token's settings as its args, [`exec_args`]; kubectl's terminal
+//! handed over when a person may be asked to log in). Read: the settings a stanza runs with
+//! ([`resolve`]: `whoami`, and `convert-kubeconfig` before it writes one), its args and `env`
+//! resolved as get-token will resolve them when kubectl runs it — in the environment kubectl
+//! gives the plugin, the stanza's `env` over this process's, which is read, never changed.
 
-use crate::cli::TokenArgs;
+use crate::cli::{self, TokenArgs};
+use crate::config::{Config, Environment};
+use crate::exec_credential::ExecInfo;
 use crate::kubeconfig::{EnvVar, ExecStanza, InteractiveMode};
 use clap::ValueEnum;
+use std::ffi::OsString;
 use std::path::Path;
 
 /// kubecred as a kubeconfig user's exec stanza: `command` running `args` (get-token first) with
@@ -164,9 +171,155 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     out
 }
 
+/// Why a stanza's settings cannot be resolved.
+#[derive(Debug)]
+pub(super) enum Unresolved {
+    /// Its args do not run `get-token`.
+    NotGetToken,
+    /// Its args (or a `KUBECRED_*` variable of its env) are refused: clap's usage line.
+    Usage(String),
+    /// The settings are refused (`Config::resolve`'s error).
+    Settings(anyhow::Error),
+}
+
+/// The settings get-token will resolve when kubectl runs a stanza of `args` (get-token first)
+/// and `env` with `exec` as its KUBERNETES_EXEC_INFO: flags, `KUBECRED_*` variables and the
+/// variables read outside clap (`env_vars.rs`: the proxies, the password, …) as kubectl's plugin
+/// would see them.
+pub(super) fn resolve(
+    args: &[String],
+    env: &[EnvVar],
+    exec: ExecInfo,
+) -> Result<Config, Unresolved> {
+    let var = |name: &str| plugin_variable(env, name);
+    let mut argv = vec![OsString::from("kubecred")];
+    argv.extend(args.iter().map(OsString::from));
+    let token_args = match cli::parse_stanza_get_token_in(argv.clone(), &var) {
+        Ok(Some(token_args)) => token_args,
+        Ok(None) => return Err(Unresolved::NotGetToken),
+        Err(err) => return Err(Unresolved::Usage(cli::usage_error_line(&err, &argv))),
+    };
+    Config::resolve(&token_args, &Environment::with_variables(var), exec)
+        .map_err(Unresolved::Settings)
+}
+
+/// A variable as the plugin kubectl runs for the stanza sees it: client-go appends the
+/// stanza's `env` to kubectl's own environment, and the last definition of a name wins
+/// (regardless of case on Windows, as names are there).
+fn plugin_variable(env: &[EnvVar], name: &str) -> Option<OsString> {
+    let same = |given: &str| {
+        if cfg!(windows) {
+            given.eq_ignore_ascii_case(name)
+        } else {
+            given == name
+        }
+    };
+    match env.iter().rev().find(|var| same(&var.name)) {
+        Some(var) => Some(OsString::from(var.value.expose())),
+        None => std::env::var_os(name),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<EnvVar> {
+        pairs.iter().map(|(n, v)| EnvVar::new(*n, *v)).collect()
+    }
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_stanzas_env_fills_its_flags_and_the_variables_read_outside_clap() {
+        let config = resolve(
+            &words("get-token --issuer-url=https://idp.example --scope=from-args"),
+            &env(&[
+                ("KUBECRED_CLIENT_ID", "from-env"),
+                ("KUBECRED_SCOPE", "ignored,as-args-give-it"),
+                ("KUBECRED_USE_ACCESS_TOKEN", "yes"),
+                ("KUBECRED_INSECURE_SKIP_TLS_VERIFY", "off"),
+                ("KUBECRED_VERBOSE", "2"),
+                ("HTTPS_PROXY", "http://first.example:3128"),
+                ("HTTPS_PROXY", "http://proxy.example:3128"),
+            ]),
+            ExecInfo::absent(),
+        )
+        .unwrap();
+        assert_eq!(config.client.id, "from-env");
+        assert!(config.scopes.contains(&"from-args".to_string()));
+        assert!(!config.scopes.iter().any(|s| s.contains("as-args-give-it")));
+        assert_eq!(config.token_kind, crate::config::TokenKind::AccessToken);
+        assert!(!config.http.tls.insecure_skip_verify);
+        assert_eq!(config.verbose, 2);
+        let proxy: Vec<_> = config
+            .http
+            .proxy
+            .variables
+            .iter()
+            .filter(|(name, _)| *name == "HTTPS_PROXY")
+            .map(|(_, value)| value.expose().to_string())
+            .collect();
+        assert_eq!(
+            proxy,
+            ["http://proxy.example:3128"],
+            "the last definition wins"
+        );
+    }
+
+    #[test]
+    fn a_stanza_kubecred_refuses_says_why() {
+        let refused = |args: &str, vars: &[(&str, &str)]| {
+            resolve(&words(args), &env(vars), ExecInfo::absent()).unwrap_err()
+        };
+        assert!(matches!(refused("status", &[]), Unresolved::NotGetToken));
+        match refused(
+            "get-token --issuer-url=https://i --client-id=c --bogus",
+            &[],
+        ) {
+            Unresolved::Usage(line) => assert!(line.contains("--bogus"), "{line}"),
+            other => panic!("{other:?}"),
+        }
+        match refused(
+            "get-token --issuer-url=https://i --client-id=c",
+            &[("KUBECRED_SKIP_OPEN_BROWSER", "maybe")],
+        ) {
+            Unresolved::Usage(line) => assert!(line.contains("maybe"), "{line}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            refused("get-token --client-id=c", &[]),
+            Unresolved::Settings(_)
+        ));
+    }
+
+    /// Every get-token switch that reads a variable does so with clap's on/off parser, which
+    /// [`cli::parse_stanza_get_token_in`] reads a stanza's value with.
+    #[test]
+    fn every_switch_variable_is_read_as_on_or_off() {
+        use clap::CommandFactory;
+        let command = crate::cli::Cli::command();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        for arg in get_token.get_arguments() {
+            if arg.get_env().is_none() || !matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+                continue;
+            }
+            let values: Vec<String> = arg
+                .get_value_parser()
+                .possible_values()
+                .map(|values| values.map(|v| v.get_name().to_string()).collect())
+                .unwrap_or_default();
+            for word in ["yes", "on", "0", "off"] {
+                assert!(
+                    values.contains(&word.to_string()),
+                    "--{:?}: {values:?}",
+                    arg.get_long()
+                );
+            }
+        }
+    }
 
     /// Flags the printed stanza leaves out on purpose: secrets given as values (the stanza gets
     /// an `env` placeholder instead), one-off switches, and kubelogin's hidden aliases.

@@ -6,10 +6,10 @@
 //! 1. **Read and plan, writing nothing.** Every file (`--kubeconfig`, else each of `$KUBECONFIG`,
 //!    else `~/.kube/config`: `kubeconfig::Kubeconfig`) is parsed first: one that cannot be is
 //!    the one error line, before any change. Each user is planned (`plan.rs`, made by
-//!    `sources.rs` and `azure.rs`) and its new stanza resolved through `Config::resolve` with
-//!    the stanza's args and env, exactly as get-token will resolve it — so the cache entry the
-//!    tokens go to is the one get-token will read, and a stanza kubecred would refuse is never
-//!    written. A user is changed in the file that defines it (kubectl uses the
+//!    `sources.rs` and `azure.rs`) and its new stanza resolved with the stanza's args and env
+//!    exactly as get-token will resolve it when kubectl runs it (`stanza::resolve`) — so the
+//!    cache entry the tokens go to is the one get-token will read, and a stanza kubecred would
+//!    refuse is never written. A user is changed in the file that defines it (kubectl uses the
 //!    first definition of a name; later ones are left alone and said so).
 //! 2. **Carry the tokens** (`acquire::adopt`: verified, saved under the entry's lock, with the
 //!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache
@@ -30,14 +30,14 @@ mod kubelogin_cache;
 mod plan;
 mod sources;
 
-use super::stanza;
+use super::stanza::{self, Unresolved};
 use crate::acquire::{self, Adopted, Carried};
-use crate::cli::{Cli, Command, ConvertArgs};
+use crate::cli::ConvertArgs;
 use crate::clock::Clock;
-use crate::config::{Config, Environment};
+use crate::config::Config;
 use crate::error::{Exit, fail, one_line};
 use crate::exec_credential::{ExecInfo, V1};
-use crate::kubeconfig::{self, Change, EnvVar, ExecStanza, Kubeconfig, Layout, LoadError, Section};
+use crate::kubeconfig::{self, Change, ExecStanza, Kubeconfig, Layout, LoadError, Section};
 use chrono::{DateTime, Utc};
 use plan::{Conversion, Plan, Tokens};
 use serde_norway::{Mapping, Value};
@@ -48,21 +48,28 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
     let mut users = select(&files, &args.users)?;
     let (command, command_note) = stanza_command();
 
-    // 1. Plans and settings. The stanza's env is set in this process's environment while its
-    //    settings are resolved: nothing else runs yet (no keyring thread, no request).
+    // 1. Plans and settings.
     for user in &mut users {
         let step = std::mem::replace(&mut user.step, Step::Skipped(String::new()));
         user.step = match step {
-            Step::Planned(conversion) => match resolve_stanza(&conversion.args, &conversion.env) {
-                Ok(config) => Step::Ready {
-                    conversion,
-                    config: Box::new(config),
-                },
-                Err(err) => Step::Skipped(format!(
-                    "kubecred would refuse the converted stanza: {}",
-                    one_line(&err)
-                )),
-            },
+            Step::Planned(conversion) => {
+                match stanza::resolve(&conversion.args, &conversion.env, ExecInfo::absent()) {
+                    Ok(config) => Step::Ready {
+                        conversion,
+                        config: Box::new(config),
+                    },
+                    Err(refused) => Step::Skipped(format!(
+                        "kubecred would refuse the converted stanza: {}",
+                        match refused {
+                            Unresolved::NotGetToken => {
+                                "the converted stanza does not run get-token".into()
+                            }
+                            Unresolved::Usage(line) => line,
+                            Unresolved::Settings(err) => one_line(&err),
+                        }
+                    )),
+                }
+            }
             other => other,
         };
     }
@@ -242,47 +249,6 @@ fn stanza_command() -> (String, Option<String>) {
         "note: neither kubecred nor kubectl-kubecred on PATH is this binary, so the converted users run {path}; put kubecred on PATH to keep them working when that file moves"
     );
     (path, Some(note))
-}
-
-/// The settings get-token will resolve for a stanza of `args` and `env`: the stanza's env set
-/// as kubectl sets it (over this process's environment), restored afterwards.
-fn resolve_stanza(args: &[String], env: &[EnvVar]) -> anyhow::Result<Config> {
-    let saved: Vec<(String, Option<std::ffi::OsString>)> = env
-        .iter()
-        .map(|var| (var.name.clone(), std::env::var_os(&var.name)))
-        .collect();
-    for var in env {
-        // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
-        unsafe { std::env::set_var(&var.name, var.value.expose()) };
-    }
-    let mut argv = vec!["kubecred".to_string()];
-    argv.extend(args.iter().cloned());
-    let resolved = match Cli::try_parse_command_line(&argv) {
-        Ok(Cli {
-            command: Command::GetToken(token_args),
-        }) => Config::resolve(
-            &token_args,
-            &Environment::from_process(),
-            ExecInfo::absent(),
-        ),
-        Ok(_) => Err(fail(
-            Exit::Input,
-            "the converted stanza does not run get-token",
-        )),
-        Err(err) => {
-            let argv: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
-            Err(fail(Exit::Input, crate::cli::usage_error_line(&err, &argv)))
-        }
-    };
-    for (name, value) in saved.into_iter().rev() {
-        match value {
-            // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
-            Some(value) => unsafe { std::env::set_var(&name, value) },
-            // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
-            None => unsafe { std::env::remove_var(&name) },
-        }
-    }
-    resolved
 }
 
 /// The user's tokens into kubecred's cache (or, in a dry run, what would go there): the report
