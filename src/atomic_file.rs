@@ -195,6 +195,32 @@ mod tests {
         assert_eq!(names_in(dir.path()), ["blocked"]);
     }
 
+    /// A scanner or indexer holds the file open for a moment, sharing only reads: Windows
+    /// without POSIX rename semantics (and Wine) refuses the rename meanwhile, and it is tried
+    /// again.
+    #[test]
+    fn a_target_held_open_for_a_moment_is_still_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry.json");
+        fs::write(&path, b"old").unwrap();
+        let mut options = fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            options.share_mode(1); // FILE_SHARE_READ: no rename or delete meanwhile.
+        }
+        let held = options.open(&path).unwrap();
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            drop(held);
+        });
+        replace(&path, "1", b"new", Mode::Private).unwrap();
+        reader.join().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert_eq!(names_in(dir.path()), ["entry.json"]);
+    }
+
     #[cfg(unix)]
     #[test]
     fn private_files_are_0600_and_replacements_take_the_old_files_mode() {
