@@ -120,7 +120,7 @@ impl StateFile {
             Ok(state) => state,
             Err(private_file::ReadError::NotFound) => return EntryState::default(),
             Err(err) => {
-                crate::debug!(1, "ignoring {}: {}", self.path.display(), describe(&err));
+                crate::debug!(1, "ignoring {}: {err}", self.path.display());
                 return EntryState::default();
             }
         };
@@ -201,15 +201,6 @@ impl EntryState {
                 self.renewal = None;
             }
         }
-    }
-}
-
-fn describe(err: &private_file::ReadError) -> String {
-    match err {
-        private_file::ReadError::NotFound => "not found".into(),
-        private_file::ReadError::Corrupt(reason) => format!("corrupt ({reason})"),
-        private_file::ReadError::Foreign(reason) => format!("not ours ({reason})"),
-        private_file::ReadError::Io(err) => format!("unreadable ({err})"),
     }
 }
 

@@ -345,7 +345,7 @@ impl TokenCache {
     fn write_entry_file(&self, entry: &StoredEntry) -> anyhow::Result<()> {
         let path = self.entry_path();
         // Closed first: Windows refuses to rename a file over one this process holds open (see
-        // `private_file::rename_over`), and the stamp belongs to the new file (`set_entry_stamp`).
+        // `atomic_file::Staged::commit`), and the stamp belongs to the new file (`set_entry_stamp`).
         self.last_read.borrow_mut().take();
         private_file::write_private(&self.dir, &path, &entry.to_json()).map_err(|err| {
             fail(

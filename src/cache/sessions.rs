@@ -236,12 +236,7 @@ fn from_index(key: CacheKey, record: KeyringIndex) -> Session {
 }
 
 fn unreadable(key: CacheKey, place: SessionPlace, reason: ReadError) -> Session {
-    let reason = match reason {
-        ReadError::NotFound => "gone".to_string(),
-        ReadError::Corrupt(reason) => reason,
-        ReadError::Foreign(reason) => reason,
-        ReadError::Io(err) => err.to_string(),
-    };
+    let reason = reason.to_string();
     Session {
         key,
         place,

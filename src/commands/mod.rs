@@ -12,6 +12,7 @@ mod get_token;
 mod login;
 mod logout;
 mod setup;
+mod stanza;
 mod status;
 mod whoami;
 
@@ -87,11 +88,6 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
         use std::io::IsTerminal;
         exec.interactive = std::io::stdin().is_terminal();
     }
-    resolve_with(args, exec)
-}
-
-/// The settings of this run for a given exec info (`whoami` builds it from a kubeconfig).
-fn resolve_with(args: &TokenArgs, exec: ExecInfo) -> anyhow::Result<Config> {
     let config = Config::resolve(args, &Environment::from_process(), exec)?;
     crate::log::set_level(config.verbose);
     Ok(config)

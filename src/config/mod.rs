@@ -54,16 +54,22 @@ pub struct Environment {
 
 impl Environment {
     pub fn from_process() -> Self {
+        Self::with_variables(|name| std::env::var_os(name))
+    }
+
+    /// The environment whose variables `var` answers (a kubeconfig stanza's `env` over this
+    /// process's: `whoami`, `convert-kubeconfig`), with this process's command line.
+    pub fn with_variables(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Self {
+        let text = |name: &str| var(name).and_then(|value| value.into_string().ok());
         let secret = |name| {
-            std::env::var(name)
-                .ok()
+            text(name)
                 .filter(|value| !value.trim().is_empty())
                 .map(Secret::new)
         };
         let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
         Environment {
-            verbose: std::env::var(env_vars::KUBECRED_VERBOSE).ok(),
-            browser: std::env::var(env_vars::BROWSER).ok(),
+            verbose: text(env_vars::KUBECRED_VERBOSE),
+            browser: text(env_vars::BROWSER),
             password: secret(env_vars::KUBECRED_PASSWORD),
             client_private_key: secret(env_vars::KUBECRED_CLIENT_PRIVATE_KEY),
             secrets_on_command_line: secret_flags_on_command_line(&argv),
@@ -71,7 +77,7 @@ impl Environment {
                 variables: env_vars::PROXY_VARIABLES
                     .iter()
                     .flatten()
-                    .filter_map(|name| Some((*name, Secret::new(std::env::var(name).ok()?))))
+                    .filter_map(|name| Some((*name, Secret::new(text(name)?))))
                     .collect(),
                 system_settings: true,
             },
