@@ -25,6 +25,7 @@ mod keyring_store;
 mod lock;
 mod protected_file;
 mod sessions;
+mod store;
 mod store_failure;
 mod stored_entry;
 #[cfg(test)]
@@ -37,9 +38,9 @@ pub use key::CacheKey;
 pub fn state_path(dir: &Path, key: &CacheKey, suffix: &str) -> PathBuf {
     dir.join("state").join(format!("{key}.{suffix}"))
 }
-pub use keyring_store::Store;
 pub use lock::EntryLock;
 pub use sessions::{SecretPiece, Session, SessionPlace, list_sessions, secrets_of};
+pub use store::Store;
 pub use stored_entry::{EntryAbout, RefreshPlace};
 
 use crate::config::{CacheStorage, Config};
@@ -51,6 +52,7 @@ use backends::Backend;
 use keyring_store::Keyring;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use store::Os;
 use stored_entry::StoredEntry;
 
 /// An entry larger than this is not one kubecred wrote (ID tokens are a few KB).
@@ -209,7 +211,7 @@ impl TokenCache {
             Err(failure) => {
                 crate::log::notice(format!(
                     "{}; a new login is needed",
-                    failure.summary(store_failure::Os::current(), "the refresh token")
+                    failure.summary(Os::current(), "the refresh token")
                 ));
                 Ok(None)
             }
@@ -429,6 +431,6 @@ fn read_entry_file(path: &Path) -> Result<StoredEntry, ReadError> {
 fn keyring_failed(failure: &store_failure::KeyringFailure) -> anyhow::Error {
     fail(
         Exit::Cache,
-        failure.message(store_failure::Os::current(), "the cache entry"),
+        failure.message(Os::current(), "the cache entry"),
     )
 }

@@ -8,8 +8,8 @@
 //! and expiries. It is written and removed with the keyring item; it is what `status` shows, as of
 //! the last save (a kernel keyring forgets its items at reboot; the next get-token logs in).
 
-use super::keyring_store::Store;
-use super::store_failure::Os;
+use super::keyring_store::item_location;
+use super::store::{Os, Store};
 use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
 use super::{CacheKey, TokenCache, read_entry_file};
 use crate::private_file::{self, ReadError};
@@ -68,7 +68,7 @@ pub fn secrets_of(dir: &Path, session: &Session) -> Vec<SecretPiece> {
         (SessionPlace::Keyring { store }, _) => vec![SecretPiece {
             holds: "all_tokens",
             store: Some(store),
-            location: store.location_on(os, dir, key),
+            location: item_location(store, os, dir, key),
         }],
         (SessionPlace::File, RefreshPlace::Keyring(store)) => vec![
             SecretPiece {
@@ -79,7 +79,7 @@ pub fn secrets_of(dir: &Path, session: &Session) -> Vec<SecretPiece> {
             SecretPiece {
                 holds: "refresh_token",
                 store: Some(store),
-                location: store.location_on(os, dir, &format!("{key}:refresh")),
+                location: item_location(store, os, dir, &format!("{key}:refresh")),
             },
         ],
         (SessionPlace::File, RefreshPlace::Entry) => vec![SecretPiece {
