@@ -11,12 +11,12 @@
 //! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
 //! What a renewal may do, and what a refresh's outcome means, is decided in `renewal.rs` for
 //! this path and for the background renewal of refresh-ahead (`renew_ahead.rs`) alike; what is
-//! remembered about an entry besides its tokens is its state (`entry_state.rs`).
+//! remembered about an entry besides its tokens is its state, which the cache keeps
+//! (`cache/entry_state.rs`).
 
 mod adopt;
 mod cooldown;
 mod detach;
-mod entry_state;
 mod hand_out;
 mod renew_ahead;
 mod renewal;
@@ -24,10 +24,9 @@ mod renewal;
 mod tests;
 
 pub use adopt::{Adopted, Carried, adopt};
-pub(crate) use entry_state::{EntryState, StateFile};
 pub use renew_ahead::run as renew_in_background;
 
-use crate::cache::{EntryLock, TokenCache};
+use crate::cache::{EntryLock, EntryState, Note, TokenCache};
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
 use crate::error::{Exit, fail, transient};
@@ -35,7 +34,6 @@ use crate::exec_credential;
 use crate::grants::{ProviderClient, Revocation};
 use crate::login::paste;
 use crate::tokens::{Tokens, printed_expiry};
-use entry_state::Note;
 use renewal::{Means, Refreshed};
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
@@ -254,7 +252,6 @@ pub fn forget(
         },
     };
     cache.remove(&lock)?;
-    StateFile::of(cache).remove_all();
     Ok(Forgotten {
         found: cached.is_some(),
         revocation,
@@ -412,7 +409,7 @@ fn obtain_under_lock(
             return Ok(cached.tokens.clone());
         }
     }
-    let state = StateFile::of(cache).read(cached.as_ref().map(|c| c.tokens.obtained_at));
+    let state = cache.state(cached.as_ref().map(|c| c.tokens.obtained_at));
 
     // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
     let renewable = match trigger {
@@ -578,9 +575,8 @@ fn obtain_new(
         renewal::keep(cache, &tokens, lock);
         return Ok(tokens);
     }
-    let state = StateFile::of(cache);
     let note_failure = |reason: &str| {
-        state.update(lock, |state| {
+        cache.update_state(lock, |state| {
             state.login_failed = Some(Note::new(reason, clock.now()));
         });
     };

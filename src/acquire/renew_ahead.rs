@@ -22,9 +22,8 @@
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
 use super::detach;
-use super::entry_state::{EntryState, Note, RenewalFailure, RenewalNote, StateFile};
 use super::renewal::{self, Means, Refreshed};
-use crate::cache::{EntryLock, TokenCache};
+use crate::cache::{EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
 use crate::error::{Exit, fail};
@@ -135,13 +134,12 @@ pub(super) fn start(
 ) {
     #[cfg(not(windows))]
     let _ = config; // Only Windows' started-renewal note needs the settings.
-    let state = StateFile::of(cache);
-    if let Some(why) = backing_off(&state.read(Some(tokens_obtained_at)), clock.now()) {
+    if let Some(why) = backing_off(&cache.state(Some(tokens_obtained_at)), clock.now()) {
         crate::debug!(1, "{why}");
         return;
     }
     #[cfg(windows)]
-    if started_recently(&state.read(Some(tokens_obtained_at)), config, clock.now()) {
+    if started_recently(&cache.state(Some(tokens_obtained_at)), config, clock.now()) {
         crate::debug!(1, "a renewal of this token is already under way");
         return;
     }
@@ -165,10 +163,10 @@ pub(super) fn start(
     #[cfg(windows)]
     {
         let now = clock.now();
-        if started_recently(&state.read(Some(tokens_obtained_at)), config, now) {
+        if started_recently(&cache.state(Some(tokens_obtained_at)), config, now) {
             return;
         }
-        state.update(&lock, |state| {
+        cache.update_state(&lock, |state| {
             state
                 .renewal
                 .get_or_insert_with(RenewalNote::default)
@@ -189,11 +187,10 @@ pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::
     let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
-    let state = StateFile::of(&cache);
     match renew(config, &cache, &lock, clock) {
         Ok(Renewed::Yes) => Ok(()), // Saving the tokens cleared the notes.
         Ok(Renewed::NotDue) => {
-            state.update(&lock, |state| {
+            cache.update_state(&lock, |state| {
                 if let Some(renewal) = &mut state.renewal {
                     renewal.started_at = None;
                     if renewal.failed.is_none() {
@@ -209,7 +206,7 @@ pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::
             deadline,
         }) => {
             let now = clock.now();
-            state.update(&lock, |state| {
+            cache.update_state(&lock, |state| {
                 let previous = state
                     .renewal
                     .take()
@@ -269,7 +266,7 @@ fn renew(
     // Looked at again under the lock: a renewal that ended since the hit read the state (its
     // failure noted), or one that succeeded, leaves nothing to do.
     if !due(config, &cached, expiry, now)
-        || backing_off(&StateFile::of(cache).read(Some(obtained_at)), now).is_some()
+        || backing_off(&cache.state(Some(obtained_at)), now).is_some()
     {
         return Ok(Renewed::NotDue);
     }
@@ -294,7 +291,7 @@ fn renew(
                     ),
                 )));
             }
-            renewal::save(cache, &tokens, lock).map_err(failed)?;
+            cache.save(&tokens, lock).map_err(failed)?;
             return Ok(Renewed::Yes);
         }
         // Not a failure of the provider, but noted as one: it explains the login to come, and
@@ -314,7 +311,7 @@ fn renew(
     .map_err(failed)?
     {
         Refreshed::Renewed(tokens) => {
-            renewal::save(cache, &tokens, lock).map_err(failed)?;
+            cache.save(&tokens, lock).map_err(failed)?;
             Ok(Renewed::Yes)
         }
         Refreshed::Refused { reason, .. } => Err(failed(fail(

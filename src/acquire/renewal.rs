@@ -11,8 +11,7 @@
 //! kubectl needs or with an unusable answer (a rotated refresh token is kept either way: the old
 //! one is spent), or an outage (an error that leaves the entry as it was).
 
-use super::entry_state::{Note, StateFile};
-use crate::cache::{Cached, EntryLock, TokenCache};
+use crate::cache::{Cached, EntryLock, EntryState, Note, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, Grant, PasswordSettings, PasswordSource};
 use crate::grants::{ProviderClient, RefreshOutcome};
@@ -123,20 +122,13 @@ pub(super) fn refresh(
                 refresh_token: None,
                 ..cached.clone()
             };
-            save(cache, &kept, lock)?;
-            StateFile::of(cache).update(lock, |state| {
+            cache.save(&kept, lock)?;
+            cache.update_state(lock, |state| {
                 state.refresh_refused = Some(Note::new(&reason, clock.now()));
             });
             Ok(Refreshed::Refused { reason, kept })
         }
     }
-}
-
-/// Saves `tokens` as the entry, and forgets the notes about the tokens they replace.
-pub(super) fn save(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) -> anyhow::Result<()> {
-    cache.save(tokens, lock)?;
-    StateFile::of(cache).clear();
-    Ok(())
 }
 
 /// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
@@ -145,8 +137,8 @@ pub(super) fn save(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) -> any
 /// entry's notes go either way: they were about tokens these replace, and a cool-down left
 /// behind by a login that succeeded would hold off the next one for nothing.
 pub(super) fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
-    if let Err(err) = save(cache, tokens, lock) {
-        StateFile::of(cache).clear();
+    if let Err(err) = cache.save(tokens, lock) {
+        cache.update_state(lock, |state| *state = EntryState::default());
         crate::log::notice(format!(
             "warning: the new token is handed out but not cached: {}",
             crate::error::one_line(&err)
@@ -167,9 +159,5 @@ fn keep_refresh_token(
     let Some(rotated) = answered.filter(|answered| answered != sent) else {
         return Ok(());
     };
-    let kept = Tokens {
-        refresh_token: Some(rotated),
-        ..cached.clone()
-    };
-    cache.save(&kept, lock)
+    cache.save_rotated_refresh_token(cached, rotated, lock)
 }

@@ -20,6 +20,7 @@
 //! caller should [`load`](TokenCache::load) again: another process may have refreshed meanwhile.
 
 mod backends;
+mod entry_state;
 mod key;
 mod keyring_store;
 mod lock;
@@ -31,13 +32,9 @@ mod stored_entry;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use entry_state::{EntryState, Note, RenewalFailure, RenewalNote};
 pub use key::CacheKey;
 
-/// `<cache_dir>/state/<key>.<suffix>`: per-entry state beside the entry (see
-/// [`TokenCache::state_path`]), for those that list entries without a configuration (`status`).
-pub fn state_path(dir: &Path, key: &CacheKey, suffix: &str) -> PathBuf {
-    dir.join("state").join(format!("{key}.{suffix}"))
-}
 pub use lock::EntryLock;
 pub use sessions::{SecretPiece, Session, SessionPlace, list_sessions, secrets_of};
 pub use store::Store;
@@ -49,6 +46,8 @@ use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use backends::Backend;
+use chrono::{DateTime, Utc};
+use entry_state::StateFile;
 use keyring_store::Keyring;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -165,11 +164,27 @@ impl TokenCache {
         self.dir.join("locks").join(format!("{}.lock", self.key))
     }
 
-    /// A path for other per-entry state, `<cache_dir>/state/<key>.<suffix>` (the login cool-down
-    /// record lives there). Creates nothing: the writer creates (or tightens) the directory with
-    /// [`private_file::write_private`].
-    pub fn state_path(&self, suffix: &str) -> PathBuf {
-        state_path(&self.dir, &self.key, suffix)
+    /// The state file of this entry (`<cache_dir>/state/<key>.json`); it may not exist.
+    #[cfg(test)]
+    pub(crate) fn state_path(&self) -> PathBuf {
+        self.state_file().path().to_path_buf()
+    }
+
+    fn state_file(&self) -> StateFile {
+        StateFile::of(&self.dir, &self.key)
+    }
+
+    /// What is noted about this entry's tokens obtained at `tokens_obtained_at` (`None`: no
+    /// tokens, every note counts): notes older than them are about tokens they replaced, and
+    /// are left out. A missing or unreadable state is an empty one.
+    pub(crate) fn state(&self, tokens_obtained_at: Option<DateTime<Utc>>) -> EntryState {
+        self.state_file().read(tokens_obtained_at)
+    }
+
+    /// Changes what is noted about this entry: `change` gets every note on file and edits it.
+    /// Best effort: a note that cannot be written is logged at `-v`.
+    pub(crate) fn update_state(&self, _lock: &EntryLock, change: impl FnOnce(&mut EntryState)) {
+        self.state_file().update(change);
     }
 
     /// The cache-hit path. In `auto` and `disk` storage: ONE small file read, no keyring call, no
@@ -219,7 +234,8 @@ impl TokenCache {
     }
 
     /// Saves `tokens`, replacing the entry; it has completed (and is on disk) when this returns,
-    /// so call it before printing the credential.
+    /// so call it before printing the credential. What was noted about the entry goes with the
+    /// tokens it was about ([`TokenCache::state`]).
     ///
     /// `tokens.refresh_token` is stored as given: when the provider did not send a new refresh
     /// token, the caller must carry the old one over (from [`TokenCache::refresh_token`]), or the
@@ -227,7 +243,29 @@ impl TokenCache {
     ///
     /// An error says why the entry could not be kept; a caller holding tokens it just obtained
     /// should hand them out all the same (a login is never lost to the cache).
-    pub fn save(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
+    pub fn save(&self, tokens: &Tokens, lock: &EntryLock) -> anyhow::Result<()> {
+        self.write(tokens, lock)?;
+        self.state_file().clear();
+        Ok(())
+    }
+
+    /// Saves the entry's `tokens` again with `refresh_token`, one the provider rotated in an
+    /// answer that was of no other use (the one sent is spent: reusing it can revoke the whole
+    /// grant). The tokens are the same, so what is noted about them stays.
+    pub(crate) fn save_rotated_refresh_token(
+        &self,
+        tokens: &Tokens,
+        refresh_token: Secret,
+        lock: &EntryLock,
+    ) -> anyhow::Result<()> {
+        let rotated = Tokens {
+            refresh_token: Some(refresh_token),
+            ..tokens.clone()
+        };
+        self.write(&rotated, lock)
+    }
+
+    fn write(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
         // `lock` said so once ("the token is not cached"). Without the lock no store is written
         // either: the DPAPI store lives in that directory, and a write without the lock could
         // overwrite a parallel run's newer entry.
@@ -238,9 +276,12 @@ impl TokenCache {
         self.backend.save(self, tokens)
     }
 
-    /// Drops the entry, wherever its parts are: after `invalid_grant`, or on `kubecred logout`.
+    /// Drops the entry, wherever its parts are, and what was noted about it: after a refused
+    /// refresh token left nothing usable, or on `kubecred logout`.
     pub fn remove(&self, _lock: &EntryLock) -> anyhow::Result<()> {
-        self.backend.remove(self)
+        self.backend.remove(self)?;
+        self.state_file().remove_all();
+        Ok(())
     }
 
     /// Takes this entry's lock if nobody holds it, without waiting (`None`: someone does). With

@@ -8,6 +8,7 @@
 //! and expiries. It is written and removed with the keyring item; it is what `status` shows, as of
 //! the last save (a kernel keyring forgets its items at reboot; the next get-token logs in).
 
+use super::entry_state::{EntryState, StateFile};
 use super::keyring_store::item_location;
 use super::store::{Os, Store};
 use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
@@ -41,6 +42,14 @@ pub struct Session {
     /// Why the entry could not be read (corrupt, another version); it is still listed, and
     /// `logout --all` still removes it.
     pub unreadable: Option<String>,
+}
+
+impl Session {
+    /// What is noted about the entry's current tokens (`dir`: the cache root; see
+    /// [`TokenCache::state`]).
+    pub(crate) fn state(&self, dir: &Path) -> EntryState {
+        StateFile::of(dir, &self.key).read(self.obtained_at)
+    }
 }
 
 /// One place that holds some of an entry's tokens, for `status`: which tokens, in which store

@@ -3,8 +3,9 @@
 //! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
 //! directory only, and carries no secret.
 
-use crate::acquire::{EntryState, StateFile};
-use crate::cache::{RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of};
+use crate::cache::{
+    EntryState, RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of,
+};
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
 use crate::text::printable_brief;
@@ -81,17 +82,12 @@ struct RenewalFailedJson {
     retry_at: Option<DateTime<Utc>>,
 }
 
-/// The notes about an entry's current tokens (`acquire/entry_state.rs`).
-fn state_of(dir: &Path, session: &Session) -> EntryState {
-    StateFile::in_dir(dir, &session.key).read(session.obtained_at)
-}
-
 fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     let entries: Vec<JsonEntry> = sessions
         .iter()
         .map(|session| {
             let about = session.about.as_ref();
-            let state = state_of(dir, session);
+            let state = session.state(dir);
             JsonEntry {
                 key: session.key.as_str(),
                 issuer: about.map(|a| a.issuer.as_str()),
@@ -196,7 +192,7 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     let notes: Vec<String> = sessions
         .iter()
         .zip(&rows)
-        .flat_map(|(session, row)| notes_below_table(&state_of(dir, session), &row[0], &row[4]))
+        .flat_map(|(session, row)| notes_below_table(&session.state(dir), &row[0], &row[4]))
         .collect();
     if !notes.is_empty() {
         text.push('\n');
