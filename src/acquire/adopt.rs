@@ -72,7 +72,7 @@ pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Re
         return Ok(Adopted::Nothing(match &expired {
             Some(claims) => format!(
                 "its ID token expired at {} and it has no refresh token",
-                claims.exp.format("%Y-%m-%d %H:%M:%S UTC")
+                crate::duration::display_time(claims.exp)
             ),
             None => "it holds no token kubecred can use".into(),
         }));

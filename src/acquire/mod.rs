@@ -9,10 +9,11 @@
 //! `disk` storage). Everything slow happens under the lock, so N parallel kubectl processes
 //! cause one request to the identity provider, and one browser tab. The login cool-down
 //! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
-//! What a renewal may do, and what a refresh's outcome means, is decided in `renewal.rs` for
-//! this path and for the background renewal of refresh-ahead (`renew_ahead.rs`) alike; what is
-//! remembered about an entry besides its tokens is its state, which the cache keeps
-//! (`cache/entry_state.rs`).
+//! Renewing without a person is one step (`renewal.rs`: [`renewal::renew`] and its one outcome,
+//! [`renewal::Renewal`]) that this path and the background renewal of refresh-ahead
+//! (`renew_ahead.rs`) both take, each mapping the outcome to its own policy ([`after_renewal`]
+//! here). What is remembered about an entry besides its tokens is its state, which the cache
+//! keeps (`cache/entry_state.rs`).
 
 mod adopt;
 mod cooldown;
@@ -34,7 +35,7 @@ use crate::exec_credential;
 use crate::grants::{ProviderClient, Revocation};
 use crate::login::paste;
 use crate::tokens::{Tokens, printed_expiry};
-use renewal::{Means, Refreshed};
+use renewal::Renewal;
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -307,7 +308,7 @@ fn still_valid_after(
     let now = clock.now();
     let (token, expiry) = cached.tokens.usable_credential(config.token_kind, now)?;
     let printed = printed_expiry(expiry, now);
-    let until = printed.format("%Y-%m-%d %H:%M:%S UTC");
+    let until = crate::duration::display_time(printed);
     if crate::error::exit_code_of(failure) == Exit::Provider {
         crate::log::notice(format!(
             "{}; using the cached token, valid until {until}",
@@ -377,7 +378,7 @@ fn valid_after_refused_refresh(
     crate::debug!(
         1,
         "the provider refused the refresh token at {} ({}); handing out the cached token until it runs out",
-        refusal.at.format("%H:%M:%S UTC"),
+        crate::duration::display_time(refusal.at),
         refusal.reason
     );
     Some(cached.tokens.clone())
@@ -411,71 +412,19 @@ fn obtain_under_lock(
     }
     let state = cache.state(cached.as_ref().map(|c| c.tokens.obtained_at));
 
-    // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
-    let renewable = match trigger {
-        Trigger::GetToken => cached.as_ref(),
-        Trigger::ExplicitLogin => None,
-    };
-    let provider = match renewal::means(config, cache, renewable, &lock)? {
-        Means::Refresh(refresh_token) => {
-            let cached = cached
-                .as_ref()
-                .expect("a refresh token comes from an entry");
-            let provider = ProviderClient::new(config, clock)?;
-            match renewal::refresh(
-                config,
-                cache,
-                &provider,
-                &cached.tokens,
-                &refresh_token,
-                &lock,
-                clock,
-            )? {
-                Refreshed::Renewed(tokens) => {
-                    renewal::keep(cache, &tokens, &lock);
-                    return Ok(tokens);
-                }
-                Refreshed::Refused { reason, kept } => {
-                    // Not an outage, and the cached token may still be good: handed out until it
-                    // runs out (said once: the refresh token is gone), then a login is needed.
-                    let usable = kept.usable_credential(config.token_kind, clock.now());
-                    if let (Some((_, expiry)), Trigger::GetToken, false) = (usable, trigger, forced)
-                    {
-                        crate::log::notice(format!(
-                            "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
-                            config.issuer_as_given,
-                            printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
-                        ));
-                        return Ok(kept);
-                    }
-                    crate::debug!(1, "refresh token refused ({reason}); logging in again");
-                    if usable.is_none() {
-                        // Nothing in it can be used any more: an entry that is dead should not
-                        // be listed by `status` while the login it needs fails.
-                        if let Err(err) = cache.remove(&lock) {
-                            crate::log::notice(format!(
-                                "could not delete the cache entry of the refused refresh token: {}",
-                                crate::error::one_line(&err)
-                            ));
-                        }
-                    }
-                }
-                Refreshed::WithoutCredential => crate::debug!(
-                    1,
-                    "the refresh response lacks the token kubectl needs; logging in again"
-                ),
-            }
-            Some(provider)
+    // A refresh is cheap and needs no user; `kubecred login` means a new login, though. The
+    // provider client a refresh builds serves the login after it.
+    let mut provider = None;
+    if let (Some(cached), Trigger::GetToken) = (&cached, trigger) {
+        if !forced && let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock)
+        {
+            return Ok(tokens);
         }
-        Means::Grant | Means::Login(_) => {
-            if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced)
-                && let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock)
-            {
-                return Ok(tokens);
-            }
-            None
+        let renewal = renewal::renew(config, cache, cached, &lock, &mut provider, clock);
+        if let Some(tokens) = after_renewal(config, cache, &lock, renewal, forced, clock)? {
+            return Ok(tokens);
         }
-    };
+    }
     preflight_login(config, &state, trigger, clock)?;
 
     notice_secrets_on_command_line(config);
@@ -490,6 +439,55 @@ fn obtain_under_lock(
         None => ProviderClient::new(config, clock)?,
     };
     obtain_new(config, cache, &provider, &lock, clock)
+}
+
+/// The foreground's policy for what a renewal came to: the tokens to hand out, or `None` when a
+/// login (or a new grant) is next. `forced`: the cached token will not do.
+fn after_renewal(
+    config: &Config,
+    cache: &TokenCache,
+    lock: &EntryLock,
+    renewal: Renewal,
+    forced: bool,
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<Tokens>> {
+    match renewal {
+        Renewal::Renewed(tokens) => {
+            renewal::keep(cache, &tokens, lock);
+            Ok(Some(tokens))
+        }
+        Renewal::Refused { reason, kept } => {
+            // Not an outage, and the cached token may still be good: handed out until it runs
+            // out (said once: the refresh token is gone), then a login is needed.
+            let usable = kept.usable_credential(config.token_kind, clock.now());
+            if let (Some((_, expiry)), false) = (usable, forced) {
+                crate::log::notice(format!(
+                    "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
+                    config.issuer_as_given,
+                    crate::duration::display_time(printed_expiry(expiry, clock.now()))
+                ));
+                return Ok(Some(kept));
+            }
+            crate::debug!(1, "refresh token refused ({reason}); logging in again");
+            if usable.is_none() {
+                // Nothing in it can be used any more: an entry that is dead should not be
+                // listed by `status` while the login it needs fails.
+                if let Err(err) = cache.remove(lock) {
+                    crate::log::notice(format!(
+                        "could not delete the cache entry of the refused refresh token: {}",
+                        crate::error::one_line(&err)
+                    ));
+                }
+            }
+            Ok(None)
+        }
+        Renewal::NewGrant => Ok(None),
+        Renewal::NeedsPerson(why) => {
+            crate::debug!(1, "{why}; logging in again");
+            Ok(None)
+        }
+        Renewal::Failed(err) => Err(err),
+    }
 }
 
 /// The checks that make a login that cannot or should not happen fail at once, before any

@@ -10,9 +10,10 @@
 //! detached from kubectl (`detach.rs`), handing it the lock.
 //!
 //! The renewal ([`run`]) holds the foreground's standard, because nobody watches it:
-//! - it never asks for a person: it renews with what [`renewal::means`] finds — the refresh
-//!   token, or a grant that needs nobody — and otherwise does nothing (a refresh token missing
-//!   from the keyring is the foreground's to deal with, when the token runs out);
+//! - it never asks for a person: it takes the outcome of the renewal step the foreground takes
+//!   too ([`renewal::renew`]) — the refresh token, or a grant that needs nobody — and where only
+//!   a login would do, does nothing (a refresh token missing from the keyring is the
+//!   foreground's to deal with, when the token runs out);
 //! - it never changes what a hit answers while the cached token is valid: the entry changes only
 //!   by new tokens, by a rotated refresh token, or by dropping a refresh token the provider
 //!   refused (the token kubectl gets stays); it leaves no cool-down and deletes nothing;
@@ -22,10 +23,11 @@
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
 use super::detach;
-use super::renewal::{self, Means, Refreshed};
+use super::renewal::{self, Renewal};
 use crate::cache::{EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
+use crate::duration::display_time;
 use crate::error::{Exit, fail};
 use crate::grants::ProviderClient;
 use chrono::{DateTime, Duration, Utc};
@@ -73,19 +75,19 @@ fn in_window(
 /// one failed and its back-off has not run out. `None`: one may.
 fn backing_off(state: &EntryState, now: DateTime<Utc>) -> Option<String> {
     let failed = state.renewal.as_ref()?.failed.as_ref()?;
-    let when = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M:%S UTC");
     let last = format!(
         "the last background renewal failed at {}: {}",
-        when(failed.note.at),
+        display_time(failed.note.at),
         failed.note.reason
     );
     match failed.retry_at {
         None => Some(format!(
             "{last}; not again for this token (it is renewed when it runs out)"
         )),
-        Some(retry_at) if now < retry_at => {
-            Some(format!("{last}; the next try after {}", when(retry_at)))
-        }
+        Some(retry_at) if now < retry_at => Some(format!(
+            "{last}; the next try after {}",
+            display_time(retry_at)
+        )),
         Some(_) => None,
     }
 }
@@ -275,10 +277,19 @@ fn renew(
         tokens_obtained_at: obtained_at,
         deadline: expiry - Duration::from_std(config.min_validity).unwrap_or(Duration::zero()),
     };
-    let means = renewal::means(config, cache, Some(&cached), lock).map_err(failed)?;
-    let refresh_token = match means {
-        Means::Refresh(token) => token,
-        Means::Grant => {
+    let mut provider = None;
+    match renewal::renew(config, cache, &cached, lock, &mut provider, clock) {
+        Renewal::Renewed(tokens) => {
+            cache.save(&tokens, lock).map_err(failed)?;
+            Ok(Renewed::Yes)
+        }
+        Renewal::Refused { reason, .. } => Err(failed(fail(
+            Exit::Provider,
+            format!(
+                "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
+            ),
+        ))),
+        Renewal::NewGrant => {
             let tokens = ProviderClient::new(config, clock)
                 .and_then(|provider| provider.obtain())
                 .map_err(failed)?;
@@ -292,38 +303,15 @@ fn renew(
                 )));
             }
             cache.save(&tokens, lock).map_err(failed)?;
-            return Ok(Renewed::Yes);
+            Ok(Renewed::Yes)
         }
         // Not a failure of the provider, but noted as one: it explains the login to come, and
         // stops the next hits from starting a renewal that cannot do anything.
-        Means::Login(why) => return Err(failed(fail(Exit::Login, why))),
-    };
-    let provider = ProviderClient::new(config, clock).map_err(failed)?;
-    match renewal::refresh(
-        config,
-        cache,
-        &provider,
-        &cached.tokens,
-        &refresh_token,
-        lock,
-        clock,
-    )
-    .map_err(failed)?
-    {
-        Refreshed::Renewed(tokens) => {
-            cache.save(&tokens, lock).map_err(failed)?;
-            Ok(Renewed::Yes)
-        }
-        Refreshed::Refused { reason, .. } => Err(failed(fail(
-            Exit::Provider,
-            format!(
-                "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
-            ),
+        Renewal::NeedsPerson(why) => Err(failed(fail(
+            Exit::Login,
+            format!("{why}; a login is needed when the cached token runs out"),
         ))),
-        Refreshed::WithoutCredential => Err(failed(fail(
-            Exit::Provider,
-            "the refresh answer lacks the token kubectl needs; a login is needed when the cached token runs out",
-        ))),
+        Renewal::Failed(error) => Err(failed(error)),
     }
 }
 
