@@ -27,6 +27,12 @@ mod tests;
 pub use adopt::{Adopted, Carried, adopt};
 pub use renew_ahead::run as renew_in_background;
 
+/// The arguments that run this get-token again as its background renewal (`kubecred renew-ahead
+/// …`), handed the entry's lock on descriptor `lock_fd` (unix); `None` when this run's command
+/// line is not one to renew from. Only `cli` reads command lines, so `commands` supplies this
+/// from the process's, captured once (`process.rs`); it is called only when a renewal starts.
+pub type RenewalArguments<'a> = dyn Fn(Option<i32>) -> Option<Vec<std::ffi::OsString>> + 'a;
+
 use crate::cache::{EntryLock, EntryState, Note, TokenCache};
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
@@ -48,8 +54,13 @@ pub enum Trigger {
 /// refresh or a new grant.
 ///
 /// A run that looks like client-go's re-run after a 401 (`hand_out.rs`) refreshes once instead
-/// of answering from the cache.
-pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> {
+/// of answering from the cache. A hit in the refresh-ahead window starts a background renewal
+/// with `renewal_arguments`.
+pub fn credential(
+    config: &Config,
+    renewal_arguments: &RenewalArguments,
+    clock: &dyn Clock,
+) -> anyhow::Result<String> {
     let cache = TokenCache::new(config);
     let parent = hand_out::parent(config.exec.from_client);
     let mut forced = config.force_refresh;
@@ -63,7 +74,13 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
                 let document = hit.hand_out();
                 crate::debug!(1, "cache hit");
                 if let Some(tokens_obtained_at) = renew {
-                    renew_ahead::start(config, &cache, tokens_obtained_at, clock);
+                    renew_ahead::start(
+                        config,
+                        &cache,
+                        tokens_obtained_at,
+                        renewal_arguments,
+                        clock,
+                    );
                 }
                 return Ok(document);
             }

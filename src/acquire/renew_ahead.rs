@@ -22,8 +22,8 @@
 //!   a refusal, or with nothing to renew with, not again for these tokens. Hits read the note
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
-use super::detach;
 use super::renewal::{self, Renewal};
+use super::{RenewalArguments, detach};
 use crate::cache::{EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
@@ -125,13 +125,14 @@ fn retry_at(
 }
 
 /// Starts the background renewal of `cache`'s entry (its tokens obtained at
-/// `tokens_obtained_at`), unless the back-off says not yet or one is under way. Best effort: a
-/// renewal that cannot start costs nothing but a `-v` line (the token is renewed in the
-/// foreground when it runs out).
+/// `tokens_obtained_at`) with `arguments`, unless the back-off says not yet or one is under
+/// way. Best effort: a renewal that cannot start costs nothing but a `-v` line (the token is
+/// renewed in the foreground when it runs out).
 pub(super) fn start(
     config: &Config,
     cache: &TokenCache,
     tokens_obtained_at: DateTime<Utc>,
+    arguments: &RenewalArguments,
     clock: &dyn Clock,
 ) {
     #[cfg(not(windows))]
@@ -175,7 +176,7 @@ pub(super) fn start(
                 .started_at = Some(now);
         });
     }
-    match detach::spawn_renewal(lock) {
+    match detach::spawn_renewal(lock, arguments) {
         Ok(()) => crate::debug!(1, "the token runs out soon: renewing it in the background"),
         Err(err) => crate::debug!(1, "could not start the background renewal: {err}"),
     }

@@ -21,12 +21,14 @@ use crate::clock::SystemClock;
 use crate::config::{Config, Environment};
 use crate::env_vars;
 use crate::exec_credential::ExecInfo;
+use std::ffi::OsString;
 
-/// Runs one command; returns what to print on stdout, if anything.
-pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
+/// Runs one command, parsed from the process's command line `argv`; returns what to print on
+/// stdout, if anything.
+pub fn run(cli: Cli, argv: &[OsString]) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
-        Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, &clock),
+        Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, argv, &clock),
         Command::Login(args) => login::run(
             &resolve(&args.token, Run::ByPerson)?,
             args.print_token_info,
