@@ -1,6 +1,6 @@
 //! Acquiring a credential: answer from the cache when the token is fresh, otherwise take the
 //! entry's lock, look again, refresh or run the grant once, save, and hand the tokens back.
-//! `get-token`, `login` and `logout` ([`forget`]) are built on it (see `commands/`), and
+//! `get-token`, `login` and `logout` ([`forget`](forget::forget)) are built on it (see `commands/`), and
 //! `convert-kubeconfig` saves the tokens it carries over from other programs through it
 //! ([`adopt`]).
 //!
@@ -18,6 +18,7 @@
 mod adopt;
 mod cooldown;
 mod detach;
+mod forget;
 mod hand_out;
 mod renew_ahead;
 mod renewal;
@@ -25,6 +26,7 @@ mod renewal;
 mod tests;
 
 pub use adopt::{Adopted, Carried, adopt};
+pub use forget::{Forgotten, RevocationOutcome, forget};
 pub use renew_ahead::run as renew_in_background;
 
 /// The arguments that run this get-token again as its background renewal (`kubecred renew-ahead
@@ -38,7 +40,7 @@ use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
 use crate::error::{Exit, fail, transient};
 use crate::exec_credential;
-use crate::grants::{ProviderClient, Revocation};
+use crate::grants::ProviderClient;
 use crate::login::paste;
 use crate::tokens::{Tokens, printed_expiry};
 use renewal::Renewal;
@@ -223,59 +225,6 @@ pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     )
 }
 
-/// What `logout` did with one entry.
-#[derive(Debug)]
-pub struct Forgotten {
-    /// Whether there was an entry (a readable one) to forget.
-    pub found: bool,
-    pub revocation: RevocationOutcome,
-}
-
-/// What became of an entry's refresh token at the provider.
-#[derive(Debug)]
-pub enum RevocationOutcome {
-    /// The entry had none (client credentials), or the keyring no longer held it.
-    NoRefreshToken,
-    Done(Revocation),
-    /// Not tried: nothing says where the provider is (an entry written before kubecred
-    /// recorded its issuer).
-    NoProvider,
-    /// The provider refused or could not be reached: a warning, the entry went all the same.
-    Failed(anyhow::Error),
-}
-
-/// Forgets one entry: revokes its refresh token (RFC 7009) at the provider `revoke_with`
-/// describes, then removes every part of the entry and its cool-down, all under the entry's
-/// lock so that no parallel run refreshes (and saves) in between.
-pub fn forget(
-    cache: &TokenCache,
-    lock_timeout: std::time::Duration,
-    revoke_with: Option<&Config>,
-    clock: &dyn Clock,
-) -> anyhow::Result<Forgotten> {
-    let lock = cache.lock(lock_timeout)?;
-    let cached = cache.load()?;
-    let refresh_token = match &cached {
-        Some(cached) => cache.refresh_token(cached, &lock)?,
-        None => None,
-    };
-    let revocation = match (refresh_token, revoke_with) {
-        (None, _) => RevocationOutcome::NoRefreshToken,
-        (Some(_), None) => RevocationOutcome::NoProvider,
-        (Some(token), Some(config)) => match ProviderClient::new(config, clock)
-            .and_then(|provider| provider.revoke_refresh_token(&token))
-        {
-            Ok(done) => RevocationOutcome::Done(done),
-            Err(err) => RevocationOutcome::Failed(err),
-        },
-    };
-    cache.remove(&lock)?;
-    Ok(Forgotten {
-        found: cached.is_some(),
-        revocation,
-    })
-}
-
 /// A fresh credential from the cache.
 struct CachedCredential {
     document: String,
@@ -448,7 +397,7 @@ fn obtain_under_lock(
     // The subject token itself is the credential: no provider, no discovery.
     if config.grant == Grant::FederatedToken {
         let tokens = crate::grants::federated_token(config, clock)?;
-        renewal::keep(cache, &tokens, &lock);
+        keep(cache, &tokens, &lock);
         return Ok(tokens);
     }
     let provider = match provider {
@@ -470,7 +419,7 @@ fn after_renewal(
 ) -> anyhow::Result<Option<Tokens>> {
     match renewal {
         Renewal::Renewed(tokens) => {
-            renewal::keep(cache, &tokens, lock);
+            keep(cache, &tokens, lock);
             Ok(Some(tokens))
         }
         Renewal::Refused { reason, kept } => {
@@ -504,6 +453,21 @@ fn after_renewal(
             Ok(None)
         }
         Renewal::Failed(err) => Err(err),
+    }
+}
+
+/// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
+/// that succeeded is never lost to the cache: when they cannot be kept, one warning says why,
+/// and they are handed out all the same; only failing to obtain a token fails the run. The
+/// entry's notes go either way: they were about tokens these replace, and a cool-down left
+/// behind by a login that succeeded would hold off the next one for nothing.
+fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
+    if let Err(err) = cache.save(tokens, lock) {
+        cache.update_state(lock, |state| *state = EntryState::default());
+        crate::log::notice(format!(
+            "warning: the new token is handed out but not cached: {}",
+            crate::error::one_line(&err)
+        ));
     }
 }
 
@@ -587,7 +551,7 @@ fn obtain_new(
 ) -> anyhow::Result<Tokens> {
     if !config.grant.is_user_login() {
         let tokens = provider.obtain()?;
-        renewal::keep(cache, &tokens, lock);
+        keep(cache, &tokens, lock);
         return Ok(tokens);
     }
     let note_failure = |reason: &str| {
@@ -601,7 +565,7 @@ fn obtain_new(
     match provider.obtain() {
         Ok(tokens) => {
             // Keeping clears the note, also when the tokens cannot be kept.
-            renewal::keep(cache, &tokens, lock);
+            keep(cache, &tokens, lock);
             Ok(tokens)
         }
         Err(err) => {

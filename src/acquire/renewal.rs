@@ -14,15 +14,11 @@
 //! never sent again, and the refusal noted; the entry's other tokens stay), an answer without
 //! the token kubectl needs or an unusable one (a rotated refresh token is kept either way: the
 //! old one is spent), or an outage (the entry as it was).
-//!
-//! [`keep`] is how the foreground saves what it obtained, a renewal's tokens or a login's: it
-//! warns instead of failing.
 
-use crate::cache::{Cached, EntryLock, EntryState, Note, TokenCache};
+use crate::cache::{Cached, EntryLock, Note, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, Grant, PasswordSettings, PasswordSource};
 use crate::grants::{ProviderClient, RefreshOutcome};
-use crate::secret::Secret;
 use crate::tokens::Tokens;
 
 /// What renewing an entry without a person came to. What had to be kept of the provider's
@@ -89,8 +85,7 @@ fn refresh<'a>(
         }
         RefreshOutcome::Refreshed(tokens) => {
             // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
-            keep_rotated(
-                cache,
+            cache.save_rotated_refresh_token(
                 &cached.tokens,
                 &refresh_token,
                 tokens.refresh_token,
@@ -102,7 +97,12 @@ fn refresh<'a>(
             refresh_token: rotated,
             error,
         } => {
-            keep_rotated(cache, &cached.tokens, &refresh_token, Some(rotated), lock)?;
+            cache.save_rotated_refresh_token(
+                &cached.tokens,
+                &refresh_token,
+                Some(rotated),
+                lock,
+            )?;
             return Err(error);
         }
         RefreshOutcome::Rejected(reason) => {
@@ -136,36 +136,5 @@ pub(super) fn grant_needs_no_person(config: &Config) -> bool {
         Grant::Authcode | Grant::AuthcodeKeyboard | Grant::DeviceCode | Grant::FederatedToken => {
             false
         }
-    }
-}
-
-/// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
-/// that succeeded is never lost to the cache: when they cannot be kept, one warning says why,
-/// and they are handed out all the same; only failing to obtain a token fails the run. The
-/// entry's notes go either way: they were about tokens these replace, and a cool-down left
-/// behind by a login that succeeded would hold off the next one for nothing.
-pub(super) fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
-    if let Err(err) = cache.save(tokens, lock) {
-        cache.update_state(lock, |state| *state = EntryState::default());
-        crate::log::notice(format!(
-            "warning: the new token is handed out but not cached: {}",
-            crate::error::one_line(&err)
-        ));
-    }
-}
-
-/// After a refresh whose answer could not be used: the provider may have rotated the refresh
-/// token all the same, and the one `sent` is then spent (reusing it can revoke the whole grant),
-/// so the `answered` one is kept with the cached tokens.
-fn keep_rotated(
-    cache: &TokenCache,
-    cached: &Tokens,
-    sent: &Secret,
-    answered: Option<Secret>,
-    lock: &EntryLock,
-) -> anyhow::Result<()> {
-    match answered.filter(|answered| answered != sent) {
-        Some(rotated) => cache.save_rotated_refresh_token(cached, rotated, lock),
-        None => Ok(()),
     }
 }

@@ -249,20 +249,26 @@ impl TokenCache {
         Ok(())
     }
 
-    /// Saves the entry's `tokens` again with `refresh_token`, one the provider rotated in an
-    /// answer that was of no other use (the one sent is spent: reusing it can revoke the whole
-    /// grant). The tokens are the same, so what is noted about them stays.
+    /// After a refresh whose answer was of no other use: the provider may have rotated the
+    /// refresh token all the same, and the one `sent` is then spent (reusing it can revoke the
+    /// whole grant), so the entry's `tokens` are saved again with the `answered` one. They are
+    /// the same tokens, so what is noted about them stays. Nothing to do when the answer had no
+    /// refresh token or the one sent.
     pub(crate) fn save_rotated_refresh_token(
         &self,
         tokens: &Tokens,
-        refresh_token: Secret,
+        sent: &Secret,
+        answered: Option<Secret>,
         lock: &EntryLock,
     ) -> anyhow::Result<()> {
-        let rotated = Tokens {
-            refresh_token: Some(refresh_token),
+        let Some(rotated) = answered.filter(|answered| answered != sent) else {
+            return Ok(());
+        };
+        let kept = Tokens {
+            refresh_token: Some(rotated),
             ..tokens.clone()
         };
-        self.write(&rotated, lock)
+        self.write(&kept, lock)
     }
 
     fn write(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
@@ -290,8 +296,7 @@ impl TokenCache {
         if !self.backend.keeps_entries() {
             return Ok(None);
         }
-        private_file::ensure_private_dir(&self.dir, self.lock_path().parent().unwrap_or(&self.dir))
-            .map_err(|err| fail(Exit::Cache, format!("cannot lock the cache entry: {err}")))?;
+        // The lock creates (or tightens) its private directory itself.
         EntryLock::try_acquire(&self.dir, &self.lock_path())
     }
 
