@@ -7,13 +7,20 @@
 //! the long-lived refresh token goes to the OS keyring when one takes it — it is only needed
 //! to refresh — and otherwise stays in the same private file, which then says so. `disk` keeps
 //! everything in the file, `keyring` everything in the keyring, `none` nothing anywhere. On
-//! Windows "the OS keyring" is a DPAPI-protected file (`protected_file.rs`).
+//! Windows "the OS keyring" is a DPAPI-protected file (`protected_file.rs`), behind the same
+//! interface as the keyring crate's stores (`store.rs`, `keyring_store.rs`).
 //! [`TokenCache::new`] is the one place that turns `--cache-storage` into a backend
-//! (`backends.rs`); the stored form of an entry is `entry.rs`.
+//! (`backends.rs`); the stored form of an entry is `stored_entry.rs`.
 //!
 //! One entry per [`CacheKey`] (`key.rs`): a hash of everything that changes which token the
 //! provider issues. The entry holds both the ID and the access token, so the kind printed is not
 //! part of the key.
+//!
+//! Every file of an entry is the cache's: its tokens (a file, or keyring items and the
+//! secret-free index of `sessions.rs`), its lock (`lock.rs`) and its state, what is noted about
+//! it besides its tokens (`entry_state.rs`: a failed login, a refused refresh token, the
+//! background renewal's back-off). Saving new tokens clears the state, removing the entry
+//! removes it; what the notes mean is for `acquire/` to decide.
 //!
 //! Writers hold the entry's [`EntryLock`] (every writing method takes it as a parameter); readers
 //! on the hit path do not need it, because files are replaced atomically. After taking the lock a
@@ -93,26 +100,22 @@ pub struct TokenCache {
 
 impl TokenCache {
     pub fn new(config: &Config) -> TokenCache {
-        let storage = config.cache.storage;
-        TokenCache {
-            storage,
-            backend: backends::for_storage(storage),
-            dir: config.cache.dir.clone(),
-            key: CacheKey::for_config(config),
-            keyring: Keyring::new(&config.cache.dir),
-            dir_unusable: std::cell::Cell::new(false),
-            last_read: std::cell::RefCell::new(None),
-            about: Some(EntryAbout {
-                issuer: config.issuer_as_given.clone(),
-                client_id: config.client.id.clone(),
-                account: config.account.clone(),
-                subject: None,
-                grant: config.grant.name().to_string(),
-                scopes: config.scopes.clone(),
-                audience: config.audience.clone(),
-                resource: config.resource.clone(),
-            }),
-        }
+        let about = EntryAbout {
+            issuer: config.issuer_as_given.clone(),
+            client_id: config.client.id.clone(),
+            account: config.account.clone(),
+            subject: None,
+            grant: config.grant.name().to_string(),
+            scopes: config.scopes.clone(),
+            audience: config.audience.clone(),
+            resource: config.resource.clone(),
+        };
+        TokenCache::of_entry(
+            config.cache.storage,
+            &config.cache.dir,
+            CacheKey::for_config(config),
+            Some(about),
+        )
     }
 
     /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
@@ -122,15 +125,25 @@ impl TokenCache {
             SessionPlace::File => CacheStorage::Auto,
             SessionPlace::Keyring { .. } => CacheStorage::Keyring,
         };
+        TokenCache::of_entry(storage, dir, session.key.clone(), None)
+    }
+
+    /// The entry `key` under the cache root `dir`, kept as `storage` says.
+    fn of_entry(
+        storage: CacheStorage,
+        dir: &Path,
+        key: CacheKey,
+        about: Option<EntryAbout>,
+    ) -> TokenCache {
         TokenCache {
             storage,
             backend: backends::for_storage(storage),
             dir: dir.to_path_buf(),
-            key: session.key.clone(),
+            key,
             keyring: Keyring::new(dir),
-            about: None,
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
+            about,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The cache's entries as a list, for `kubecred status` and `kubecred logout --all`: what each
-//! is for (issuer, client, account, subject), where it lives, how long its tokens last and
-//! whether it holds a refresh token — never a token.
+//! is for (issuer, client, account, subject), where it lives, how long its tokens last, whether
+//! it holds a refresh token and what is noted about it ([`Session::state`]) — never a token.
 //!
 //! A file entry (`auto`, `disk`) is `tokens/<key>.json`. A `keyring` entry lives only in the OS
 //! keyring, which cannot be listed (the keyring crate looks items up by name only), so its save
