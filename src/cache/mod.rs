@@ -178,7 +178,7 @@ impl TokenCache {
     }
 
     /// The state file of this entry (`<cache_dir>/state/<key>.json`); it may not exist.
-    #[cfg(test)]
+    #[cfg(all(test, unix))]
     pub(crate) fn state_path(&self) -> PathBuf {
         self.state_file().path().to_path_buf()
     }
