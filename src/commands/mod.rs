@@ -28,21 +28,25 @@ use std::ffi::OsString;
 pub fn run(cli: Cli, argv: &[OsString]) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
-        Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, argv, &clock),
+        Command::GetToken(args) => {
+            get_token::run(&resolve(&args, Run::ByKubectl, argv)?, argv, &clock)
+        }
         Command::Login(args) => login::run(
-            &resolve(&args.token, Run::ByPerson)?,
+            &resolve(&args.token, Run::ByPerson, argv)?,
             args.print_token_info,
             &clock,
         ),
-        Command::Logout(args) => logout::run(&args, &clock),
+        Command::Logout(args) => logout::run(&args, argv, &clock),
         Command::Status(args) => status::run(&args, &clock),
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
-        Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
-        Command::Whoami(args) => whoami::run(&args, &clock),
+        Command::Setup(args) => {
+            setup::run(&args, &resolve(&args.token, Run::ByPerson, argv)?, &clock)
+        }
+        Command::Whoami(args) => whoami::run(&args, argv, &clock),
         Command::ConvertKubeconfig(args) => convert::run(&args, &clock),
         Command::RenewAhead(args) => {
-            let config = resolve(&args.token, Run::ByKubectl)?;
+            let config = resolve(&args.token, Run::ByKubectl, argv)?;
             acquire::renew_in_background(&config, args.lock_fd, &clock)?;
             Ok(None)
         }
@@ -60,8 +64,8 @@ enum Run {
     ByPerson,
 }
 
-/// The settings of this run, with the log level set from them.
-fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
+/// The settings of this run (`argv`: its command line), with the log level set from them.
+fn resolve(args: &TokenArgs, run: Run, argv: &[OsString]) -> anyhow::Result<Config> {
     let raw = match std::env::var(env_vars::KUBERNETES_EXEC_INFO) {
         Ok(raw) => Some(raw),
         Err(std::env::VarError::NotPresent) => None,
@@ -79,12 +83,12 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
         use std::io::IsTerminal;
         exec.interactive = std::io::stdin().is_terminal();
     }
-    resolve_with(args, exec)
+    resolve_with(args, exec, argv)
 }
 
 /// The settings of this run for a given exec info (`whoami` builds it from a kubeconfig).
-fn resolve_with(args: &TokenArgs, exec: ExecInfo) -> anyhow::Result<Config> {
-    let config = Config::resolve(args, &Environment::from_process(), exec)?;
+fn resolve_with(args: &TokenArgs, exec: ExecInfo, argv: &[OsString]) -> anyhow::Result<Config> {
+    let config = Config::resolve(args, &Environment::of_process(argv), exec)?;
     crate::log::set_level(config.verbose);
     Ok(config)
 }

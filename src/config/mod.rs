@@ -53,20 +53,27 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// This process's environment, reading its command line again: for a caller that was not
+    /// handed it ([`Environment::of_process`]).
     pub fn from_process() -> Self {
+        Environment::of_process(&std::env::args_os().collect::<Vec<_>>())
+    }
+
+    /// This process's environment, with `argv` the command line it was run with (read once, at
+    /// the top: `process.rs`).
+    pub fn of_process(argv: &[std::ffi::OsString]) -> Self {
         let secret = |name| {
             std::env::var(name)
                 .ok()
                 .filter(|value| !value.trim().is_empty())
                 .map(Secret::new)
         };
-        let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
         Environment {
             verbose: std::env::var(env_vars::KUBECRED_VERBOSE).ok(),
             browser: std::env::var(env_vars::BROWSER).ok(),
             password: secret(env_vars::KUBECRED_PASSWORD),
             client_private_key: secret(env_vars::KUBECRED_CLIENT_PRIVATE_KEY),
-            secrets_on_command_line: secret_flags_on_command_line(&argv),
+            secrets_on_command_line: secret_flags_on_command_line(argv),
             proxy: ProxyEnvironment {
                 variables: env_vars::PROXY_VARIABLES
                     .iter()
