@@ -52,72 +52,65 @@ pub(super) fn renew<'a>(
     provider: &mut Option<ProviderClient<'a>>,
     clock: &'a dyn Clock,
 ) -> Renewal {
-    refresh(config, cache, cached, lock, provider, clock).unwrap_or_else(Renewal::Failed)
-}
-
-fn refresh<'a>(
-    config: &'a Config,
-    cache: &TokenCache,
-    cached: &Cached,
-    lock: &EntryLock,
-    provider: &mut Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
-) -> anyhow::Result<Renewal> {
-    let Some(refresh_token) = cache.refresh_token(cached, lock)? else {
-        return Ok(if grant_needs_no_person(config) {
-            Renewal::NewGrant
-        } else if cached.has_refresh_token() {
-            Renewal::NeedsPerson(
-                "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)",
-            )
-        } else {
-            Renewal::NeedsPerson("the entry has no refresh token and its grant needs a person")
-        });
-    };
-    let provider = match provider {
-        Some(provider) => provider,
-        None => provider.insert(ProviderClient::new(config, clock)?),
-    };
-    let original = cached.tokens.original_identity();
-    Ok(match provider.refresh(&refresh_token, original.as_ref())? {
-        RefreshOutcome::Refreshed(tokens) if tokens.credential(config.token_kind).is_some() => {
-            Renewal::Renewed(tokens)
-        }
-        RefreshOutcome::Refreshed(tokens) => {
-            // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
-            cache.save_rotated_refresh_token(
-                &cached.tokens,
-                &refresh_token,
-                tokens.refresh_token,
-                lock,
-            )?;
-            Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs")
-        }
-        RefreshOutcome::Unusable {
-            refresh_token: rotated,
-            error,
-        } => {
-            cache.save_rotated_refresh_token(
-                &cached.tokens,
-                &refresh_token,
-                Some(rotated),
-                lock,
-            )?;
-            return Err(error);
-        }
-        RefreshOutcome::Rejected(reason) => {
-            // Revoked, or expired at the provider: sending it again can only be refused again.
-            let kept = Tokens {
-                refresh_token: None,
-                ..cached.tokens.clone()
-            };
-            cache.save(&kept, lock)?;
-            cache.update_state(lock, |state| {
-                state.refresh_refused = Some(Note::new(&reason, clock.now()));
+    // Every error on the way is the renewal failing.
+    let mut renewal = || -> anyhow::Result<Renewal> {
+        let Some(refresh_token) = cache.refresh_token(cached, lock)? else {
+            return Ok(if grant_needs_no_person(config) {
+                Renewal::NewGrant
+            } else if cached.has_refresh_token() {
+                Renewal::NeedsPerson(
+                    "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)",
+                )
+            } else {
+                Renewal::NeedsPerson("the entry has no refresh token and its grant needs a person")
             });
-            Renewal::Refused { reason, kept }
-        }
-    })
+        };
+        let provider = match provider {
+            Some(provider) => provider,
+            None => provider.insert(ProviderClient::new(config, clock)?),
+        };
+        let original = cached.tokens.original_identity();
+        Ok(match provider.refresh(&refresh_token, original.as_ref())? {
+            RefreshOutcome::Refreshed(tokens) if tokens.credential(config.token_kind).is_some() => {
+                Renewal::Renewed(tokens)
+            }
+            RefreshOutcome::Refreshed(tokens) => {
+                // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
+                cache.save_rotated_refresh_token(
+                    &cached.tokens,
+                    &refresh_token,
+                    tokens.refresh_token,
+                    lock,
+                )?;
+                Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs")
+            }
+            RefreshOutcome::Unusable {
+                refresh_token: rotated,
+                error,
+            } => {
+                cache.save_rotated_refresh_token(
+                    &cached.tokens,
+                    &refresh_token,
+                    Some(rotated),
+                    lock,
+                )?;
+                return Err(error);
+            }
+            RefreshOutcome::Rejected(reason) => {
+                // Revoked, or expired at the provider: sending it again can only be refused again.
+                let kept = Tokens {
+                    refresh_token: None,
+                    ..cached.tokens.clone()
+                };
+                cache.save(&kept, lock)?;
+                cache.update_state(lock, |state| {
+                    state.refresh_refused = Some(Note::new(&reason, clock.now()));
+                });
+                Renewal::Refused { reason, kept }
+            }
+        })
+    };
+    renewal().unwrap_or_else(Renewal::Failed)
 }
 
 /// Whether the configured grant yields a new token without a person.
