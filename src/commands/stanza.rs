@@ -199,7 +199,7 @@ pub(super) fn resolve(
         Ok(None) => return Err(Unresolved::NotGetToken),
         Err(err) => return Err(Unresolved::Usage(cli::usage_error_line(&err, &argv))),
     };
-    Config::resolve(&token_args, &Environment::with_variables(var), exec)
+    Config::resolve(&token_args, &Environment::with_variables(var, &argv), exec)
         .map_err(Unresolved::Settings)
 }
 

@@ -18,16 +18,21 @@ use crate::config::Config;
 use crate::error::{Exit, fail};
 use crate::exec_credential::{ClusterInfo, ExecInfo, V1, V1BETA1};
 use crate::kubeconfig;
+use std::ffi::OsString;
 use std::fmt::Write;
 
-pub(super) fn run(args: &WhoamiArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+pub(super) fn run(
+    args: &WhoamiArgs,
+    argv: &[OsString],
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<String>> {
     // Read first: a file with a mistake is reported before any login.
     let authn = args
         .authentication_config
         .as_deref()
         .map(AuthenticationConfiguration::load)
         .transpose()?;
-    let (config, source) = settings(args)?;
+    let (config, source) = settings(args, argv)?;
     let tokens = acquire::tokens(&config, clock)?;
     let claims = claims_table::of_credential(&config, &tokens)?;
     let now = clock.now();
@@ -76,10 +81,10 @@ pub(super) fn run(args: &WhoamiArgs, clock: &dyn Clock) -> anyhow::Result<Option
     }
 }
 
-/// The settings to use, and a line saying where they came from.
-fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
+/// The settings to use (`command_line`: this run's), and a line saying where they came from.
+fn settings(args: &WhoamiArgs, command_line: &[OsString]) -> anyhow::Result<(Config, String)> {
     if args.token.issuer_url.is_some() {
-        let config = super::resolve(&args.token, super::Run::ByPerson)?;
+        let config = super::resolve(&args.token, super::Run::ByPerson, command_line)?;
         return Ok((config, "Settings: from the command line".into()));
     }
     let files = kubeconfig::paths(args.kubeconfig.as_deref());
