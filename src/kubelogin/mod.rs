@@ -9,6 +9,9 @@
 //! only for compatibility, and each is mapped or ignored with a notice — never silently dropped
 //! when dropping it could weaken or misdirect a login.
 
+pub mod command_line;
+pub mod token_cache;
+
 use crate::error::{Exit, fail};
 use clap::Args;
 use std::ffi::OsString;
