@@ -212,7 +212,9 @@ pub struct TokenArgs {
     #[arg(long, env = "KUBECRED_LOCK_TIMEOUT", value_name = "DURATION")]
     pub lock_timeout: Option<String>,
 
-    /// Redirect URI for browser logins; its port is replaced by the listener's [default: http://localhost:PORT/callback].
+    /// Redirect URI for browser logins, sent exactly as written; one that names no port gets the
+    /// listener's, one that names a port is listened on there (unless --listen-address says
+    /// where) [default: http://localhost:PORT/callback].
     #[arg(
         long,
         env = "KUBECRED_REDIRECT_URL",
@@ -221,8 +223,9 @@ pub struct TokenArgs {
     )]
     pub redirect_url: Option<String>,
 
-    /// Loopback address:port for the login listener, tried in order; repeatable. Port 0 = any free port
-    /// [default: 127.0.0.1:8000, 127.0.0.1:18000].
+    /// Loopback address:port (or localhost:port) for the login listener, tried in order;
+    /// repeatable. Port 0 = any free port [default: the port --redirect-url names, else
+    /// 127.0.0.1:8000, 127.0.0.1:18000].
     #[arg(
         long,
         env = "KUBECRED_LISTEN_ADDRESS",

@@ -11,6 +11,7 @@
 
 mod extension;
 mod federation;
+mod redirect_uri;
 mod settings;
 #[cfg(test)]
 mod tests;
@@ -20,6 +21,7 @@ pub use federation::{
     CredentialSource, PasswordSettings, PasswordSource, PrivateKeyPem, PrivateKeySettings,
     SecretOnCommandLine, SubjectTokenSettings, TOKEN_TYPE_JWT, secret_flags_on_command_line,
 };
+pub use redirect_uri::RedirectUri;
 pub use settings::*;
 
 use crate::cli::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
@@ -94,7 +96,7 @@ impl Config {
         let client = resolve_client(args, env, &ext, grant)?;
         let request = resolve_token_request(args, &ext, grant)?;
         let http = resolve_http(args, env, &ext, &kubelogin)?;
-        let login = resolve_login(args, env, &kubelogin)?;
+        let login = resolve_login(args, env, &kubelogin, grant)?;
         let cache = resolve_cache(args, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
         Ok(Config {
@@ -138,7 +140,7 @@ pub fn resolve_relay_side(
 ) -> anyhow::Result<(LoginSettings, u8)> {
     let kubelogin = kubelogin::resolve(&args.kubelogin)?;
     Ok((
-        resolve_login(args, env, &kubelogin)?,
+        resolve_login(args, env, &kubelogin, Grant::Authcode)?,
         resolve_verbosity(args, env),
     ))
 }
@@ -504,30 +506,8 @@ fn resolve_login(
     args: &TokenArgs,
     env: &Environment,
     kubelogin: &KubeloginSettings,
+    grant: Grant,
 ) -> anyhow::Result<LoginSettings> {
-    let raw_addresses: Vec<String> = if args.listen_address.is_empty() {
-        DEFAULT_LISTEN_ADDRESSES
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    } else {
-        args.listen_address.clone()
-    };
-    let listen_addresses = raw_addresses
-        .iter()
-        .map(|raw| parse_listen_address(raw))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-
-    let auth_params = args
-        .auth_params
-        .iter()
-        .flat_map(|value| split_pairs(value))
-        .map(|pair| match pair.split_once('=') {
-            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
-            _ => Err(input(format!("--auth-param {pair:?} is not KEY=VALUE"))),
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-
     let callback_tls = match (&args.local_server_cert, &args.local_server_key) {
         (Some(cert), Some(key)) => Some(CallbackTls {
             cert: cert.clone(),
@@ -540,8 +520,41 @@ fn resolve_login(
             ));
         }
     };
+    let redirect = resolve_redirect_url(args, kubelogin, callback_tls.is_some(), grant)?;
+    let listen_addresses = if !args.listen_address.is_empty() {
+        args.listen_address
+            .iter()
+            .map(|raw| parse_listen_address(raw))
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else if let Some(port) = redirect
+        .written_port()
+        .filter(|_| grant != Grant::AuthcodeKeyboard)
+    {
+        // The redirect URI names its port: the provider sends the browser there and nowhere
+        // else, so the listener is there (or the login fails at once when it is taken).
+        vec![SocketAddr::new(
+            IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            port,
+        )]
+    } else {
+        DEFAULT_LISTEN_ADDRESSES
+            .iter()
+            .map(|raw| parse_listen_address(raw))
+            .collect::<anyhow::Result<Vec<_>>>()?
+    };
+
+    let auth_params = args
+        .auth_params
+        .iter()
+        .flat_map(|value| split_pairs(value))
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+            _ => Err(input(format!("--auth-param {pair:?} is not KEY=VALUE"))),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+
     Ok(LoginSettings {
-        redirect_url: resolve_redirect_url(args, kubelogin, callback_tls.is_some())?,
+        redirect,
         listen_addresses,
         callback_tls,
         // --pkce, when given, wins over kubelogin's --oidc-pkce-method.
@@ -560,9 +573,19 @@ fn resolve_login(
 }
 
 fn parse_listen_address(raw: &str) -> anyhow::Result<SocketAddr> {
+    // `localhost:PORT`, as kubelogin takes it (Go listens on the name's first address, IPv4's).
+    let localhost_port = raw
+        .strip_prefix("localhost:")
+        .and_then(|port| port.parse::<u16>().ok());
+    if let Some(port) = localhost_port {
+        return Ok(SocketAddr::new(
+            IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            port,
+        ));
+    }
     let addr: SocketAddr = raw.parse().map_err(|_| {
         input(format!(
-            "--listen-address {raw:?} is not an IP:port (e.g. 127.0.0.1:8000 or [::1]:0)"
+            "--listen-address {raw:?} is not an IP:port or localhost:port (e.g. 127.0.0.1:8000, [::1]:0, localhost:8000)"
         ))
     })?;
     if !addr.ip().is_loopback() {
@@ -573,26 +596,30 @@ fn parse_listen_address(raw: &str) -> anyhow::Result<SocketAddr> {
     Ok(addr)
 }
 
-/// `--redirect-url`; else the default with kubelogin's `--oidc-redirect-url-hostname` as host;
-/// else the default. It must be on a loopback host (the listener receives it), http — or https
-/// when the listener serves TLS (`--local-server-cert`).
+/// `--redirect-url` as written; else the default with kubelogin's `--oidc-redirect-url-hostname`
+/// as host; else the default. It is sent as it is (`RedirectUri`): only a port goes into one
+/// that names none. It must be on a loopback host (the listener receives it), http — or https
+/// when the listener serves TLS (`--local-server-cert`); for `authcode-keyboard`, where the
+/// person copies the code, any absolute URI the provider has registered.
 fn resolve_redirect_url(
     args: &TokenArgs,
     kubelogin: &KubeloginSettings,
     tls: bool,
-) -> anyhow::Result<Url> {
+    grant: Grant,
+) -> anyhow::Result<RedirectUri> {
     let scheme = if tls { "https" } else { "http" };
     let default = || {
-        let mut url = Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses");
-        url.set_scheme(scheme)
-            .expect("http and https are interchangeable schemes");
-        url
+        let text = DEFAULT_REDIRECT_URL.replacen("http", scheme, 1);
+        RedirectUri::parse(&text).expect("the default redirect URL parses")
     };
     match (&args.redirect_url, &kubelogin.redirect_host) {
         (Some(raw), _) => {
-            let url = Url::parse(raw)
-                .map_err(|err| input(format!("--redirect-url {raw:?} is not a URL: {err}")))?;
-            if url.scheme() != scheme || !is_loopback_host(&url) {
+            let uri = RedirectUri::parse(raw)
+                .map_err(|why| input(format!("--redirect-url {raw:?} {why}")))?;
+            if grant == Grant::AuthcodeKeyboard {
+                return Ok(uri);
+            }
+            if uri.url().scheme() != scheme || !is_loopback_host(uri.url()) {
                 let why = if tls {
                     "https on localhost or a loopback address: with --local-server-cert the listener serves https"
                 } else {
@@ -600,17 +627,31 @@ fn resolve_redirect_url(
                 };
                 return Err(input(format!("--redirect-url {raw} must be {why}")));
             }
-            Ok(url)
+            if uri.written_port() == Some(0) {
+                return Err(input(format!(
+                    "--redirect-url {raw} names port 0: leave the port out, and the listener's goes in"
+                )));
+            }
+            Ok(uri)
         }
         // kubelogin's way to change only the host of the default redirect URL.
         (None, Some(host)) => {
-            let mut url = default();
+            let mut url = default().url().clone();
             if url.set_host(Some(host)).is_err() || !is_loopback_host(&url) {
                 return Err(input(format!(
                     "--oidc-redirect-url-hostname {host:?} must be localhost or a loopback address"
                 )));
             }
-            Ok(url)
+            let text = format!(
+                "{scheme}://{}{}",
+                url.host_str().unwrap_or(host),
+                url.path()
+            );
+            RedirectUri::parse(&text).map_err(|why| {
+                input(format!(
+                    "--oidc-redirect-url-hostname {host:?}: {text} {why}"
+                ))
+            })
         }
         (None, None) => Ok(default()),
     }

@@ -144,15 +144,19 @@ function freshStats() {
 let stats = freshStats();
 const devicePolls = new Map(); // device_code -> number of polls seen (for deviceSlowDown)
 
-// The provider's requests as they arrived (GET /__testbed/requests): method, path (no query) and
-// headers (names in lower case), so that tests see what a client sent, e.g. its extra headers.
+// The provider's requests as they arrived (GET /__testbed/requests): method, path, the query as
+// sent (undecoded: `?…&redirect_uri=http%3A%2F%2Flocalhost%3A8000&…`), headers (names in lower
+// case), and for a token request the form's grant_type, redirect_uri, audience, resource and
+// scope (no secret), so that tests see what a client sent, byte for byte.
 // Also the GitHub Actions stand-in's; not the rest of the admin API's, not the API stand-in's own
 // fetches; the latest REQUEST_LOG_LIMIT only.
 const REQUEST_LOG_LIMIT = 500;
 let requestLog = [];
 function recordRequest(req, url) {
   if (req.headers['x-testbed-internal'] === '1') return;
-  requestLog.push({ method: req.method, path: url.pathname, headers: { ...req.headers } });
+  const entry = { method: req.method, path: url.pathname, query: url.search, headers: { ...req.headers } };
+  req.testbedEntry = entry;
+  requestLog.push(entry);
   if (requestLog.length > REQUEST_LOG_LIMIT) requestLog = requestLog.slice(-REQUEST_LOG_LIMIT);
 }
 
@@ -343,7 +347,12 @@ async function renderError(ctx, out) {
 // Provider configuration
 // ---------------------------------------------------------------------------------------------
 const BASE_RS_SCOPES = ['openid', 'profile', 'email', 'groups', 'offline_access'];
-const REDIRECT_URIS = ['http://localhost/callback', 'http://127.0.0.1/callback', 'http://[::1]/callback'];
+// kubecred's default redirect URIs, and int128/kubelogin's and MSAL's (`http://localhost:PORT`, no
+// path). oidc-provider compares loopback redirect URIs of native clients without their port and
+// after URL normalisation (`http://localhost:8000` and `http://localhost:8000/` both match
+// `http://localhost`): what a client sent byte for byte is in GET /__testbed/requests.
+const REDIRECT_URIS = ['http://localhost/callback', 'http://127.0.0.1/callback', 'http://[::1]/callback',
+  'http://localhost'];
 
 const CLIENTS = [
   {
@@ -562,6 +571,13 @@ function testbedMiddleware() {
       }
       if (federated?.body) ctx.req.body = federated.body;
       const grantType = params.get('grant_type') ?? '(none)';
+      if (ctx.req.testbedEntry) {
+        const form = {};
+        for (const name of ['grant_type', 'redirect_uri', 'audience', 'resource', 'scope']) {
+          if (params.has(name)) form[name] = params.getAll(name);
+        }
+        ctx.req.testbedEntry.form = form;
+      }
       stats.token[grantType] = (stats.token[grantType] ?? 0) + 1;
       stats.token.total += 1;
 
