@@ -47,7 +47,7 @@ pub(super) fn kubecred_stanza(
 /// (`setup/advice.rs`, `exec_env`), convert's the secret itself.
 pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     let mut out = vec!["get-token".to_string()];
-    // An empty value is a switch, printed alone: get-token refuses `--use-access-token=true`.
+    // An empty value is a switch, printed alone.
     let mut flag = |name: &str, value: Option<String>| match value {
         Some(value) if value.is_empty() => out.push(format!("--{name}")),
         Some(value) => out.push(format!("--{name}={value}")),
@@ -76,7 +76,9 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
         args.grant_type
             .and_then(|g| enum_name(&|| g.to_possible_value())),
     );
-    flag("use-access-token", args.use_access_token.then(String::new));
+    let on_off =
+        |value: Option<bool>| value.map(|on| if on { String::new() } else { "false".into() });
+    flag("use-access-token", on_off(args.use_access_token));
     flag("audience", args.audience.clone());
     flag("resource", args.resource.clone());
     flag(
@@ -98,7 +100,7 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     }
     flag(
         "insecure-skip-tls-verify",
-        args.insecure_skip_tls_verify.then(String::new),
+        on_off(args.insecure_skip_tls_verify),
     );
     flag("min-validity", args.min_validity.clone());
     flag("refresh-ahead", args.refresh_ahead.clone());
@@ -110,10 +112,7 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     }
     flag("pkce", args.pkce.map(|b| b.to_string()));
     flag("browser-command", args.browser_command.clone());
-    flag(
-        "skip-open-browser",
-        args.skip_open_browser.then(String::new),
-    );
+    flag("skip-open-browser", on_off(args.skip_open_browser));
     flag("auth-timeout", args.auth_timeout.clone());
     flag("login-cooldown", args.login_cooldown.clone());
     for param in &args.auth_params {
@@ -197,7 +196,11 @@ pub(super) fn resolve(
     let token_args = match cli::parse_stanza_get_token_in(argv.clone(), &var) {
         Ok(Some(token_args)) => token_args,
         Ok(None) => return Err(Unresolved::NotGetToken),
-        Err(err) => return Err(Unresolved::Usage(cli::usage_error_line(&err, &argv))),
+        Err(err) => {
+            return Err(Unresolved::Usage(cli::usage_error_line_in(
+                &err, &argv, &var,
+            )));
+        }
     };
     Config::resolve(&token_args, &Environment::with_variables(var), exec)
         .map_err(Unresolved::Settings)
@@ -286,7 +289,12 @@ mod tests {
             "get-token --issuer-url=https://i --client-id=c",
             &[("KUBECRED_SKIP_OPEN_BROWSER", "maybe")],
         ) {
-            Unresolved::Usage(line) => assert!(line.contains("maybe"), "{line}"),
+            Unresolved::Usage(line) => assert!(
+                line.starts_with(
+                    "invalid value 'maybe' in KUBECRED_SKIP_OPEN_BROWSER (for --skip-open-browser)"
+                ),
+                "{line}"
+            ),
             other => panic!("{other:?}"),
         }
         assert!(matches!(

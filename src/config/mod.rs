@@ -97,6 +97,7 @@ impl Config {
         let request = resolve_token_request(args, &ext, grant)?;
         let http = resolve_http(args, env, &ext, &kubelogin)?;
         let login = resolve_login(args, env, &kubelogin, grant)?;
+        check_token_request_params(&login, &request, grant)?;
         let cache = resolve_cache(args, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
         Ok(Config {
@@ -120,7 +121,7 @@ impl Config {
             resource: request.resource,
             http,
             cache,
-            force_refresh: args.force_refresh,
+            force_refresh: args.force_refresh.unwrap_or(false),
             min_validity: resolve_min_validity(args, &ext)?,
             refresh_ahead: resolve_refresh_ahead(args, &ext)?,
             login,
@@ -320,8 +321,29 @@ fn resolve_token_request(
     ext: &Extension,
     grant: Grant,
 ) -> anyhow::Result<TokenRequest> {
+    let use_access_token = match args.use_access_token {
+        Some(given) => Some(given),
+        None => ext.bool("useAccessToken")?,
+    };
+    // Grants without a user print the access token unless told otherwise: client credentials
+    // may print the ID token the provider issues with `openid` (int128/kubelogin's default),
+    // token exchange and the federated token have none (the exchange returns the issued token
+    // as `access_token`, whatever its type).
+    let token_kind = match (use_access_token, grant) {
+        (Some(true), _) => TokenKind::AccessToken,
+        (Some(false), Grant::ClientCredentials) => TokenKind::IdToken,
+        (Some(false), _) if grant.is_user_login() => TokenKind::IdToken,
+        (Some(false), _) => {
+            return Err(input(format!(
+                "--use-access-token=false asks for an ID token, which --grant-type {} does not give; leave it out",
+                grant.name()
+            )));
+        }
+        (None, _) if grant.is_user_login() => TokenKind::IdToken,
+        (None, _) => TokenKind::AccessToken,
+    };
     let mut scopes = Vec::new();
-    if grant.is_user_login() {
+    if token_kind == TokenKind::IdToken || grant.is_user_login() {
         scopes.push("openid".to_string());
     }
     let given_scopes = if args.scopes.is_empty() {
@@ -335,20 +357,43 @@ fn resolve_token_request(
         }
     }
 
-    let use_access_token = args.use_access_token || ext.bool("useAccessToken")?.unwrap_or(false);
-    // Grants without a user have no ID token: the access token is the credential (token
-    // exchange returns the issued token as `access_token`, whatever its type).
-    let token_kind = if use_access_token || !grant.is_user_login() {
-        TokenKind::AccessToken
-    } else {
-        TokenKind::IdToken
-    };
     Ok(TokenRequest {
         scopes,
         token_kind,
         audience: args.audience.clone().or(ext.string("audience")?),
         resource: args.resource.clone().or(ext.string("resource")?),
     })
+}
+
+/// `--auth-param`s go with the client credentials token request (it has no authorization
+/// request): none may be a parameter the request sets itself.
+fn check_token_request_params(
+    login: &LoginSettings,
+    request: &TokenRequest,
+    grant: Grant,
+) -> anyhow::Result<()> {
+    if grant != Grant::ClientCredentials {
+        return Ok(());
+    }
+    const SET_BY_KUBECRED: [&str; 6] = [
+        "grant_type",
+        "scope",
+        "client_id",
+        "client_secret",
+        "client_assertion",
+        "client_assertion_type",
+    ];
+    for (name, _) in &login.auth_params {
+        let taken = SET_BY_KUBECRED.contains(&name.as_str())
+            || (name == "audience" && request.audience.is_some())
+            || (name == "resource" && request.resource.is_some());
+        if taken {
+            return Err(input(format!(
+                "--auth-param {name}=…: the client credentials request sets {name} itself (with client credentials the --auth-params go with the token request); use its own setting"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The extra CAs (files, base64 from flags or the extension), TLS verification, the timeout,
@@ -382,7 +427,7 @@ fn resolve_http(
     Ok(HttpSettings {
         tls: TlsSettings {
             extra_ca_pems,
-            insecure_skip_verify: args.insecure_skip_tls_verify,
+            insecure_skip_verify: args.insecure_skip_tls_verify.unwrap_or(false),
         },
         timeout: duration_or(&args.http_timeout, "--http-timeout", DEFAULT_HTTP_TIMEOUT)?,
         proxy: env.proxy.clone(),
@@ -659,7 +704,7 @@ fn resolve_redirect_url(
 
 /// `--skip-open-browser`, else `--browser-command`, else `$BROWSER`, else the system browser.
 fn resolve_browser(args: &TokenArgs, env: &Environment) -> anyhow::Result<BrowserChoice> {
-    if args.skip_open_browser {
+    if args.skip_open_browser.unwrap_or(false) {
         return Ok(BrowserChoice::Skip);
     }
     let command = args

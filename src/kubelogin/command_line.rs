@@ -94,6 +94,11 @@ const ROOT_FLAGS: [Flag; 20] = [
     Flag::boolean("help").with_short('h'),
 ];
 
+/// The flags cobra knows before kubelogin's subcommand: the root command's and klog's.
+pub(crate) fn root_flags() -> Vec<Flag> {
+    ROOT_FLAGS.iter().chain(&KLOG_FLAGS).copied().collect()
+}
+
 /// kubelogin's default login timeout and listen addresses (pkg/cmd/cmd.go).
 pub const DEFAULT_AUTH_TIMEOUT_SEC: i64 = 180;
 pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
@@ -195,8 +200,7 @@ pub enum Read {
 /// Reads `words` (what follows `kubelogin`, or `kubectl oidc-login`) as kubelogin does, with
 /// `env` the environment it runs in (for `KUBECACHEDIR` and `HOME`).
 pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
-    let root: Vec<Flag> = ROOT_FLAGS.iter().chain(&KLOG_FLAGS).copied().collect();
-    let Some(at) = pflag::subcommand_at(words, &root) else {
+    let Some(at) = pflag::subcommand_at(words, &root_flags()) else {
         return Read::OtherCommand("its standalone login (no get-token), which writes the kubeconfig and prints no credential".into());
     };
     match words[at].as_str() {

@@ -377,6 +377,7 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
         env: env_out,
         tokens,
         notes,
+        kubelogin: None,
     })
 }
 

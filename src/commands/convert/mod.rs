@@ -54,9 +54,18 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         user.step = match step {
             Step::Planned(conversion) => {
                 match stanza::resolve(&conversion.args, &conversion.env, ExecInfo::absent()) {
-                    Ok(config) => Step::Ready {
-                        conversion,
-                        config: Box::new(config),
+                    Ok(config) => match conversion
+                        .kubelogin
+                        .as_ref()
+                        .and_then(|line| sources::differs_from_kubelogin(&config, line))
+                    {
+                        Some(difference) => {
+                            Step::Skipped(format!("stays with int128/kubelogin: {difference}"))
+                        }
+                        None => Step::Ready {
+                            conversion,
+                            config: Box::new(config),
+                        },
                     },
                     Err(refused) => Step::Skipped(format!(
                         "kubecred would refuse the converted stanza: {}",
@@ -264,27 +273,9 @@ fn carry(
         Tokens::NotNeeded => return Ok("no tokens to carry: its grant needs no person".into()),
         Tokens::Unreadable(why) => return Ok(logs_in(why)),
         Tokens::InKubeconfig(carried) => (carried.clone(), None),
-        Tokens::KubeloginCache {
-            dir,
-            storage,
-            access_token,
-        } => match kubelogin_cache::find(
-            dir,
-            *storage,
-            &config.issuer_as_given,
-            &config.client.id,
-            *access_token,
-        ) {
-            Ok(Some(found)) => (found.carried, Some(found.place)),
-            Ok(None) => {
-                return Ok(logs_in(&format!(
-                    "kubelogin's cache {} holds no login of {} for client {}",
-                    dir.display(),
-                    config.issuer_as_given,
-                    config.client.id
-                )));
-            }
-            Err(reason) => return Ok(logs_in(&reason)),
+        Tokens::KubeloginCache(cache) => match kubelogin_cache::find(cache) {
+            Ok(found) => (found.carried, Some(found.place)),
+            Err(why) => return Ok(logs_in(&why)),
         },
     };
     if carried.id_token.is_none() && carried.refresh_token.is_none() {
