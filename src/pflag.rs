@@ -117,8 +117,7 @@ pub(crate) fn parse(words: &[String], table: &[Flag]) -> Result<Parsed, String> 
         };
         // `-abc`: shorthands in a row; one that takes a value takes the rest of the word (after
         // an `=`, if any), or else the next word.
-        let mut chars = shorts.char_indices();
-        while let Some((at, short)) = chars.next() {
+        for (at, short) in shorts.char_indices() {
             let flag = table
                 .iter()
                 .find(|flag| flag.short == Some(short))

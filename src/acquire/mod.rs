@@ -23,7 +23,7 @@ mod renewal;
 #[cfg(test)]
 mod tests;
 
-pub use adopt::{Adopted, Carried, adopt};
+pub use adopt::{Adopted, Carried, adopt, preview};
 pub(crate) use entry_state::{EntryState, StateFile};
 pub use renew_ahead::run as renew_in_background;
 

@@ -272,6 +272,40 @@ mod tests {
         );
     }
 
+    /// A stanza's env that moves the home or cache directory moves kubecred's cache as it
+    /// moves the plugin's, which `directories` (reading only this process) would not see.
+    #[cfg(all(unix, not(target_os = "macos")))]
+    #[test]
+    fn a_stanzas_home_and_cache_variables_move_the_cache_directory() {
+        let dir = |vars: &[(&str, &str)]| {
+            resolve(
+                &words("get-token --issuer-url=https://idp.example --client-id=c"),
+                &env(vars),
+                ExecInfo::absent(),
+            )
+            .unwrap()
+            .cache
+            .dir
+        };
+        assert_eq!(
+            dir(&[("XDG_CACHE_HOME", "/srv/xdg")]),
+            std::path::PathBuf::from("/srv/xdg/kubecred")
+        );
+        assert_eq!(
+            dir(&[("HOME", "/home/other"), ("XDG_CACHE_HOME", "")]),
+            std::path::PathBuf::from("/home/other/.cache/kubecred")
+        );
+        assert_eq!(
+            dir(&[("HOME", "/home/other"), ("KUBECRED_CACHE_DIR", "/srv/kc")]),
+            std::path::PathBuf::from("/srv/kc")
+        );
+        // Where it sets neither, the cache is where `directories` puts this process's.
+        assert_eq!(
+            dir(&[]),
+            crate::config::resolve_cache_dir(&Default::default()).unwrap()
+        );
+    }
+
     #[test]
     fn a_stanza_kubecred_refuses_says_why() {
         let refused = |args: &str, vars: &[(&str, &str)]| {

@@ -52,6 +52,10 @@ pub struct Environment {
     pub secrets_on_command_line: Vec<SecretOnCommandLine>,
     /// The proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …), for the HTTP client.
     pub proxy: ProxyEnvironment,
+    /// The per-user cache directory where this environment's variables move it away from this
+    /// process's (a kubeconfig stanza's `env` setting `HOME` or `XDG_CACHE_HOME`); `None`: the
+    /// one the `directories` crate finds for this process.
+    pub user_cache_dir: Option<PathBuf>,
 }
 
 impl Environment {
@@ -69,7 +73,11 @@ impl Environment {
                 .map(Secret::new)
         };
         let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let moved = [env_vars::HOME, env_vars::XDG_CACHE_HOME]
+            .iter()
+            .any(|name| var(name) != std::env::var_os(name));
         Environment {
+            user_cache_dir: if moved { user_cache_dir_in(&var) } else { None },
             verbose: text(env_vars::KUBECRED_VERBOSE),
             browser: text(env_vars::BROWSER),
             password: secret(env_vars::KUBECRED_PASSWORD),
@@ -98,7 +106,7 @@ impl Config {
         let http = resolve_http(args, env, &ext, &kubelogin)?;
         let login = resolve_login(args, env, &kubelogin, grant)?;
         check_token_request_params(&login, &request, grant)?;
-        let cache = resolve_cache(args, &login, &http)?;
+        let cache = resolve_cache(args, env, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
         Ok(Config {
             issuer,
@@ -504,10 +512,14 @@ fn parse_request_header(pair: &str) -> anyhow::Result<RequestHeader> {
 /// login and a few HTTP requests).
 fn resolve_cache(
     args: &TokenArgs,
+    env: &Environment,
     login: &LoginSettings,
     http: &HttpSettings,
 ) -> anyhow::Result<CacheSettings> {
-    let dir = resolve_cache_dir(&args.cache)?;
+    let dir = match (&args.cache.cache_dir, &env.user_cache_dir) {
+        (None, Some(dir)) => dir.clone(),
+        _ => resolve_cache_dir(&args.cache)?,
+    };
     let storage = match args.cache_storage {
         None | Some(CacheStorageArg::Auto) => CacheStorage::Auto,
         Some(CacheStorageArg::Disk) => CacheStorage::Disk,
@@ -535,6 +547,28 @@ pub fn resolve_cache_dir(arg: &CacheDirArg) -> anyhow::Result<PathBuf> {
     directories::ProjectDirs::from("", "", "kubecred")
         .map(|dirs| dirs.cache_dir().to_path_buf())
         .ok_or_else(|| input("cannot find a home directory for the token cache; pass --cache-dir"))
+}
+
+/// The per-user cache directory as the `directories` crate finds it, in an environment of
+/// `var` rather than this process's (the crate reads only this process's): for a kubeconfig
+/// stanza whose `env` moves it. `None` where the place is not the environment's to say (Windows:
+/// the known folder), or without a home directory.
+fn user_cache_dir_in(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    if cfg!(windows) {
+        return None;
+    }
+    let home = var(env_vars::HOME)
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    let base = if cfg!(target_os = "macos") {
+        home?.join("Library/Caches")
+    } else {
+        match var(env_vars::XDG_CACHE_HOME).map(PathBuf::from) {
+            Some(xdg) if xdg.is_absolute() => xdg,
+            _ => home?.join(".cache"),
+        }
+    };
+    Some(base.join("kubecred"))
 }
 
 /// The lock wait when --lock-timeout is not given: the holder may run discovery, a whole login,

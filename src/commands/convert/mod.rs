@@ -31,7 +31,7 @@ mod plan;
 mod sources;
 
 use super::stanza::{self, Unresolved};
-use crate::acquire::{self, Adopted, Carried};
+use crate::acquire::{self, Adopted};
 use crate::cli::ConvertArgs;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -260,8 +260,9 @@ fn stanza_command() -> (String, Option<String>) {
     (path, Some(note))
 }
 
-/// The user's tokens into kubecred's cache (or, in a dry run, what would go there): the report
-/// text. `Err`: the user is left as it is, and why.
+/// The user's tokens into kubecred's cache (or, in a dry run, what would go there: the same
+/// decisions short of the ID token's signature, `acquire::preview`): the report text, worded
+/// alike for both. `Err`: the user is left as it is, and why.
 fn carry(
     config: &Config,
     conversion: &Conversion,
@@ -282,39 +283,49 @@ fn carry(
         return Ok(logs_in("it holds no ID token or refresh token"));
     }
     let from = place.map(|p| format!(" from {p}")).unwrap_or_default();
-    if dry_run {
-        return Ok(format!(
-            "{}{from}, once verified at {}",
-            would_carry(&carried, clock.now()),
-            config.issuer_as_given
-        ));
-    }
-    match acquire::adopt(config, carried, clock) {
+    let (taken, carry) = if dry_run {
+        (acquire::preview(config, carried, clock), "would carry")
+    } else {
+        (acquire::adopt(config, carried, clock), "carried")
+    };
+    // Where the tokens go: kubecred's cache the stanza resolves to (its env may move it), and
+    // the keyring where its storage puts them there.
+    let into = match config.cache.storage {
+        crate::config::CacheStorage::Keyring => format!(
+            " into the OS keyring (kubecred's index in {})",
+            config.cache.dir.display()
+        ),
+        _ => format!(" into {}", config.cache.dir.display()),
+    };
+    match taken {
         Ok(Adopted::Saved {
             id_token_until,
             id_token_expired_at,
             refresh_token,
         }) => Ok(match (id_token_until, refresh_token) {
             (Some(until), true) => format!(
-                "carried the ID token (valid until {}) and the refresh token{from}",
+                "{carry} the ID token (valid until {}) and the refresh token{from}{into}",
                 utc(until)
             ),
             (Some(until), false) => format!(
-                "carried the ID token (valid until {}){from}; it has no refresh token, so a login follows when it runs out",
+                "{carry} the ID token (valid until {}){from}{into}; it has no refresh token, so a login follows when it runs out",
                 utc(until)
             ),
             (None, _) => match id_token_expired_at {
                 Some(at) => format!(
-                    "carried the refresh token{from}; the ID token expired at {} and was dropped (the first kubectl call refreshes it)",
-                    utc(at)
+                    "{carry} the refresh token{from}{into}; the ID token expired at {} and {} dropped (the first kubectl call refreshes it)",
+                    utc(at),
+                    if dry_run { "would be" } else { "was" }
                 ),
-                None => format!("carried the refresh token{from} (the first kubectl call refreshes)"),
+                None => format!(
+                    "{carry} the refresh token{from}{into} (the first kubectl call refreshes)"
+                ),
             },
         }),
-        Ok(Adopted::AlreadyCached) => Ok(
-            "tokens not carried: kubecred's cache already holds a login for these settings, which is kept"
-                .into(),
-        ),
+        Ok(Adopted::AlreadyCached) => Ok(format!(
+            "tokens not carried: kubecred's cache {} already holds a login for these settings, which is kept",
+            config.cache.dir.display()
+        )),
         Ok(Adopted::Nothing(why)) => Ok(logs_in(&why)),
         Err(err) if crate::error::is_transient(&err) => Err(format!(
             "its tokens cannot be verified now ({}), and they would be lost: run convert-kubeconfig again when {} answers",
@@ -322,30 +333,6 @@ fn carry(
             config.issuer_as_given
         )),
         Err(err) => Ok(logs_in(&one_line(&err))),
-    }
-}
-
-/// A dry run's account of the tokens, read without verifying them.
-fn would_carry(carried: &Carried, now: DateTime<Utc>) -> String {
-    let expiry = carried
-        .id_token
-        .as_ref()
-        .and_then(|t| crate::tokens::unverified_jwt_expiry(t.expose()));
-    let refresh = carried.refresh_token.is_some();
-    match (expiry, refresh) {
-        (Some(exp), true) if exp > now => format!(
-            "would carry the ID token (valid until {}) and the refresh token",
-            utc(exp)
-        ),
-        (Some(exp), false) if exp > now => {
-            format!("would carry the ID token (valid until {})", utc(exp))
-        }
-        (Some(exp), true) => format!(
-            "would carry the refresh token (the ID token expired at {})",
-            utc(exp)
-        ),
-        (_, true) => "would carry the refresh token".into(),
-        (_, false) => "would carry nothing usable (no refresh token, no valid ID token)".into(),
     }
 }
 

@@ -57,11 +57,8 @@ fn auth_provider(provider: &Value) -> Plan {
     let name = provider.get("name").and_then(Value::as_str).unwrap_or("");
     match name {
         "oidc" => {}
-        "azure" => {
-            return skip(
-                "the azure auth-provider (removed from kubectl in 1.26): convert it with Azure's `kubelogin convert-kubeconfig` first, then run this again",
-            );
-        }
+        // Removed from kubectl in 1.26; read as Azure's own convert-kubeconfig reads it.
+        "azure" => return azure::plan_auth_provider(provider.get("config")),
         "gcp" => {
             return skip(
                 "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
