@@ -191,7 +191,7 @@ pub struct GetToken {
 pub enum Read {
     GetToken(Box<GetToken>),
     /// Another of kubelogin's commands (its standalone login, `setup`, `clean`, `version`),
-    /// which print no credential: named.
+    /// which print no credential: what it runs, as "kubelogin …" ends.
     OtherCommand(String),
     /// What kubelogin itself refuses, and why.
     Refused(String),
@@ -201,14 +201,14 @@ pub enum Read {
 /// `env` the environment it runs in (for `KUBECACHEDIR` and `HOME`).
 pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
     let Some(at) = pflag::subcommand_at(words, &root_flags()) else {
-        return Read::OtherCommand("its standalone login (no get-token), which writes the kubeconfig and prints no credential".into());
+        return Read::OtherCommand(
+            "without a command: its standalone login, which writes the kubeconfig".into(),
+        );
     };
     match words[at].as_str() {
         "get-token" => {}
-        "setup" => return Read::OtherCommand("its setup instructions, not get-token".into()),
-        "clean" => return Read::OtherCommand("its cache cleaning, not get-token".into()),
-        "version" | "help" | "completion" => {
-            return Read::OtherCommand(format!("`{}`, not get-token", words[at]));
+        "setup" | "clean" | "version" | "help" | "completion" => {
+            return Read::OtherCommand(words[at].clone());
         }
         other => {
             return Read::Refused(format!(

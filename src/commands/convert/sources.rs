@@ -225,7 +225,7 @@ fn int128(words: &[String], old_env: Vec<(String, String)>) -> Plan {
         Read::GetToken(line) => line,
         Read::OtherCommand(what) => {
             return skip(format!(
-                "runs int128/kubelogin's {what}, which kubectl cannot use as a credential"
+                "runs int128/kubelogin {what}, not get-token: it prints no credential for kubectl"
             ));
         }
         Read::Refused(why) => return skip(format!("int128/kubelogin refuses it too: {why}")),
@@ -451,6 +451,113 @@ mod tests {
         }
     }
 
+    /// Every case of int128/kubelogin's own command tests (pkg/cmd/cmd_test.go at its HEAD),
+    /// as a stanza: its get-token cases converted to a stanza kubecred resolves to the settings
+    /// the case expects kubelogin to run with, the others left with their reason.
+    #[test]
+    fn every_case_of_kubelogins_own_command_tests_is_converted_alike_or_left() {
+        use crate::commands::stanza;
+        use crate::config::{CacheStorage, ClientAuth, Grant, TokenKind};
+        use crate::exec_credential::ExecInfo;
+        let home = tempfile::tempdir().unwrap();
+        let home_text = home.path().display().to_string();
+        std::fs::create_dir_all(home.path().join(".kube")).unwrap();
+        std::fs::write(home.path().join(".kube/ca.crt"), "not read until a request").unwrap();
+        let stanza = |args: &str| {
+            yaml(&format!(
+                "exec:\n  command: kubelogin\n  args: [{}]\n  env: [{{name: HOME, value: '{home_text}'}}]\n",
+                args.split_whitespace().collect::<Vec<_>>().join(", ")
+            ))
+        };
+        let converted = |args: &str| {
+            let c = conversion(plan(Some(&stanza(args))));
+            let config = stanza::resolve(&c.args, &c.env, ExecInfo::absent())
+                .unwrap_or_else(|err| panic!("{args}: {err:?}"));
+            let line = c.kubelogin.as_ref().unwrap();
+            assert_eq!(differs_from_kubelogin(&config, line), None, "{args}");
+            (c, config)
+        };
+        let cache_dir = |c: &Conversion| match &c.tokens {
+            Tokens::KubeloginCache(cache) => cache.dir.clone(),
+            other => panic!("{other:?}"),
+        };
+        let base = "get-token --oidc-issuer-url https://issuer.example.com --oidc-client-id YOUR_CLIENT_ID";
+
+        // "Defaults".
+        let (c, config) = converted(base);
+        assert_eq!(config.issuer_as_given, "https://issuer.example.com");
+        assert_eq!(config.client.id, "YOUR_CLIENT_ID");
+        assert_eq!(config.grant, Grant::Authcode);
+        assert_eq!(config.token_kind, TokenKind::IdToken);
+        assert_eq!(config.login.redirect.as_str(), "http://localhost");
+        let listen: Vec<String> = config
+            .login
+            .listen_addresses
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(listen, ["127.0.0.1:8000", "127.0.0.1:18000"]);
+        assert_eq!(
+            config.login.auth_timeout,
+            std::time::Duration::from_secs(180)
+        );
+        assert_eq!(cache_dir(&c), home.path().join(".kube/cache/oidc-login"));
+        // "FullOptions".
+        let (c, config) = converted(&format!(
+            "{base} --oidc-client-secret YOUR_CLIENT_SECRET --oidc-extra-scope email --oidc-extra-scope profile --oidc-request-header Origin=localhost:8080 --token-cache-storage keyring -v1"
+        ));
+        assert!(
+            matches!(&config.client.auth, ClientAuth::Secret { .. }),
+            "{:?}",
+            config.client.auth
+        );
+        assert!(!c.args.iter().any(|a| a.contains("YOUR_CLIENT_SECRET")));
+        assert_eq!(config.scopes, ["openid", "email", "profile"]);
+        assert_eq!(config.http.request_headers[0].name, "Origin");
+        assert_eq!(config.cache.storage, CacheStorage::Keyring);
+        assert_eq!(config.verbose, 1);
+        // "AccessToken".
+        let (_, config) = converted(&format!("{base} --oidc-use-access-token=true"));
+        assert_eq!(config.token_kind, TokenKind::AccessToken);
+        // "HomedirExpansion".
+        let (c, config) = converted(&format!(
+            "{base} --certificate-authority ~/.kube/ca.crt --local-server-cert ~/.kube/oidc-server.crt --local-server-key ~/.kube/oidc-server.key --token-cache-dir ~/.kube/oidc-cache"
+        ));
+        assert_eq!(config.http.tls.extra_ca_pems.len(), 1);
+        let tls = config.login.callback_tls.unwrap();
+        assert_eq!(tls.cert, home.path().join(".kube/oidc-server.crt"));
+        assert_eq!(tls.key, home.path().join(".kube/oidc-server.key"));
+        assert_eq!(config.login.redirect.as_str(), "https://localhost");
+        assert_eq!(cache_dir(&c), home.path().join(".kube/oidc-cache"));
+
+        // What kubelogin itself refuses or runs instead of get-token.
+        let reason = |args: &str| match plan(Some(&stanza(args))) {
+            Plan::Skip(why) => why,
+            Plan::Convert(c) => panic!("{args}: converted {:?}", c.args),
+        };
+        for (args, why) in [
+            ("get-token", "--oidc-issuer-url is missing"),
+            (
+                &format!("{base} foo") as &str,
+                "get-token takes no arguments",
+            ),
+            ("", "standalone login"),
+            (
+                "--kubeconfig /path/to/kubeconfig --context hello.k8s.local --user google -v1",
+                "standalone login",
+            ),
+            ("some", "kubelogin has no command"),
+            ("setup", "setup, not get-token"),
+            (
+                "setup --oidc-issuer-url https://issuer.example.com --oidc-client-id YOUR_CLIENT --oidc-extra-scope email,profile",
+                "setup, not get-token",
+            ),
+        ] {
+            let reason = reason(args);
+            assert!(reason.contains(why), "{args:?}: {reason}");
+        }
+    }
+
     #[test]
     fn what_is_not_oidc_or_refused_is_left_with_the_reason() {
         let reason = |text: &str| match plan(Some(&yaml(text))) {
@@ -478,7 +585,7 @@ mod tests {
             reason(
                 "exec: {command: kubectl, args: [oidc-login, setup, --oidc-issuer-url=https://i]}"
             )
-            .starts_with("runs int128/kubelogin's its setup instructions")
+            .starts_with("runs int128/kubelogin setup, not get-token")
         );
         assert!(reason("auth-provider: {name: gcp}").contains("gke-gcloud-auth-plugin"));
     }
