@@ -44,7 +44,7 @@ use serde_norway::Value;
 const DEFAULT_SCOPE_SUFFIX: &str = "/.default";
 
 /// `get-token`'s flags at Azure's kubelogin's HEAD (`Options.AddFlags`).
-const GET_TOKEN_FLAGS: [Flag; 27] = [
+pub(super) const GET_TOKEN_FLAGS: [Flag; 27] = [
     Flag::value("login").with_short('l'),
     Flag::value("client-id"),
     Flag::value("client-secret"),
@@ -76,7 +76,7 @@ const GET_TOKEN_FLAGS: [Flag; 27] = [
 
 /// The flags of every command: klog's `-v` and `--logtostderr`, which main.go adds to pflag's
 /// command line and cobra makes persistent, and cobra's own.
-const GLOBAL_FLAGS: [Flag; 3] = [
+pub(super) const GLOBAL_FLAGS: [Flag; 3] = [
     Flag::value("v").with_short('v'),
     Flag::boolean("logtostderr"),
     Flag::boolean("version"),

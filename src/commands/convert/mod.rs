@@ -28,6 +28,8 @@
 mod azure;
 mod kubelogin_cache;
 mod plan;
+#[cfg(test)]
+mod readme_tables;
 mod sources;
 
 use super::stanza::{self, Unresolved};
