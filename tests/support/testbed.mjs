@@ -17,11 +17,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { format } from 'node:util';
 
-import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT } from 'jose';
 
 import { makeCiIssuer } from './ci_issuer.mjs';
 
 let ci = null; // the test CI issuer (ci_issuer.mjs), made once the issuer URL is known
+let signing = null; // { jwk, issuer }: the provider's RS256 key and issuer, for the ID tokens the bed mints itself
 
 // ---------------------------------------------------------------------------------------------
 // stdout belongs to the startup line alone. oidc-provider prints its NOTICEs with console.info
@@ -62,6 +63,10 @@ const DEFAULTS = {
   deviceSlowDown: 0, // the first N polls of each device code answer slow_down
   tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
   tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
+  // A client credentials answer to a request with the openid scope carries an ID token (sub and
+  // aud the client), signed with the provider's key, as some providers (Dex) issue one; oidc-provider
+  // issues none.
+  clientCredentialsIdToken: false,
   discoveryPatch: null, // merged into the discovery document (a member set to null stays, as null)
   deviceResponsePatch: null, // merged into the device authorization answer (a member set to null is left out)
   // e.g. {"error": "invalid_grant", "error_description": "AADSTS53003: …", "error_codes": [53003]}:
@@ -88,7 +93,7 @@ const RUNTIME_KEYS = new Set([
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
-  'deviceResponsePatch', 'devicePollRefusal',
+  'deviceResponsePatch', 'devicePollRefusal', 'clientCredentialsIdToken',
 ]);
 
 function parseOptions() {
@@ -615,6 +620,22 @@ function testbedMiddleware() {
       && ctx.body && typeof ctx.body === 'object') {
       ctx.body = { ...ctx.body, ...cfg.tokenResponsePatch };
     }
+    if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.clientCredentialsIdToken
+      && ctx.body && typeof ctx.body === 'object' && ctx.oidc?.client) {
+      const form = new URLSearchParams(ctx.req.body ?? '');
+      if (form.get('grant_type') === 'client_credentials'
+        && (form.get('scope') ?? '').split(' ').includes('openid')) {
+        const clientId = ctx.oidc.client.clientId;
+        const now = Math.floor(Date.now() / 1000);
+        const key = await importJWK(signing.jwk, signing.jwk.alg);
+        const idToken = await new SignJWT({})
+          .setProtectedHeader({ alg: signing.jwk.alg, kid: signing.jwk.kid })
+          .setIssuer(signing.issuer).setSubject(clientId).setAudience(clientId)
+          .setIssuedAt(now).setExpirationTime(now + cfg.idTokenTtl)
+          .sign(key);
+        ctx.body = { ...ctx.body, id_token: idToken };
+      }
+    }
     if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.devicePollRefusal
       && new URLSearchParams(ctx.req.body ?? '').get('grant_type') === 'urn:ietf:params:oauth:grant-type:device_code') {
       ctx.status = 400;
@@ -947,6 +968,7 @@ async function main() {
       redirect_uris: [`https://localhost:${port}/callback`, `https://127.0.0.1:${port}/callback`],
     });
   }
+  signing = { jwk: jwks.keys[0], issuer };
   const provider = new Provider(issuer, providerConfiguration(jwks));
   ci.registerTokenExchange(provider, errors, jwks.keys[0], cfg);
   provider.use(testbedMiddleware());

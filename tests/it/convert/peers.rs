@@ -269,6 +269,20 @@ fn what_kubectl_got_before_is_what_it_gets_after() {
     );
     let exec = |user: &str| args_of(&exec_of(&env, &bin, &kubeconfig, user));
     assert!(exec("cc-id").contains(&"--use-access-token=false".to_string()));
+    // kubelogin's client credentials hand kubectl the ID token a provider issues with openid:
+    // so does the converted stanza, verified.
+    bed.configure(serde_json::json!({
+        "clientCredentialsIdToken": true,
+        "apiAudiences": ["kubecred", CC_CLIENT],
+    }));
+    kubectl(
+        &env,
+        &bin,
+        &kubeconfig,
+        &["--cluster", "testbed", "--user", "cc-id", "auth", "whoami"],
+    )
+    .success()
+    .stdout_contains(CC_CLIENT);
     assert!(exec("az-env").contains(&"--client-id=from-env".to_string()));
     let relative = exec("relative");
     assert!(
