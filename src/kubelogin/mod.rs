@@ -1,5 +1,6 @@
 //! Everything kubecred does so that an int128/kubelogin stanza runs unchanged once `command:`
-//! says `kubecred`: the command-line rewrite (a leading `oidc-login`, kubelogin's numeric `-v`),
+//! says `kubecred`: the command-line rewrite (a leading `oidc-login`, global flags before
+//! `get-token`, kubelogin's numeric `-v`),
 //! the kubelogin-only flags (defined here, flattened into `get-token`'s flags by `cli/token_args.rs`), and
 //! what those flags mean ([`resolve`], called by `Config::resolve`).
 //!

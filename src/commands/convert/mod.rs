@@ -6,14 +6,15 @@
 //! 1. **Read and plan, writing nothing.** Every file (`--kubeconfig`, else each of `$KUBECONFIG`,
 //!    else `~/.kube/config`: `kubeconfig::Kubeconfig`) is parsed first: one that cannot be is
 //!    the one error line, before any change. Each user is planned (`plan.rs`, made by
-//!    `sources.rs` and `azure.rs`) and its new stanza resolved with the stanza's args and env
-//!    exactly as get-token will resolve it when kubectl runs it (`stanza::resolve`) — so the
-//!    cache entry the tokens go to is the one get-token will read, and a stanza kubecred would
-//!    refuse is never written. A user is changed in the file that defines it (kubectl uses the
+//!    `sources.rs` and `azure.rs`: the old stanza read as the program it runs reads it) and its
+//!    new stanza resolved with the stanza's args and env exactly as get-token will resolve it
+//!    when kubectl runs it (`stanza::resolve`) — so the cache entry the tokens go to is the one
+//!    get-token will read, a stanza kubecred would refuse is never written, and one that would
+//!    read otherwise than kubelogin reads the old is left (`sources::differs_from_kubelogin`). A user is changed in the file that defines it (kubectl uses the
 //!    first definition of a name; later ones are left alone and said so).
 //! 2. **Carry the tokens** (`acquire::adopt`: verified, saved under the entry's lock, with the
-//!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache
-//!    (`kubelogin_cache.rs`). A user whose tokens cannot be checked now (the provider is
+//!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache, the entry
+//!    kubelogin keys on the stanza's own settings (`kubelogin_cache.rs`). A user whose tokens cannot be checked now (the provider is
 //!    unreachable) is left unconverted — its tokens would be lost otherwise — to be converted by
 //!    the next run.
 //! 3. **Write** every changed file together (`Kubeconfig::write`: a 0600 backup beside each,
@@ -21,9 +22,11 @@
 //!    (`stanza::kubecred_stanza`), each file edited in place where its layout allows.
 //!
 //! The report (stdout: kubectl never runs this) has one line per user — converted, with what
-//! was carried or why not, or skipped and why — and one per file. `--dry-run` does steps 1 and
-//! a look at the tokens (no verification: that would fetch and cache the provider's keys), and
-//! writes nothing. A second run finds kubecred stanzas and changes nothing.
+//! was carried and where to, or why not, or skipped and why — and one per file. `--dry-run`
+//! does step 1 and makes step 2's decisions (`acquire::preview`: the same cache read, the ID
+//! token's claims checked, all but its signature, which would fetch and cache the provider's
+//! keys), so that it says what the real run will, and writes nothing. A second run finds
+//! kubecred stanzas and changes nothing.
 
 mod azure;
 mod kubelogin_cache;
