@@ -410,7 +410,7 @@ mod tests {
     /// one `convert-kubeconfig` reads stanzas with.
     #[test]
     fn every_flag_kubelogin_has_is_one_kubecred_accepts() {
-        use crate::kubelogin::command_line::{GET_TOKEN_FLAGS, KLOG_FLAGS};
+        use crate::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
         let sample = |name: &str| match name {
             "oidc-pkce-method" => "S256",
             "grant-type" => "authcode",
@@ -420,7 +420,7 @@ mod tests {
             "oidc-request-header" | "oidc-auth-request-extra-params" => "a=1,b=2",
             _ => "/x",
         };
-        for flag in GET_TOKEN_FLAGS.iter().chain(&KLOG_FLAGS) {
+        for flag in get_token_flags().iter().chain(&KLOG_FLAGS) {
             if flag.name == "help" {
                 continue;
             }

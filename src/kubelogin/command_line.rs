@@ -33,9 +33,33 @@ pub(crate) const KLOG_FLAGS: [Flag; 14] = [
     Flag::boolean("legacy_stderr_threshold_behavior"),
 ];
 
-/// `get-token`'s own flags at kubelogin's HEAD, and the one it removed that older releases
-/// still run (`--oidc-redirect-url-hostname`).
-pub(crate) const GET_TOKEN_FLAGS: [Flag; 30] = [
+/// `tlsOptions` (pkg/cmd/tls.go), which both the root command and `get-token` have.
+const TLS_FLAGS: [Flag; 5] = [
+    Flag::value("certificate-authority"),
+    Flag::value("certificate-authority-data"),
+    Flag::boolean("insecure-skip-tls-verify"),
+    Flag::boolean("tls-renegotiation-once"),
+    Flag::boolean("tls-renegotiation-freely"),
+];
+
+/// `authenticationOptions` (pkg/cmd/authentication.go), which both have too.
+const AUTHENTICATION_FLAGS: [Flag; 11] = [
+    Flag::value("grant-type"),
+    Flag::value("listen-address"),
+    Flag::boolean("skip-open-browser"),
+    Flag::value("browser-command"),
+    Flag::value("authentication-timeout-sec"),
+    Flag::value("local-server-cert"),
+    Flag::value("local-server-key"),
+    Flag::value("open-url-after-authentication"),
+    Flag::value("oidc-auth-request-extra-params"),
+    Flag::value("username"),
+    Flag::value("password"),
+];
+
+/// `get-token`'s own flags at kubelogin's HEAD (pkg/cmd/get_token.go, tokencache.go, pkce.go),
+/// and the one it removed that older releases still run (`--oidc-redirect-url-hostname`).
+const GET_TOKEN_OWN_FLAGS: [Flag; 14] = [
     Flag::value("oidc-issuer-url"),
     Flag::value("oidc-client-id"),
     Flag::value("oidc-client-secret"),
@@ -46,57 +70,42 @@ pub(crate) const GET_TOKEN_FLAGS: [Flag; 30] = [
     Flag::boolean("force-refresh"),
     Flag::value("token-cache-dir"),
     Flag::value("token-cache-storage"),
-    Flag::value("certificate-authority"),
-    Flag::value("certificate-authority-data"),
-    Flag::boolean("insecure-skip-tls-verify"),
-    Flag::boolean("tls-renegotiation-once"),
-    Flag::boolean("tls-renegotiation-freely"),
     Flag::boolean("oidc-use-pkce"),
     Flag::value("oidc-pkce-method"),
-    Flag::value("grant-type"),
-    Flag::value("listen-address"),
-    Flag::boolean("skip-open-browser"),
-    Flag::value("browser-command"),
-    Flag::value("authentication-timeout-sec"),
-    Flag::value("local-server-cert"),
-    Flag::value("local-server-key"),
-    Flag::value("open-url-after-authentication"),
-    Flag::value("oidc-auth-request-extra-params"),
-    Flag::value("username"),
-    Flag::value("password"),
     Flag::boolean("help").with_short('h'),
     // Removed in kubelogin 1.32 (b05e92d); older releases take it.
     Flag::value("oidc-redirect-url-hostname"),
 ];
 
-/// The root command's own flags (standalone mode), which only tell cobra which words before
-/// the subcommand are values.
-const ROOT_FLAGS: [Flag; 20] = [
+/// The root command's own flags (its standalone login): they only tell cobra which words
+/// before the subcommand are values.
+const ROOT_OWN_FLAGS: [Flag; 4] = [
     Flag::value("kubeconfig"),
     Flag::value("context"),
     Flag::value("user"),
-    Flag::value("certificate-authority"),
-    Flag::value("certificate-authority-data"),
-    Flag::boolean("insecure-skip-tls-verify"),
-    Flag::boolean("tls-renegotiation-once"),
-    Flag::boolean("tls-renegotiation-freely"),
-    Flag::value("grant-type"),
-    Flag::value("listen-address"),
-    Flag::boolean("skip-open-browser"),
-    Flag::value("browser-command"),
-    Flag::value("authentication-timeout-sec"),
-    Flag::value("local-server-cert"),
-    Flag::value("local-server-key"),
-    Flag::value("open-url-after-authentication"),
-    Flag::value("oidc-auth-request-extra-params"),
-    Flag::value("username"),
-    Flag::value("password"),
     Flag::boolean("help").with_short('h'),
 ];
 
+/// Every flag of `get-token`: its own, the TLS and authentication options (klog's are
+/// [`KLOG_FLAGS`]).
+pub(crate) fn get_token_flags() -> Vec<Flag> {
+    GET_TOKEN_OWN_FLAGS
+        .iter()
+        .chain(&TLS_FLAGS)
+        .chain(&AUTHENTICATION_FLAGS)
+        .copied()
+        .collect()
+}
+
 /// The flags cobra knows before kubelogin's subcommand: the root command's and klog's.
 pub(crate) fn root_flags() -> Vec<Flag> {
-    ROOT_FLAGS.iter().chain(&KLOG_FLAGS).copied().collect()
+    ROOT_OWN_FLAGS
+        .iter()
+        .chain(&TLS_FLAGS)
+        .chain(&AUTHENTICATION_FLAGS)
+        .chain(&KLOG_FLAGS)
+        .copied()
+        .collect()
 }
 
 /// kubelogin's default login timeout and listen addresses (pkg/cmd/cmd.go).
@@ -222,7 +231,8 @@ pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
         .chain(&words[at + 1..])
         .cloned()
         .collect();
-    let table: Vec<Flag> = GET_TOKEN_FLAGS.iter().chain(&KLOG_FLAGS).copied().collect();
+    let mut table = get_token_flags();
+    table.extend(KLOG_FLAGS);
     match from_flags(&rest, &table, env) {
         Ok(line) => Read::GetToken(Box::new(line)),
         Err(why) => Read::Refused(why),

@@ -114,8 +114,9 @@ fn check(marker: &str, peer: &[Flag]) {
 
 #[test]
 fn readme_tables_name_only_real_flags() {
-    use crate::kubelogin::command_line::{GET_TOKEN_FLAGS, KLOG_FLAGS};
-    let kubelogin: Vec<Flag> = GET_TOKEN_FLAGS.iter().chain(&KLOG_FLAGS).copied().collect();
+    use crate::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
+    let mut kubelogin = get_token_flags();
+    kubelogin.extend(KLOG_FLAGS);
     check("<!-- kubelogin-table", &kubelogin);
     let azure: Vec<Flag> = super::azure::GET_TOKEN_FLAGS
         .iter()
@@ -129,7 +130,7 @@ fn readme_tables_name_only_real_flags() {
 fn a_flag_no_peer_has_is_caught() {
     let names = flags_named("`--tls-renegotiation`, `-v1`, `--grant-type=password` (`auto`)");
     assert_eq!(names, ["--tls-renegotiation", "-v", "--grant-type"]);
-    use crate::kubelogin::command_line::GET_TOKEN_FLAGS;
-    assert!(!in_table("--tls-renegotiation", &GET_TOKEN_FLAGS));
-    assert!(in_table("--tls-renegotiation-once", &GET_TOKEN_FLAGS));
+    let kubelogin = crate::kubelogin::command_line::get_token_flags();
+    assert!(!in_table("--tls-renegotiation", &kubelogin));
+    assert!(in_table("--tls-renegotiation-once", &kubelogin));
 }
