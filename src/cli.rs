@@ -22,7 +22,7 @@ pub use command_args::{
 };
 pub use federation::{CiTokenSourceArg, FederationArgs};
 pub use token_args::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
-pub use usage_error::usage_error_line;
+pub use usage_error::{usage_error_line, usage_error_line_in};
 
 use crate::kubelogin;
 use clap::{Args, Parser, Subcommand};
@@ -335,7 +335,7 @@ mod tests {
         assert_eq!(args.issuer_url.as_deref(), Some("https://idp.example"));
         assert_eq!(args.client_id.as_deref(), Some("k8s"));
         assert_eq!(args.scopes, ["email", "groups", "profile"]);
-        assert!(args.use_access_token);
+        assert_eq!(args.use_access_token, Some(true));
         assert_eq!(args.cache_storage, Some(CacheStorageArg::Disk));
         assert_eq!(args.grant_type, Some(GrantTypeArg::AuthcodeKeyboard));
     }
@@ -361,7 +361,8 @@ mod tests {
             "--oidc-redirect-url-hostname=127.0.0.1",
             "--oidc-auth-request-extra-params=acr_values=a,b",
             "--open-url-after-authentication=https://done.example",
-            "--tls-renegotiation=never",
+            "--tls-renegotiation-once",
+            "--oidc-use-access-token=true",
             "--certificate-authority=/etc/ca,with,commas.pem",
             "-v1",
         ]);
@@ -376,13 +377,88 @@ mod tests {
         assert_eq!(args.auth_params, ["acr_values=a,b"]);
         assert_eq!(
             args.kubelogin.ignored_given(),
-            ["--open-url-after-authentication", "--tls-renegotiation"]
+            [
+                "--open-url-after-authentication",
+                "--tls-renegotiation-once"
+            ]
         );
+        assert_eq!(args.use_access_token, Some(true));
         assert_eq!(
             args.certificate_authority,
             [PathBuf::from("/etc/ca,with,commas.pem")]
         );
         assert_eq!(args.verbose, 1);
+        // kubelogin's global flags before its subcommand, and pflag's `=false`.
+        let args = token_args(&[
+            "kubecred",
+            "oidc-login",
+            "-v1",
+            "--logtostderr",
+            "get-token",
+            "--oidc-issuer-url=https://idp.example",
+            "--oidc-use-access-token=False",
+            "--insecure-skip-tls-verify=F",
+        ]);
+        assert_eq!(args.verbose, 1);
+        assert_eq!(args.use_access_token, Some(false));
+        assert_eq!(args.insecure_skip_tls_verify, Some(false));
+    }
+
+    /// Every flag int128/kubelogin's get-token has at its HEAD (and klog's, before or after the
+    /// subcommand) is one kubecred's get-token takes, in each of pflag's forms: a kubelogin
+    /// stanza runs once `command:` says kubecred. The table is `kubelogin::command_line`'s, the
+    /// one `convert-kubeconfig` reads stanzas with.
+    #[test]
+    fn every_flag_kubelogin_has_is_one_kubecred_accepts() {
+        use crate::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
+        let sample = |name: &str| match name {
+            "oidc-pkce-method" => "S256",
+            "grant-type" => "authcode",
+            "token-cache-storage" => "disk",
+            "authentication-timeout-sec" | "v" | "log_file_max_size" => "60",
+            "listen-address" => "localhost:8000",
+            "oidc-request-header" | "oidc-auth-request-extra-params" => "a=1,b=2",
+            _ => "/x",
+        };
+        for flag in get_token_flags().iter().chain(&KLOG_FLAGS) {
+            if flag.name == "help" {
+                continue;
+            }
+            let forms: Vec<Vec<String>> = if flag.boolean {
+                ["", "=true", "=false", "=T", "=0"]
+                    .iter()
+                    .map(|value| vec![format!("--{}{value}", flag.name)])
+                    .collect()
+            } else {
+                let value = sample(flag.name);
+                vec![
+                    vec![format!("--{}={value}", flag.name)],
+                    vec![format!("--{}", flag.name), value.to_string()],
+                ]
+            };
+            for form in forms {
+                for before in [false, true] {
+                    let mut argv = vec!["kubecred".to_string(), "oidc-login".to_string()];
+                    if before && KLOG_FLAGS.contains(flag) {
+                        argv.extend(form.iter().cloned());
+                        argv.push("get-token".into());
+                    } else {
+                        argv.push("get-token".into());
+                        argv.extend(form.iter().cloned());
+                    }
+                    let parsed = Cli::try_parse_command_line(argv.iter().map(String::as_str));
+                    assert!(
+                        matches!(
+                            parsed,
+                            Ok(Cli {
+                                command: Command::GetToken(_)
+                            })
+                        ),
+                        "{argv:?}: {parsed:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -24,6 +24,17 @@ pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";
 /// screen, if it has one, not the user's (`login/browser.rs`).
 pub const SSH_SESSION: [&str; 3] = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"];
 
+/// The per-user cache directory's place (unix: `$XDG_CACHE_HOME/kubecred`, else
+/// `$HOME/.cache/kubecred`; macOS: `$HOME/Library/Caches/kubecred`), as the `directories`
+/// crate reads them for this process; read by `config` for a kubeconfig stanza whose `env` sets
+/// them (`convert-kubeconfig`, `whoami`).
+pub const HOME: &str = "HOME";
+pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
+
+/// int128/kubelogin's cache directory (`$KUBECACHEDIR/oidc-login`), read in a stanza's
+/// environment by `convert-kubeconfig` to find kubelogin's tokens.
+pub const KUBECACHEDIR: &str = "KUBECACHEDIR";
+
 /// Where programs are looked for (the browser launchers).
 pub const PATH: &str = "PATH";
 

@@ -48,6 +48,29 @@ pub enum Adopted {
 /// could not be reached: [`crate::error::is_transient`] tells them apart) or a cache that
 /// cannot be written; nothing is saved then.
 pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Result<Adopted> {
+    take(config, carried, clock, Mode::Save)
+}
+
+/// What [`adopt`] would do with `carried`, asking no provider and writing nothing
+/// (`convert-kubeconfig --dry-run`): the same decisions, the same reasons, the same store read,
+/// with the ID token's claims read without its signature.
+pub fn preview(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Result<Adopted> {
+    take(config, carried, clock, Mode::Preview)
+}
+
+/// Whether tokens are taken, or only looked at.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Save,
+    Preview,
+}
+
+fn take(
+    config: &Config,
+    carried: Carried,
+    clock: &dyn Clock,
+    mode: Mode,
+) -> anyhow::Result<Adopted> {
     if config.cache.storage == crate::config::CacheStorage::None {
         return Ok(Adopted::Nothing(
             "its settings cache nothing (--cache-storage none)".into(),
@@ -58,9 +81,17 @@ pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Re
     let id_token = carried
         .id_token
         .filter(|_| config.token_kind == TokenKind::IdToken);
-    let verified = match &id_token {
-        Some(token) => Some(ProviderClient::new(config, clock)?.verify_carried_id_token(token)?),
-        None => None,
+    let verified = match (&id_token, mode) {
+        (Some(token), Mode::Save) => {
+            Some(ProviderClient::new(config, clock)?.verify_carried_id_token(token)?)
+        }
+        (Some(token), Mode::Preview) => Some(crate::oidc::read_carried_id_token(
+            token,
+            &config.issuer_as_given,
+            &config.client.id,
+            clock.now(),
+        )?),
+        (None, _) => None,
     };
     let now = clock.now();
     let (valid, expired) = match verified {
@@ -100,7 +131,10 @@ pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Re
     };
 
     let cache = TokenCache::new(config);
-    let lock = cache.lock(config.cache.lock_timeout)?;
+    let lock = match mode {
+        Mode::Save => Some(cache.lock(config.cache.lock_timeout)?),
+        Mode::Preview => None,
+    };
     if let Some(cached) = cache.load()? {
         let usable = cached
             .tokens
@@ -110,7 +144,9 @@ pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Re
             return Ok(Adopted::AlreadyCached);
         }
     }
-    cache.save(&tokens, &lock)?;
+    if let Some(lock) = &lock {
+        cache.save(&tokens, lock)?;
+    }
     Ok(Adopted::Saved {
         id_token_until: tokens.id_token_expiry,
         id_token_expired_at: expired.map(|claims| claims.exp),

@@ -25,7 +25,7 @@ mod renewal;
 #[cfg(test)]
 mod tests;
 
-pub use adopt::{Adopted, Carried, adopt};
+pub use adopt::{Adopted, Carried, adopt, preview};
 pub use forget::{Forgotten, RevocationOutcome, forget};
 pub use renew_ahead::run as renew_in_background;
 
@@ -37,7 +37,7 @@ pub type RenewalArguments<'a> = dyn Fn(Option<i32>) -> Option<Vec<std::ffi::OsSt
 
 use crate::cache::{EntryLock, EntryState, Note, TokenCache};
 use crate::clock::Clock;
-use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
+use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, TokenKind};
 use crate::error::{Exit, fail, transient};
 use crate::exec_credential;
 use crate::grants::ProviderClient;
@@ -487,15 +487,15 @@ fn preflight_login(
     {
         return Err(transient(Exit::Login, NO_TERMINAL_FOR_AUTO));
     }
-    if let Some(PasswordSettings {
-        source: PasswordSource::Prompt,
-        ..
-    }) = &config.password
+    if config
+        .password
+        .as_ref()
+        .is_some_and(PasswordSettings::needs_a_person)
         && !paste::stdin_is_interactive(config.exec.interactive)
     {
         return Err(transient(
             Exit::Login,
-            "--grant-type password has no password and this session is not interactive (no terminal, or kubectl's interactiveMode Never): set KUBECRED_PASSWORD or pass --password-file",
+            "--grant-type password has no user name or no password and this session is not interactive (no terminal, or kubectl's interactiveMode Never): pass --username, and set KUBECRED_PASSWORD or pass --password-file",
         ));
     }
     if !config.grant.is_user_login() {

@@ -17,7 +17,7 @@
 
 use crate::cache::{Cached, EntryLock, Note, TokenCache};
 use crate::clock::Clock;
-use crate::config::{Config, Grant, PasswordSettings, PasswordSource};
+use crate::config::{Config, Grant};
 use crate::grants::{ProviderClient, RefreshOutcome};
 use crate::tokens::Tokens;
 
@@ -117,13 +117,10 @@ pub(super) fn renew<'a>(
 pub(super) fn grant_needs_no_person(config: &Config) -> bool {
     match config.grant {
         Grant::ClientCredentials | Grant::TokenExchange => true,
-        Grant::Password => !matches!(
-            config.password,
-            Some(PasswordSettings {
-                source: PasswordSource::Prompt,
-                ..
-            }) | None
-        ),
+        Grant::Password => config
+            .password
+            .as_ref()
+            .is_some_and(|password| !password.needs_a_person()),
         // A login needs a person; a federated token is the subject token itself, renewed by
         // whoever rotates its file.
         Grant::Authcode | Grant::AuthcodeKeyboard | Grant::DeviceCode | Grant::FederatedToken => {

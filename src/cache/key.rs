@@ -144,7 +144,7 @@ fn canonical_key_material(config: &Config) -> String {
                 subject.requested_token_type.as_deref(),
             )
         }),
-        username: config.password.as_ref().map(|p| p.username.as_str()),
+        username: config.password.as_ref().and_then(|p| p.username.as_deref()),
         token_endpoint: config.token_endpoint.as_ref().map(|url| url.as_str()),
     };
     serde_json::to_string(&material).expect("the key material is plain strings")

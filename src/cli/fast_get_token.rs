@@ -5,7 +5,7 @@
 //! get-token's flags (each with its help text and environment variable) and matching against it
 //! costs about a third more than the whole hit otherwise does (README, "What keeps the cache hit
 //! fast", has the measurement). This parser reads the plain command lines a kubeconfig holds
-//! (`--flag=value`, `--flag value`, `--switch`, `-v`) and the flags' `KUBECRED_*` variables, and
+//! (`--flag=value`, `--flag value`, `--switch`, `--switch=false`, `-v`) and the flags' `KUBECRED_*` variables, and
 //! returns `None` for anything else: help, an unknown flag, a value clap would refuse, an empty
 //! value, conflicting flags. The caller then runs clap, so every message and every unusual case
 //! is clap's own.
@@ -60,9 +60,9 @@ pub(super) fn parse(
         given[row] = true;
         let flag = &FLAGS[row];
         let value = match (flag.takes, inline) {
-            (Takes::Switch | Takes::Count, None) => "true",
-            // clap would say the switch takes no value.
-            (Takes::Switch | Takes::Count, Some(_)) => return None,
+            (Takes::Count, None) => "true",
+            // clap would say -v takes no value.
+            (Takes::Count, Some(_)) => return None,
             (Takes::OptionalBool, Some(value)) => value,
             // clap would take the next word as the value unless it is a flag: only a next long
             // flag (or none) keeps this plain.
@@ -126,15 +126,14 @@ enum Takes {
     Value,
     /// One value per occurrence, accumulated; `split` also splits each value at commas.
     Values { split: bool },
-    /// No value on the command line; its variable takes clap's boolish words (1, no, on, ...).
-    Switch,
-    /// `--flag` alone means true; `--flag=BOOL` says which.
+    /// `--flag` alone means true; `--flag=BOOL` says which (clap's boolish words: 1, no, on, …,
+    /// which take in Go's `t`, `F`, `TRUE`, … too); so does its variable.
     OptionalBool,
     /// `--flag` or `-v`, `-vv`: counted. No variable.
     Count,
 }
 
-/// Stores one value in its field (a switch or count is given "true"); `None` where clap would
+/// Stores one value in its field (a switch alone or a count is given "true"); `None` where clap would
 /// refuse the value.
 type Store = fn(&mut TokenArgs, &str) -> Option<()>;
 
@@ -171,11 +170,6 @@ fn add_path(list: &mut Vec<PathBuf>, value: &str) -> Option<()> {
 /// A `ValueEnum` value exactly as clap's own parser for it matches one (case-sensitive).
 fn choice<E: ValueEnum>(slot: &mut Option<E>, value: &str) -> Option<()> {
     *slot = Some(E::from_str(value, false).ok()?);
-    Some(())
-}
-
-fn switch(slot: &mut bool, value: &str) -> Option<()> {
-    *slot = boolish(value)?;
     Some(())
 }
 
@@ -265,7 +259,7 @@ impl EnvVarName {
 
 #[cfg(test)]
 mod tests {
-    use super::Takes::{Count, OptionalBool, Switch, Value, Values};
+    use super::Takes::{Count, OptionalBool, Value, Values};
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::builder::ValueRange;
@@ -368,9 +362,11 @@ mod tests {
             .flat_map(|value| value.get_name_and_aliases().map(str::to_owned))
             .collect();
         match flag.takes {
-            Switch | OptionalBool => ["true", "false", "1", "no", "OFF", "Yes"]
-                .map(String::from)
-                .to_vec(),
+            OptionalBool => [
+                "true", "false", "1", "no", "OFF", "Yes", "t", "F", "TRUE", "False",
+            ]
+            .map(String::from)
+            .to_vec(),
             Count => Vec::new(),
             _ if !possible.is_empty() => possible,
             _ => ["x", "https://idp.example/a,b", "a b=c"]
@@ -446,8 +442,8 @@ mod tests {
              //! Do not edit: change the flag there and run `cargo test`, which rewrites this file.\n\
              //! (A flag removed or renamed there leaves a row here that no longer compiles: delete\n\
              //! that row, then run `cargo test`.)\n\n\
-             use super::Takes::{{Count, OptionalBool, Switch, Value, Values}};\n\
-             use super::{{add_path, add_text, choice, count, optional_bool, path, switch, text, Flag}};\n\n\
+             use super::Takes::{{Count, OptionalBool, Value, Values}};\n\
+             use super::{{add_path, add_text, choice, count, optional_bool, path, text, Flag}};\n\n\
              /// Every flag of get-token, in `TokenArgs` order.\n\
              pub(super) const FLAGS: &[Flag] = &[\n{rows}];\n\n\
              /// The row of `--verbose`, the flag `-v` counts.\n\
@@ -489,7 +485,9 @@ mod tests {
         let enumerated = !arg.get_possible_values().is_empty() && value != TypeId::of::<bool>();
         let shape = match arg.get_action() {
             ArgAction::Count => Some((Count, "count")),
-            ArgAction::SetTrue if value == TypeId::of::<bool>() => Some((Switch, "switch")),
+            ArgAction::SetTrue => panic!(
+                "--{long}: get-token's on/off flags take a value too (`--{long}=false`, as Go's pflag does): define it like --force-refresh"
+            ),
             ArgAction::Set if value == TypeId::of::<bool>() && values == ValueRange::new(0..=1) => {
                 Some((OptionalBool, "optional_bool"))
             }
@@ -592,12 +590,12 @@ mod tests {
             for name in names {
                 let long = format!("--{name}");
                 let mut forms: Vec<Vec<String>> = Vec::new();
-                if matches!(flag.takes, Switch | Count | OptionalBool) {
+                if matches!(flag.takes, Count | OptionalBool) {
                     forms.push(vec![long.clone()]);
                     forms.push(vec![long.clone(), long.clone(), "--account=a".into()]);
                 }
                 let values = match flag.takes {
-                    Switch | Count => Vec::new(),
+                    Count => Vec::new(),
                     _ => samples(flag),
                 };
                 for value in &values {
@@ -632,7 +630,7 @@ mod tests {
                 assert!(compare(&[], &vars), "{vars:?}");
                 // The command line wins over the variable.
                 let given = match flag.takes {
-                    Switch | OptionalBool => format!("--{}", flag.long),
+                    OptionalBool => format!("--{}", flag.long),
                     _ => format!("--{}={value}", flag.long),
                 };
                 assert!(compare(&[given.as_str()], &vars), "{given} {vars:?}");
@@ -695,7 +693,7 @@ mod tests {
             (&["--issuer-url", "-v"], &[]),
             (&["--issuer-url="], &[]),
             (&["--grant-type=magic"], &[]),
-            (&["--force-refresh=true"], &[]),
+            (&["--force-refresh=maybe"], &[]),
             (&["--pkce", "no"], &[]),
             (&["-vx"], &[]),
             (&["--client-secret=s", "--client-secret-file=f"], &[]),

@@ -70,8 +70,9 @@ pub enum ClientAuthMethodArg {
     Post,
 }
 
-/// On/off flags take `KUBECRED_FORCE_REFRESH=1` (or true/yes/on, and 0/false/no/off) from the
-/// environment: clap alone would take only `true` and `false` there.
+/// On/off flags are written alone to turn them on, or with a value, `--flag=false` (or 0, no,
+/// off; and true, 1, yes, on), as Go's pflag takes them: int128/kubelogin's own stanzas write
+/// `--oidc-use-access-token=true`. Their `KUBECRED_*` variables take the same words.
 #[derive(Debug, Clone, Default, Args)]
 pub struct TokenArgs {
     /// Issuer URL of the OpenID Provider (HTTPS, or http on a loopback address).
@@ -121,14 +122,18 @@ pub struct TokenArgs {
     #[arg(long, env = "KUBECRED_GRANT_TYPE", value_enum, value_name = "GRANT")]
     pub grant_type: Option<GrantTypeArg>,
 
-    /// Print the access token instead of the ID token (the default for client-credentials).
+    /// Print the access token instead of the ID token (the default for grants without a user,
+    /// such as client-credentials, where `--use-access-token=false` prints the ID token instead).
     #[arg(
         long,
         env = "KUBECRED_USE_ACCESS_TOKEN",
         alias = "oidc-use-access-token",
-        value_parser = BoolishValueParser::new()
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
     )]
-    pub use_access_token: bool,
+    pub use_access_token: Option<bool>,
 
     /// `audience` parameter for the token request (Auth0, Keycloak and others).
     #[arg(long, env = "KUBECRED_AUDIENCE", value_name = "AUDIENCE")]
@@ -179,17 +184,23 @@ pub struct TokenArgs {
     #[arg(
         long,
         env = "KUBECRED_INSECURE_SKIP_TLS_VERIFY",
-        value_parser = BoolishValueParser::new()
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
     )]
-    pub insecure_skip_tls_verify: bool,
+    pub insecure_skip_tls_verify: Option<bool>,
 
     /// Ignore a cached token: refresh, or log in again, now.
     #[arg(
         long,
         env = "KUBECRED_FORCE_REFRESH",
-        value_parser = BoolishValueParser::new()
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
     )]
-    pub force_refresh: bool,
+    pub force_refresh: Option<bool>,
 
     /// A cached token with less life than this left is refreshed (e.g. 90s, 5m) [default: 60s].
     #[arg(long, env = "KUBECRED_MIN_VALIDITY", value_name = "DURATION")]
@@ -212,7 +223,9 @@ pub struct TokenArgs {
     #[arg(long, env = "KUBECRED_LOCK_TIMEOUT", value_name = "DURATION")]
     pub lock_timeout: Option<String>,
 
-    /// Redirect URI for browser logins; its port is replaced by the listener's [default: http://localhost:PORT/callback].
+    /// Redirect URI for browser logins, sent exactly as written; one that names no port gets the
+    /// listener's, one that names a port is listened on there (unless --listen-address says
+    /// where) [default: http://localhost:PORT/callback].
     #[arg(
         long,
         env = "KUBECRED_REDIRECT_URL",
@@ -221,8 +234,9 @@ pub struct TokenArgs {
     )]
     pub redirect_url: Option<String>,
 
-    /// Loopback address:port for the login listener, tried in order; repeatable. Port 0 = any free port
-    /// [default: 127.0.0.1:8000, 127.0.0.1:18000].
+    /// Loopback address:port (or localhost:port) for the login listener, tried in order;
+    /// repeatable. Port 0 = any free port [default: the port --redirect-url names, else
+    /// 127.0.0.1:8000, 127.0.0.1:18000].
     #[arg(
         long,
         env = "KUBECRED_LISTEN_ADDRESS",
@@ -252,9 +266,12 @@ pub struct TokenArgs {
     #[arg(
         long,
         env = "KUBECRED_SKIP_OPEN_BROWSER",
-        value_parser = BoolishValueParser::new()
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
     )]
-    pub skip_open_browser: bool,
+    pub skip_open_browser: Option<bool>,
 
     /// Upper bound on a whole interactive login [default: 180s].
     #[arg(
@@ -272,7 +289,8 @@ pub struct TokenArgs {
 
     /// Extra authorization request parameter KEY=VALUE; repeatable. A value may contain commas
     /// (`acr_values=a,b`); one holding several KEY=VALUE pairs joined by commas (`a=1,b=2`,
-    /// kubelogin's form) is split into them.
+    /// kubelogin's form) is split into them. With client-credentials, which has no authorization
+    /// request, they go with the token request (as kubelogin sends them: `audience=…`).
     #[arg(
         long = "auth-param",
         env = "KUBECRED_AUTH_PARAM",

@@ -24,7 +24,20 @@ use std::ffi::OsString;
 /// The line (without the `kubecred: error: ` prefix) for `err`, which parsing `argv` (the
 /// process's arguments, program name first) produced.
 pub fn usage_error_line(err: &clap::Error, argv: &[OsString]) -> String {
-    with_context(err, argv, Cli::command()).render().to_string()
+    usage_error_line_in(err, argv, &|name| std::env::var_os(name))
+}
+
+/// [`usage_error_line`] for a command line parsed in an explicit environment (a kubeconfig
+/// stanza's `env` over this process's, `parse_stanza_get_token_in`): a bad value that came from
+/// a `KUBECRED_*` variable is named by the variable, as `var` answers it.
+pub fn usage_error_line_in(
+    err: &clap::Error,
+    argv: &[OsString],
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> String {
+    with_context(err, argv, Cli::command(), var)
+        .render()
+        .to_string()
 }
 
 /// clap's hook for the wording of an error: one line, from the error's context.
@@ -87,7 +100,12 @@ impl ErrorFormatter for OneLine {
 
 /// `err` for [`OneLine`], with what the line says and clap's error does not hold, found in
 /// `cli` (the definition `argv` was parsed with) and `argv`.
-fn with_context(err: &clap::Error, argv: &[OsString], mut cli: clap::Command) -> Error<OneLine> {
+fn with_context(
+    err: &clap::Error,
+    argv: &[OsString],
+    mut cli: clap::Command,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Error<OneLine> {
     let mut line = copied(err);
     // Built, as the parse built it: an argument's display (`--grant-type <GRANT>`, what the
     // error names) needs its value count, which building sets.
@@ -135,7 +153,7 @@ fn with_context(err: &clap::Error, argv: &[OsString], mut cli: clap::Command) ->
         line.insert(ContextKind::ValidValue, ContextValue::Strings(values));
     }
     if let Some(value) = text(err, ContextKind::InvalidValue)
-        && let Some(variable) = from_variable(arg, value, argv)
+        && let Some(variable) = from_variable(arg, value, argv, var)
     {
         line.insert(ContextKind::Custom, ContextValue::String(variable));
     }
@@ -168,11 +186,16 @@ fn invalid_value(err: &Error<OneLine>, flag: &str, value: &str, values: &[String
     }
 }
 
-/// The `KUBECRED_*` variable `value` came from, when it is set to it and the command line does
-/// not give the flag (clap prefers the command line).
-fn from_variable(arg: &Arg, value: &str, argv: &[OsString]) -> Option<String> {
+/// The `KUBECRED_*` variable `value` came from, when `var` has it set to it and the command
+/// line does not give the flag (clap prefers the command line).
+fn from_variable(
+    arg: &Arg,
+    value: &str,
+    argv: &[OsString],
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Option<String> {
     let variable = arg.get_env()?;
-    let set = std::env::var_os(variable)?;
+    let set = var(variable.to_str()?)?;
     let set = set.to_str()?;
     let holds = set == value
         || arg
@@ -370,9 +393,11 @@ mod tests {
             .find(|arg| arg.get_id() == "force_refresh")
             .unwrap();
         assert_eq!(
-            with_context(&err, &words, command.clone())
-                .render()
-                .to_string(),
+            with_context(&err, &words, command.clone(), &|name| std::env::var_os(
+                name
+            ))
+            .render()
+            .to_string(),
             format!(
                 "invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
             )
@@ -382,18 +407,27 @@ mod tests {
             from_variable(
                 arg,
                 "maybe",
-                &argv(&["kubecred", "get-token", "--force-refresh=maybe"])
+                &argv(&["kubecred", "get-token", "--force-refresh=maybe"]),
+                &|name| std::env::var_os(name)
             ),
             None
         );
-        assert_eq!(from_variable(arg, "other", &words), None);
+        assert_eq!(
+            from_variable(arg, "other", &words, &|name| std::env::var_os(name)),
+            None
+        );
     }
 
     #[test]
-    fn a_switch_given_a_value_says_to_write_it_alone() {
+    fn an_on_off_flag_given_another_word_lists_the_words_it_takes() {
         assert_eq!(
             line(&["kubecred", "get-token", "--force-refresh=maybe"]),
-            "--force-refresh takes no value, but was given 'maybe': write --force-refresh alone to turn it on (see kubecred get-token --help)"
+            "invalid value 'maybe' for --force-refresh; it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
+        );
+        // A switch that takes no value says so.
+        assert_eq!(
+            line(&["kubecred", "login", "--print-token-info=maybe"]),
+            "--print-token-info takes no value, but was given 'maybe': write --print-token-info alone to turn it on (see kubecred login --help)"
         );
     }
 

@@ -47,7 +47,7 @@ pub(super) fn kubecred_stanza(
 /// (`setup/advice.rs`, `exec_env`), convert's the secret itself.
 pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     let mut out = vec!["get-token".to_string()];
-    // An empty value is a switch, printed alone: get-token refuses `--use-access-token=true`.
+    // An empty value is a switch, printed alone.
     let mut flag = |name: &str, value: Option<String>| match value {
         Some(value) if value.is_empty() => out.push(format!("--{name}")),
         Some(value) => out.push(format!("--{name}={value}")),
@@ -76,7 +76,9 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
         args.grant_type
             .and_then(|g| enum_name(&|| g.to_possible_value())),
     );
-    flag("use-access-token", args.use_access_token.then(String::new));
+    let on_off =
+        |value: Option<bool>| value.map(|on| if on { String::new() } else { "false".into() });
+    flag("use-access-token", on_off(args.use_access_token));
     flag("audience", args.audience.clone());
     flag("resource", args.resource.clone());
     flag(
@@ -98,7 +100,7 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     }
     flag(
         "insecure-skip-tls-verify",
-        args.insecure_skip_tls_verify.then(String::new),
+        on_off(args.insecure_skip_tls_verify),
     );
     flag("min-validity", args.min_validity.clone());
     flag("refresh-ahead", args.refresh_ahead.clone());
@@ -110,10 +112,7 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     }
     flag("pkce", args.pkce.map(|b| b.to_string()));
     flag("browser-command", args.browser_command.clone());
-    flag(
-        "skip-open-browser",
-        args.skip_open_browser.then(String::new),
-    );
+    flag("skip-open-browser", on_off(args.skip_open_browser));
     flag("auth-timeout", args.auth_timeout.clone());
     flag("login-cooldown", args.login_cooldown.clone());
     for param in &args.auth_params {
@@ -197,7 +196,11 @@ pub(super) fn resolve(
     let token_args = match cli::parse_stanza_get_token_in(argv.clone(), &var) {
         Ok(Some(token_args)) => token_args,
         Ok(None) => return Err(Unresolved::NotGetToken),
-        Err(err) => return Err(Unresolved::Usage(cli::usage_error_line(&err, &argv))),
+        Err(err) => {
+            return Err(Unresolved::Usage(cli::usage_error_line_in(
+                &err, &argv, &var,
+            )));
+        }
     };
     Config::resolve(&token_args, &Environment::with_variables(var, &argv), exec)
         .map_err(Unresolved::Settings)
@@ -269,6 +272,40 @@ mod tests {
         );
     }
 
+    /// A stanza's env that moves the home or cache directory moves kubecred's cache as it
+    /// moves the plugin's, which `directories` (reading only this process) would not see.
+    #[cfg(all(unix, not(target_os = "macos")))]
+    #[test]
+    fn a_stanzas_home_and_cache_variables_move_the_cache_directory() {
+        let dir = |vars: &[(&str, &str)]| {
+            resolve(
+                &words("get-token --issuer-url=https://idp.example --client-id=c"),
+                &env(vars),
+                ExecInfo::absent(),
+            )
+            .unwrap()
+            .cache
+            .dir
+        };
+        assert_eq!(
+            dir(&[("XDG_CACHE_HOME", "/srv/xdg")]),
+            std::path::PathBuf::from("/srv/xdg/kubecred")
+        );
+        assert_eq!(
+            dir(&[("HOME", "/home/other"), ("XDG_CACHE_HOME", "")]),
+            std::path::PathBuf::from("/home/other/.cache/kubecred")
+        );
+        assert_eq!(
+            dir(&[("HOME", "/home/other"), ("KUBECRED_CACHE_DIR", "/srv/kc")]),
+            std::path::PathBuf::from("/srv/kc")
+        );
+        // Where it sets neither, the cache is where `directories` puts this process's.
+        assert_eq!(
+            dir(&[]),
+            crate::config::resolve_cache_dir(&Default::default()).unwrap()
+        );
+    }
+
     #[test]
     fn a_stanza_kubecred_refuses_says_why() {
         let refused = |args: &str, vars: &[(&str, &str)]| {
@@ -286,7 +323,12 @@ mod tests {
             "get-token --issuer-url=https://i --client-id=c",
             &[("KUBECRED_SKIP_OPEN_BROWSER", "maybe")],
         ) {
-            Unresolved::Usage(line) => assert!(line.contains("maybe"), "{line}"),
+            Unresolved::Usage(line) => assert!(
+                line.starts_with(
+                    "invalid value 'maybe' in KUBECRED_SKIP_OPEN_BROWSER (for --skip-open-browser)"
+                ),
+                "{line}"
+            ),
             other => panic!("{other:?}"),
         }
         assert!(matches!(

@@ -70,8 +70,17 @@ pub struct SubjectTokenSettings {
 /// The user of the `password` grant and where the password comes from.
 #[derive(Debug, Clone)]
 pub struct PasswordSettings {
-    pub username: String,
+    /// `None`: asked for at the terminal, with the password (int128/kubelogin's `--grant-type
+    /// password` without `--username`).
+    pub username: Option<String>,
     pub source: PasswordSource,
+}
+
+impl PasswordSettings {
+    /// Whether a person must type something at the terminal: the user name or the password.
+    pub fn needs_a_person(&self) -> bool {
+        self.username.is_none() || matches!(self.source, PasswordSource::Prompt)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -258,15 +267,8 @@ pub(super) fn resolve_password(
         }
         return Ok(None);
     }
-    let username = args
-        .username
-        .clone()
-        .filter(|name| !name.is_empty())
-        .ok_or_else(|| {
-            input(
-                "--grant-type password needs a user name: pass --username or set KUBECRED_USERNAME",
-            )
-        })?;
+    // Without a user name, both are asked for at the terminal (as int128/kubelogin does).
+    let username = args.username.clone().filter(|name| !name.is_empty());
     let source = match (&args.password_file, &env.password, kubelogin_password) {
         (Some(path), _, _) => PasswordSource::File(path.clone()),
         (None, Some(password), _) => PasswordSource::Env(password.clone()),

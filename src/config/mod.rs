@@ -11,6 +11,8 @@
 
 mod extension;
 mod federation;
+mod login;
+mod redirect_uri;
 mod settings;
 #[cfg(test)]
 mod tests;
@@ -20,6 +22,9 @@ pub use federation::{
     CredentialSource, PasswordSettings, PasswordSource, PrivateKeyPem, PrivateKeySettings,
     SecretOnCommandLine, SubjectTokenSettings, TOKEN_TYPE_JWT, secret_flags_on_command_line,
 };
+pub use login::is_loopback_host;
+use login::resolve_login;
+pub use redirect_uri::RedirectUri;
 pub use settings::*;
 
 use crate::cli::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
@@ -30,7 +35,6 @@ use crate::kubelogin::{self, KubeloginSettings};
 use crate::secret::Secret;
 use base64::Engine;
 use extension::Extension;
-use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
@@ -50,6 +54,10 @@ pub struct Environment {
     pub secrets_on_command_line: Vec<SecretOnCommandLine>,
     /// The proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …), for the HTTP client.
     pub proxy: ProxyEnvironment,
+    /// The per-user cache directory where this environment's variables move it away from this
+    /// process's (a kubeconfig stanza's `env` setting `HOME` or `XDG_CACHE_HOME`); `None`: the
+    /// one the `directories` crate finds for this process.
+    pub user_cache_dir: Option<PathBuf>,
 }
 
 impl Environment {
@@ -77,7 +85,11 @@ impl Environment {
                 .filter(|value| !value.trim().is_empty())
                 .map(Secret::new)
         };
+        let moved = [env_vars::HOME, env_vars::XDG_CACHE_HOME]
+            .iter()
+            .any(|name| var(name) != std::env::var_os(name));
         Environment {
+            user_cache_dir: if moved { user_cache_dir_in(&var) } else { None },
             verbose: text(env_vars::KUBECRED_VERBOSE),
             browser: text(env_vars::BROWSER),
             password: secret(env_vars::KUBECRED_PASSWORD),
@@ -104,8 +116,9 @@ impl Config {
         let client = resolve_client(args, env, &ext, grant)?;
         let request = resolve_token_request(args, &ext, grant)?;
         let http = resolve_http(args, env, &ext, &kubelogin)?;
-        let login = resolve_login(args, env, &kubelogin)?;
-        let cache = resolve_cache(args, &login, &http)?;
+        let login = resolve_login(args, env, &kubelogin, grant)?;
+        check_token_request_params(&login, &request, grant)?;
+        let cache = resolve_cache(args, env, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
         Ok(Config {
             issuer,
@@ -128,7 +141,7 @@ impl Config {
             resource: request.resource,
             http,
             cache,
-            force_refresh: args.force_refresh,
+            force_refresh: args.force_refresh.unwrap_or(false),
             min_validity: resolve_min_validity(args, &ext)?,
             refresh_ahead: resolve_refresh_ahead(args, &ext)?,
             login,
@@ -148,7 +161,7 @@ pub fn resolve_relay_side(
 ) -> anyhow::Result<(LoginSettings, u8)> {
     let kubelogin = kubelogin::resolve(&args.kubelogin)?;
     Ok((
-        resolve_login(args, env, &kubelogin)?,
+        resolve_login(args, env, &kubelogin, Grant::Authcode)?,
         resolve_verbosity(args, env),
     ))
 }
@@ -328,8 +341,29 @@ fn resolve_token_request(
     ext: &Extension,
     grant: Grant,
 ) -> anyhow::Result<TokenRequest> {
+    let use_access_token = match args.use_access_token {
+        Some(given) => Some(given),
+        None => ext.bool("useAccessToken")?,
+    };
+    // Grants without a user print the access token unless told otherwise: client credentials
+    // may print the ID token the provider issues with `openid` (int128/kubelogin's default),
+    // token exchange and the federated token have none (the exchange returns the issued token
+    // as `access_token`, whatever its type).
+    let token_kind = match (use_access_token, grant) {
+        (Some(true), _) => TokenKind::AccessToken,
+        (Some(false), Grant::ClientCredentials) => TokenKind::IdToken,
+        (Some(false), _) if grant.is_user_login() => TokenKind::IdToken,
+        (Some(false), _) => {
+            return Err(input(format!(
+                "--use-access-token=false asks for an ID token, which --grant-type {} does not give; leave it out",
+                grant.name()
+            )));
+        }
+        (None, _) if grant.is_user_login() => TokenKind::IdToken,
+        (None, _) => TokenKind::AccessToken,
+    };
     let mut scopes = Vec::new();
-    if grant.is_user_login() {
+    if token_kind == TokenKind::IdToken || grant.is_user_login() {
         scopes.push("openid".to_string());
     }
     let given_scopes = if args.scopes.is_empty() {
@@ -343,20 +377,43 @@ fn resolve_token_request(
         }
     }
 
-    let use_access_token = args.use_access_token || ext.bool("useAccessToken")?.unwrap_or(false);
-    // Grants without a user have no ID token: the access token is the credential (token
-    // exchange returns the issued token as `access_token`, whatever its type).
-    let token_kind = if use_access_token || !grant.is_user_login() {
-        TokenKind::AccessToken
-    } else {
-        TokenKind::IdToken
-    };
     Ok(TokenRequest {
         scopes,
         token_kind,
         audience: args.audience.clone().or(ext.string("audience")?),
         resource: args.resource.clone().or(ext.string("resource")?),
     })
+}
+
+/// `--auth-param`s go with the client credentials token request (it has no authorization
+/// request): none may be a parameter the request sets itself.
+fn check_token_request_params(
+    login: &LoginSettings,
+    request: &TokenRequest,
+    grant: Grant,
+) -> anyhow::Result<()> {
+    if grant != Grant::ClientCredentials {
+        return Ok(());
+    }
+    const SET_BY_KUBECRED: [&str; 6] = [
+        "grant_type",
+        "scope",
+        "client_id",
+        "client_secret",
+        "client_assertion",
+        "client_assertion_type",
+    ];
+    for (name, _) in &login.auth_params {
+        let taken = SET_BY_KUBECRED.contains(&name.as_str())
+            || (name == "audience" && request.audience.is_some())
+            || (name == "resource" && request.resource.is_some());
+        if taken {
+            return Err(input(format!(
+                "--auth-param {name}=…: the client credentials request sets {name} itself (with client credentials the --auth-params go with the token request); use its own setting"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The extra CAs (files, base64 from flags or the extension), TLS verification, the timeout,
@@ -390,7 +447,7 @@ fn resolve_http(
     Ok(HttpSettings {
         tls: TlsSettings {
             extra_ca_pems,
-            insecure_skip_verify: args.insecure_skip_tls_verify,
+            insecure_skip_verify: args.insecure_skip_tls_verify.unwrap_or(false),
         },
         timeout: duration_or(&args.http_timeout, "--http-timeout", DEFAULT_HTTP_TIMEOUT)?,
         proxy: env.proxy.clone(),
@@ -467,10 +524,14 @@ fn parse_request_header(pair: &str) -> anyhow::Result<RequestHeader> {
 /// login and a few HTTP requests).
 fn resolve_cache(
     args: &TokenArgs,
+    env: &Environment,
     login: &LoginSettings,
     http: &HttpSettings,
 ) -> anyhow::Result<CacheSettings> {
-    let dir = resolve_cache_dir(&args.cache)?;
+    let dir = match (&args.cache.cache_dir, &env.user_cache_dir) {
+        (None, Some(dir)) => dir.clone(),
+        _ => resolve_cache_dir(&args.cache)?,
+    };
     let storage = match args.cache_storage {
         None | Some(CacheStorageArg::Auto) => CacheStorage::Auto,
         Some(CacheStorageArg::Disk) => CacheStorage::Disk,
@@ -500,149 +561,34 @@ pub fn resolve_cache_dir(arg: &CacheDirArg) -> anyhow::Result<PathBuf> {
         .ok_or_else(|| input("cannot find a home directory for the token cache; pass --cache-dir"))
 }
 
+/// The per-user cache directory as the `directories` crate finds it, in an environment of
+/// `var` rather than this process's (the crate reads only this process's): for a kubeconfig
+/// stanza whose `env` moves it. `None` where the place is not the environment's to say (Windows:
+/// the known folder), or without a home directory.
+fn user_cache_dir_in(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    if cfg!(windows) {
+        return None;
+    }
+    let home = var(env_vars::HOME)
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from);
+    let base = if cfg!(target_os = "macos") {
+        home?.join("Library/Caches")
+    } else {
+        match var(env_vars::XDG_CACHE_HOME).map(PathBuf::from) {
+            Some(xdg) if xdg.is_absolute() => xdg,
+            _ => home?.join(".cache"),
+        }
+    };
+    Some(base.join("kubecred"))
+}
+
 /// The lock wait when --lock-timeout is not given: the holder may run discovery, a whole login,
 /// the code exchange and a JWKS fetch, each bounded, and a little more for the cache writes.
 pub fn default_lock_timeout(auth_timeout: Duration, http_timeout: Duration) -> Duration {
     auth_timeout
         .saturating_add(http_timeout.saturating_mul(3))
         .saturating_add(LOCK_TIMEOUT_SLACK)
-}
-
-/// The browser, the loopback listener, PKCE, the authorization request's extra parameters and
-/// the login's time limits.
-fn resolve_login(
-    args: &TokenArgs,
-    env: &Environment,
-    kubelogin: &KubeloginSettings,
-) -> anyhow::Result<LoginSettings> {
-    let raw_addresses: Vec<String> = if args.listen_address.is_empty() {
-        DEFAULT_LISTEN_ADDRESSES
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    } else {
-        args.listen_address.clone()
-    };
-    let listen_addresses = raw_addresses
-        .iter()
-        .map(|raw| parse_listen_address(raw))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-
-    let auth_params = args
-        .auth_params
-        .iter()
-        .flat_map(|value| split_pairs(value))
-        .map(|pair| match pair.split_once('=') {
-            Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
-            _ => Err(input(format!("--auth-param {pair:?} is not KEY=VALUE"))),
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-
-    let callback_tls = match (&args.local_server_cert, &args.local_server_key) {
-        (Some(cert), Some(key)) => Some(CallbackTls {
-            cert: cert.clone(),
-            key: key.clone(),
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(input(
-                "--local-server-cert and --local-server-key go together: give both (the certificate and its key) or neither",
-            ));
-        }
-    };
-    Ok(LoginSettings {
-        redirect_url: resolve_redirect_url(args, kubelogin, callback_tls.is_some())?,
-        listen_addresses,
-        callback_tls,
-        // --pkce, when given, wins over kubelogin's --oidc-pkce-method.
-        pkce: args.pkce.or(kubelogin.pkce),
-        browser: resolve_browser(args, env)?,
-        auth_timeout: duration_or(&args.auth_timeout, "--auth-timeout", DEFAULT_AUTH_TIMEOUT)?,
-        cooldown: duration_or(
-            &args.login_cooldown,
-            "--login-cooldown",
-            DEFAULT_LOGIN_COOLDOWN,
-        )?,
-        auth_params,
-        login_hint: args.login_hint.clone(),
-        prompt: args.prompt.clone(),
-    })
-}
-
-fn parse_listen_address(raw: &str) -> anyhow::Result<SocketAddr> {
-    let addr: SocketAddr = raw.parse().map_err(|_| {
-        input(format!(
-            "--listen-address {raw:?} is not an IP:port (e.g. 127.0.0.1:8000 or [::1]:0)"
-        ))
-    })?;
-    if !addr.ip().is_loopback() {
-        return Err(input(format!(
-            "--listen-address {raw} is not a loopback address; the login listener binds only to loopback"
-        )));
-    }
-    Ok(addr)
-}
-
-/// `--redirect-url`; else the default with kubelogin's `--oidc-redirect-url-hostname` as host;
-/// else the default. It must be on a loopback host (the listener receives it), http — or https
-/// when the listener serves TLS (`--local-server-cert`).
-fn resolve_redirect_url(
-    args: &TokenArgs,
-    kubelogin: &KubeloginSettings,
-    tls: bool,
-) -> anyhow::Result<Url> {
-    let scheme = if tls { "https" } else { "http" };
-    let default = || {
-        let mut url = Url::parse(DEFAULT_REDIRECT_URL).expect("the default redirect URL parses");
-        url.set_scheme(scheme)
-            .expect("http and https are interchangeable schemes");
-        url
-    };
-    match (&args.redirect_url, &kubelogin.redirect_host) {
-        (Some(raw), _) => {
-            let url = Url::parse(raw)
-                .map_err(|err| input(format!("--redirect-url {raw:?} is not a URL: {err}")))?;
-            if url.scheme() != scheme || !is_loopback_host(&url) {
-                let why = if tls {
-                    "https on localhost or a loopback address: with --local-server-cert the listener serves https"
-                } else {
-                    "http on localhost or a loopback address (https needs --local-server-cert and --local-server-key)"
-                };
-                return Err(input(format!("--redirect-url {raw} must be {why}")));
-            }
-            Ok(url)
-        }
-        // kubelogin's way to change only the host of the default redirect URL.
-        (None, Some(host)) => {
-            let mut url = default();
-            if url.set_host(Some(host)).is_err() || !is_loopback_host(&url) {
-                return Err(input(format!(
-                    "--oidc-redirect-url-hostname {host:?} must be localhost or a loopback address"
-                )));
-            }
-            Ok(url)
-        }
-        (None, None) => Ok(default()),
-    }
-}
-
-/// `--skip-open-browser`, else `--browser-command`, else `$BROWSER`, else the system browser.
-fn resolve_browser(args: &TokenArgs, env: &Environment) -> anyhow::Result<BrowserChoice> {
-    if args.skip_open_browser {
-        return Ok(BrowserChoice::Skip);
-    }
-    let command = args
-        .browser_command
-        .as_deref()
-        .or(env.browser.as_deref())
-        .filter(|command| !command.trim().is_empty());
-    let Some(command) = command else {
-        return Ok(BrowserChoice::System);
-    };
-    let words = shlex::split(command)
-        .filter(|words| !words.is_empty())
-        .ok_or_else(|| input(format!("browser command {command:?} cannot be parsed")))?;
-    Ok(BrowserChoice::Command(words))
 }
 
 fn resolve_min_validity(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Duration> {
@@ -690,16 +636,6 @@ fn resolve_verbosity(args: &TokenArgs, env: &Environment) -> u8 {
         .as_deref()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
-}
-
-/// True for `localhost`, 127.0.0.0/8 and ::1.
-pub fn is_loopback_host(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
-        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-        None => false,
-    }
 }
 
 /// One `--auth-param` (or `--request-header`) value as pairs. A value may hold commas

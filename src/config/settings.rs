@@ -212,8 +212,10 @@ pub enum CacheStorage {
 /// Settings of the interactive logins (authorization code and device flow).
 #[derive(Debug, Clone)]
 pub struct LoginSettings {
-    /// The redirect URI; its port is replaced by the listener's.
-    pub redirect_url: Url,
+    /// The redirect URI, sent as written; where it names no port, the listener's goes in.
+    pub redirect: super::RedirectUri,
+    /// Where the listener listens, tried in order: `--listen-address`, else the port the
+    /// redirect URI names, else the defaults.
     pub listen_addresses: Vec<SocketAddr>,
     /// `--local-server-cert`/`--local-server-key`: the listener serves the callback over TLS.
     pub callback_tls: Option<CallbackTls>,
@@ -270,7 +272,7 @@ pub const DEFAULT_LOGIN_COOLDOWN: Duration = Duration::from_secs(30);
 pub const LOCK_TIMEOUT_SLACK: Duration = Duration::from_secs(10);
 /// Registered-port friendly defaults, as kubelogin uses: many IdPs need exact redirect URIs.
 pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
-/// The redirect URI when the user gives none; the port is replaced by the listener's.
+/// The redirect URI when the user gives none; the listener's port goes in.
 /// `localhost` rather than an IP because many providers only accept `localhost` for loopback
 /// redirects, and because it lets the listener serve whichever family the browser picks.
 pub const DEFAULT_REDIRECT_URL: &str = "http://localhost/callback";

@@ -156,7 +156,7 @@ fn kubelogin_redirect_hostname_password_and_ignored_flags() {
     let redirect = resolve(&["--oidc-redirect-url-hostname=127.0.0.1"])
         .unwrap()
         .login
-        .redirect_url;
+        .redirect;
     assert_eq!(redirect.as_str(), "http://127.0.0.1/callback");
     let redirect = resolve(&[
         "--oidc-redirect-url-hostname=127.0.0.1",
@@ -164,7 +164,7 @@ fn kubelogin_redirect_hostname_password_and_ignored_flags() {
     ])
     .unwrap()
     .login
-    .redirect_url;
+    .redirect;
     assert_eq!(redirect.as_str(), "http://localhost/cb");
     assert!(resolve(&["--oidc-redirect-url-hostname=idp.example"]).is_err());
 
@@ -183,7 +183,7 @@ fn kubelogin_redirect_hostname_password_and_ignored_flags() {
     // Ignored ones resolve (with a notice on stderr).
     resolve(&[
         "--open-url-after-authentication=https://x",
-        "--tls-renegotiation=once",
+        "--tls-renegotiation-once",
     ])
     .unwrap();
 }
@@ -316,6 +316,68 @@ fn listen_addresses_must_be_loopback() {
     )
     .unwrap_err();
     assert!(format!("{err:#}").contains("not a loopback address"));
+}
+
+#[test]
+fn a_redirect_uri_is_kept_as_written_and_its_port_is_where_the_listener_is() {
+    let resolve = |extra: &[&str]| {
+        let mut argv = vec!["--issuer-url=https://idp", "--client-id=c"];
+        argv.extend_from_slice(extra);
+        Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent())
+    };
+    let addresses = |config: &Config| -> Vec<String> {
+        config
+            .login
+            .listen_addresses
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    };
+    // kubelogin's: no path, no slash added.
+    let bare = resolve(&["--redirect-url=http://localhost"]).unwrap();
+    assert_eq!(bare.login.redirect.as_str(), "http://localhost");
+    assert_eq!(addresses(&bare), ["127.0.0.1:8000", "127.0.0.1:18000"]);
+    // A port written in it: listened on, alone.
+    let named = resolve(&["--redirect-url=http://localhost:8000"]).unwrap();
+    assert_eq!(named.login.redirect.as_str(), "http://localhost:8000");
+    assert_eq!(addresses(&named), ["127.0.0.1:8000"]);
+    let https = resolve(&[
+        "--redirect-url=https://localhost:8443/callback",
+        "--local-server-cert=/c.pem",
+        "--local-server-key=/k.pem",
+    ])
+    .unwrap();
+    assert_eq!(addresses(&https), ["127.0.0.1:8443"]);
+    // ... unless --listen-address says where (a port forward); kubelogin's localhost:PORT too.
+    let forwarded = resolve(&[
+        "--redirect-url=http://localhost:8000/",
+        "--listen-address=localhost:9000",
+    ])
+    .unwrap();
+    assert_eq!(forwarded.login.redirect.as_str(), "http://localhost:8000/");
+    assert_eq!(addresses(&forwarded), ["127.0.0.1:9000"]);
+    // The keyboard login's code is copied by the person: any registered URI.
+    let oob = resolve(&[
+        "--grant-type=authcode-keyboard",
+        "--redirect-url=urn:ietf:wg:oauth:2.0:oob",
+    ])
+    .unwrap();
+    assert_eq!(oob.login.redirect.as_str(), "urn:ietf:wg:oauth:2.0:oob");
+    for (extra, expected) in [
+        (
+            "--redirect-url=urn:ietf:wg:oauth:2.0:oob",
+            "must be http on localhost",
+        ),
+        ("--redirect-url=http://localhost:0/cb", "names port 0"),
+        ("--redirect-url=http://localhost:/cb", "names the port \"\""),
+        (
+            "--listen-address=localhost",
+            "not an IP:port or localhost:port",
+        ),
+    ] {
+        let err = resolve(&[extra]).unwrap_err();
+        assert!(format!("{err:#}").contains(expected), "{extra}: {err:#}");
+    }
 }
 
 #[test]
@@ -487,8 +549,10 @@ fn token_exchange_and_federated_token_need_a_subject_and_print_the_access_token(
 
 #[test]
 fn the_password_grant_takes_its_password_from_a_file_the_environment_or_a_prompt() {
-    let err = resolve_ci(&["--grant-type=password"], &Environment::default()).unwrap_err();
-    assert!(format!("{err:#}").contains("needs a user name"), "{err:#}");
+    // Without a user name, both are asked for at the terminal, as kubelogin does.
+    let asked = resolve_ci(&["--grant-type=password"], &Environment::default()).unwrap();
+    let asked = asked.password.unwrap();
+    assert!(asked.username.is_none() && asked.needs_a_person());
     let prompt = resolve_ci(
         &["--grant-type=password", "--username=alice"],
         &Environment::default(),
@@ -587,10 +651,7 @@ fn an_https_callback_takes_the_certificate_and_key_together() {
             key: "/k.pem".into()
         })
     );
-    assert_eq!(
-        tls.login.redirect_url.as_str(),
-        "https://localhost/callback"
-    );
+    assert_eq!(tls.login.redirect.as_str(), "https://localhost/callback");
     // kubelogin's hostname form keeps the scheme.
     let pinned = resolve(&[
         "--local-server-cert=/c.pem",
@@ -598,10 +659,7 @@ fn an_https_callback_takes_the_certificate_and_key_together() {
         "--oidc-redirect-url-hostname=127.0.0.1",
     ])
     .unwrap();
-    assert_eq!(
-        pinned.login.redirect_url.as_str(),
-        "https://127.0.0.1/callback"
-    );
+    assert_eq!(pinned.login.redirect.as_str(), "https://127.0.0.1/callback");
     for (extra, expected) in [
         (
             &["--local-server-cert=/c.pem"][..],
@@ -627,7 +685,7 @@ fn an_https_callback_takes_the_certificate_and_key_together() {
     }
     // Without them: plain http, as before.
     assert_eq!(
-        resolve(&[]).unwrap().login.redirect_url.as_str(),
+        resolve(&[]).unwrap().login.redirect.as_str(),
         "http://localhost/callback"
     );
 }

@@ -11,6 +11,7 @@
 use super::errors::token_error;
 use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
+use crate::config::RedirectUri;
 use crate::error::{Exit, fail};
 use crate::http::Replay;
 use crate::login::callback::{AuthorizationResponse, ExpectedResponse};
@@ -92,9 +93,7 @@ impl ProviderClient<'_> {
         let relayed;
         let client = match &response.relayed_redirect_uri {
             Some(redirect) => {
-                relayed = client
-                    .clone()
-                    .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
+                relayed = client.clone().set_redirect_uri(redirect_url(redirect)?);
                 &relayed
             }
             None => client,
@@ -140,20 +139,18 @@ impl ProviderClient<'_> {
             .transpose()?;
         let mut listener = CallbackListener::bind(
             &self.config.login.listen_addresses,
-            &self.config.login.redirect_url,
+            &self.config.login.redirect,
         )?;
         if let Some(tls) = tls {
             listener = listener.with_tls(tls);
         }
-        let redirect = listener.redirect_uri();
-        let client = self.oauth_client().set_redirect_uri(
-            RedirectUrl::new(redirect.clone())
-                .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
-        );
+        let client = self
+            .oauth_client()
+            .set_redirect_uri(redirect_url(listener.redirect_uri())?);
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
         let expected = self
             .expected_response(&state)
-            .redirected_to(listener.redirect_url());
+            .redirected_to(listener.redirect_uri());
         let paste = paste::stdin_is_interactive(self.config.exec.interactive)
             .then(paste::PasteSource::spawn_stdin);
         let opened = browser::open(url.as_str(), &self.config.login.browser)?;
@@ -201,10 +198,10 @@ impl ProviderClient<'_> {
     /// `acquire::preflight_login` has already refused sessions without a terminal.
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
-        let redirect = &self.config.login.redirect_url;
+        let redirect = &self.config.login.redirect;
         let client = self
             .oauth_client()
-            .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
+            .set_redirect_uri(redirect_url(redirect)?);
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
         if !browser::open(url.as_str(), &self.config.login.browser)? {
             offer_relay(&url);
@@ -216,6 +213,13 @@ impl ProviderClient<'_> {
         )?;
         self.exchange_code(&client, &response, verifier, &nonce)
     }
+}
+
+/// oauth2's redirect URL for `redirect`, holding its text as written: that is what oauth2 sends
+/// (`RedirectUrl::from_url` would send the parse, with a `/` added to a bare host).
+fn redirect_url(redirect: &RedirectUri) -> anyhow::Result<RedirectUrl> {
+    RedirectUrl::new(redirect.as_str().to_string())
+        .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))
 }
 
 /// Where no browser opened here: the relayed login, one command to run where a browser and

@@ -1,5 +1,8 @@
 //! The client credentials grant (RFC 6749 §4.4): a confidential client acting as itself, for CI
-//! jobs and services; there is no user, so no ID token and no refresh token.
+//! jobs and services. There is no user: the credential is the access token, or, where the
+//! settings ask for the ID token some providers issue with `openid` (int128/kubelogin's default),
+//! that ID token, verified. There is no authorization request either, so `--auth-param`s go
+//! with the token request, as kubelogin sends its extra parameters.
 
 use super::ProviderClient;
 use super::errors::token_error_with_forbidden_hint;
@@ -15,6 +18,9 @@ impl ProviderClient<'_> {
             .add_scopes(self.scopes());
         for (name, value) in self.token_params()? {
             request = request.add_extra_param(name, value);
+        }
+        for (name, value) in &self.config.login.auth_params {
+            request = request.add_extra_param(name.clone(), value.clone());
         }
         crate::debug!(
             1,

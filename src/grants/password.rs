@@ -23,9 +23,14 @@ impl ProviderClient<'_> {
             .as_ref()
             .expect("config requires a user for --grant-type password");
         deprecation_notice_once();
-        let password = read_password(&settings.source, &settings.username)?;
+        let username = match &settings.username {
+            Some(name) => name.clone(),
+            None => read_username(self.config.login.auth_timeout)?,
+        };
+        let password = read_password(&settings.source, &username)?;
         let client = self.oauth_client();
-        let username = ResourceOwnerUsername::new(settings.username.clone());
+        let shown = username.clone();
+        let username = ResourceOwnerUsername::new(username);
         let password = ResourceOwnerPassword::new(password.expose().to_string());
         let mut request = client
             .exchange_password(&username, &password)
@@ -36,7 +41,7 @@ impl ProviderClient<'_> {
         crate::debug!(
             1,
             "requesting a token for {} with the password grant from {}",
-            settings.username,
+            shown,
             client.token_uri().as_str()
         );
         let requested_at = self.clock.now();
@@ -56,6 +61,25 @@ fn deprecation_notice_once() {
             "--grant-type password is deprecated (OAuth 2.0 Security BCP): the password passes through kubecred and MFA cannot work; prefer token-exchange, client-credentials or a browser login",
         );
     }
+}
+
+/// The user name, typed at the terminal (preflight made sure the session is interactive),
+/// within `within`: the line, trimmed.
+fn read_username(within: std::time::Duration) -> anyhow::Result<String> {
+    use crate::login::paste::{PasteSource, Pasted};
+    crate::log::stderr(format_args!("Username: "));
+    let deadline = std::time::Instant::now() + within;
+    let name = match PasteSource::spawn_stdin().line_before(deadline) {
+        Pasted::Line(line) => line.trim().to_string(),
+        _ => String::new(),
+    };
+    if name.is_empty() {
+        return Err(fail(
+            Exit::Login,
+            "no user name was typed for --grant-type password; pass --username",
+        ));
+    }
+    Ok(name)
 }
 
 /// The password, from where the settings say. A file's trailing line ending is dropped (editors

@@ -12,7 +12,7 @@
 //! which redeems the code itself, so no token ever exists here, and nothing is written here.
 //! The `iss` parameter is handed on for the remote to check, since only it knows the issuer.
 
-use crate::config::LoginSettings;
+use crate::config::{LoginSettings, RedirectUri};
 use crate::error::{Exit, fail};
 use crate::login::callback::ExpectedResponse;
 use crate::login::listener::CallbackListener;
@@ -27,19 +27,23 @@ use url::Url;
 pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     let deadline = Instant::now() + login.auth_timeout;
     let request = AuthorizationRequest::parse(bootstrap)?;
+    // Bound without its port, the redirect URI takes the bound one: its own where that is free
+    // (then it is the very text the remote sent), another otherwise.
     let listener = CallbackListener::bind(
-        &listen_addresses(&request.redirect, &login.listen_addresses),
-        &request.redirect,
+        &listen_addresses(request.redirect.url(), &login.listen_addresses),
+        &request.redirect.without_port(),
     )?
     .relaying();
-    let redirect = listener.redirect_url().clone();
-    if redirect.port() != request.redirect.port() {
+    let redirect = listener.redirect_uri().clone();
+    let url = if redirect == request.redirect {
+        request.url.clone()
+    } else {
         crate::log::notice(format!(
             "{} is in use here, so the browser is sent to {redirect} instead (the provider must accept any port on a loopback redirect URI, as RFC 8252 §7.3 asks of it)",
             request.redirect
         ));
-    }
-    let url = request.with_redirect(&redirect);
+        request.with_redirect(&redirect)
+    };
     // Not opened: browser::open has said to open the URL by hand (here: the redirect must
     // reach this machine's listener).
     browser::open(url.as_str(), &login.browser)?;
@@ -91,8 +95,8 @@ fn listen_addresses(redirect: &Url, configured: &[SocketAddr]) -> Vec<SocketAddr
 struct AuthorizationRequest {
     url: Url,
     state: String,
-    /// Its `redirect_uri`: http on a loopback host.
-    redirect: Url,
+    /// Its `redirect_uri`, as the remote wrote it: http on a loopback host.
+    redirect: RedirectUri,
 }
 
 impl AuthorizationRequest {
@@ -154,17 +158,17 @@ impl AuthorizationRequest {
         }
         let raw_redirect = param("redirect_uri").unwrap_or_default();
         let redirect_shown = printable_brief(&raw_redirect, 200).into_owned();
-        let redirect = Url::parse(&raw_redirect).map_err(|_| {
+        let redirect = RedirectUri::parse(&raw_redirect).map_err(|_| {
             refuse(format!(
                 "names the redirect_uri {redirect_shown:?}, which is not a URL"
             ))
         })?;
-        if !crate::config::is_loopback_host(&redirect) {
+        if !crate::config::is_loopback_host(redirect.url()) {
             return Err(refuse(format!(
                 "names the redirect_uri {redirect_shown}, which is not a loopback address: only a redirect to a listener on this machine's loopback can be taken here (RFC 8252 §7.3)"
             )));
         }
-        if redirect.scheme() != "http" {
+        if redirect.url().scheme() != "http" {
             return Err(refuse(format!(
                 "names the redirect_uri {redirect_shown}, an https one: the listener here has no certificate; open the URL itself instead and paste the address the browser ends on into the remote kubecred"
             )));
@@ -184,13 +188,13 @@ impl AuthorizationRequest {
 
     /// The URL with its `redirect_uri` pointing at `redirect` (every other parameter kept, in
     /// order).
-    fn with_redirect(&self, redirect: &Url) -> Url {
+    fn with_redirect(&self, redirect: &RedirectUri) -> Url {
         let pairs: Vec<(String, String)> = self
             .url
             .query_pairs()
             .map(|(name, value)| {
                 let value = if name == "redirect_uri" {
-                    redirect.to_string()
+                    redirect.as_str().to_string()
                 } else {
                     value.into_owned()
                 };
@@ -222,7 +226,8 @@ mod tests {
         let request = AuthorizationRequest::parse(&format!("  {GOOD}\n")).unwrap();
         assert_eq!(request.state, "st4te");
         assert_eq!(request.redirect.as_str(), "http://localhost:8000/callback");
-        let moved = request.with_redirect(&Url::parse("http://localhost:49152/callback").unwrap());
+        let moved =
+            request.with_redirect(&RedirectUri::parse("http://localhost:49152/callback").unwrap());
         assert_eq!(
             moved.as_str(),
             GOOD.replace("%3A8000", "%3A49152"),

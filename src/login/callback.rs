@@ -11,6 +11,7 @@
 //! the same way, and its redirect URI must be this login's but for the port. There is no I/O here
 //! but the notices `settle` prints on stderr.
 
+use crate::config::RedirectUri;
 use crate::error::{Exit, fail};
 use crate::log::notice;
 use crate::login::relay_line;
@@ -28,7 +29,7 @@ pub struct ExpectedResponse {
     issuer: Option<(String, bool)>,
     /// The redirect URI the request named, which a relayed line's must match but for the port;
     /// `None`: any loopback http redirect URI.
-    redirect: Option<Url>,
+    redirect: Option<RedirectUri>,
 }
 
 /// The authorization response of this login, as far as the code exchange (or, on the machine
@@ -42,7 +43,7 @@ pub struct AuthorizationResponse {
     /// The redirect URI the code was issued for when it is not the one this login sent: a
     /// relayed login, whose browser was redirected to another kubecred's listener. The exchange
     /// must name this one.
-    pub relayed_redirect_uri: Option<Url>,
+    pub relayed_redirect_uri: Option<RedirectUri>,
 }
 
 impl ExpectedResponse {
@@ -57,7 +58,7 @@ impl ExpectedResponse {
     }
 
     /// The same, for a request that named `redirect` as its redirect URI.
-    pub fn redirected_to(mut self, redirect: &Url) -> ExpectedResponse {
+    pub fn redirected_to(mut self, redirect: &RedirectUri) -> ExpectedResponse {
         self.redirect = Some(redirect.clone());
         self
     }
@@ -160,27 +161,25 @@ fn relayed_verdict(relayed: &relay_line::Relayed, expected: &ExpectedResponse) -
 }
 
 /// The redirect URI of a relay line, if it can stand for `sent`: http on a loopback host, and
-/// the same as `sent` (when known) but for the port.
-fn relayed_redirect(raw: Option<&str>, sent: Option<&Url>) -> Result<Url, String> {
+/// the same text as `sent` (when known) but for the port.
+fn relayed_redirect(raw: Option<&str>, sent: Option<&RedirectUri>) -> Result<RedirectUri, String> {
     let raw = raw.ok_or("the relay line names no redirect_uri")?;
     let shown = || printable_brief(raw, 200).into_owned();
-    let relayed =
-        Url::parse(raw).map_err(|_| format!("its redirect_uri {:?} is not a URL", shown()))?;
-    if relayed.scheme() != "http" || !crate::config::is_loopback_host(&relayed) {
+    let relayed = RedirectUri::parse(raw)
+        .map_err(|_| format!("its redirect_uri {:?} is not a URL", shown()))?;
+    if relayed.url().scheme() != "http" || !crate::config::is_loopback_host(relayed.url()) {
         return Err(format!(
             "its redirect_uri {:?} is not an http address on this machine's loopback",
             shown()
         ));
     }
-    if let Some(sent) = sent {
-        let mut same_port = relayed.clone();
-        let _ = same_port.set_port(sent.port());
-        if same_port != *sent {
-            return Err(format!(
-                "its redirect_uri {:?} is not this login's ({sent}) with another port; was it printed for another login?",
-                shown()
-            ));
-        }
+    if let Some(sent) = sent
+        && relayed.without_port() != sent.without_port()
+    {
+        return Err(format!(
+            "its redirect_uri {:?} is not this login's ({sent}) with another port; was it printed for another login?",
+            shown()
+        ));
     }
     Ok(relayed)
 }
@@ -439,14 +438,14 @@ mod tests {
     /// A login at the test issuer that sent `http://localhost:8000/callback`.
     fn relaying_login() -> ExpectedResponse {
         ExpectedResponse::new(STATE, "https://op.example", false)
-            .redirected_to(&Url::parse("http://localhost:8000/callback").unwrap())
+            .redirected_to(&RedirectUri::parse("http://localhost:8000/callback").unwrap())
     }
 
     fn relay(state: &str, redirect: &str, iss: Option<&str>) -> String {
         relay_line::render(
             state,
             &Secret::new("the-code"),
-            &Url::parse(redirect).unwrap(),
+            &RedirectUri::parse(redirect).unwrap(),
             iss,
         )
     }

@@ -34,6 +34,7 @@ mod tls;
 pub(crate) use page::{Route, route};
 pub use tls::tls_config;
 
+use crate::config::RedirectUri;
 use crate::debug;
 use crate::error::{Exit, fail};
 use crate::login::callback::{ExpectedResponse, Verdict};
@@ -48,7 +49,6 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
-use url::Url;
 
 /// How long one turn of [`Serving::next_callback`] serves before the wait looks at its other
 /// sources (a pasted line). Connections are served the moment they arrive, whatever this is.
@@ -64,7 +64,7 @@ const MAX_CONNECTIONS_IN_FLIGHT: usize = 16;
 /// Listening sockets for one login, and the redirect URI that points at them.
 pub struct CallbackListener {
     sockets: Vec<TcpListener>,
-    redirect: Url,
+    redirect: RedirectUri,
     /// Serves every connection over TLS when set.
     tls: Option<TlsAcceptor>,
     /// For `kubecred login --remote-bootstrap`: the code goes on to another machine, and the
@@ -85,13 +85,15 @@ impl std::fmt::Debug for CallbackListener {
 
 impl CallbackListener {
     /// Listens on the first usable address of `addresses` (loopback, validated by the config;
-    /// port 0 = any free port). `redirect_url` is the resolved redirect URI (the user's
-    /// `--redirect-url`, or the default); its port is replaced by the bound one. When its host is an IP, that IP is the one listened on (with
-    /// each address's port), since the browser will go nowhere else; when it is `localhost`
-    /// (the default), the same port on the other loopback family is listened on as well.
-    pub fn bind(addresses: &[SocketAddr], redirect_url: &Url) -> anyhow::Result<Self> {
-        let mut redirect = redirect_url.clone();
-        let pinned_ip = match redirect.host() {
+    /// port 0 = any free port). `redirect` is the resolved redirect URI (the user's
+    /// `--redirect-url`, or the default), sent as written: where it names no port, the bound
+    /// port goes in its place; where it names one, it is kept (the config listens there, or
+    /// where `--listen-address` says: a port forward's other end). When its host is an IP, that
+    /// IP is the one listened on (with each address's port), since the browser will go nowhere
+    /// else; when it is `localhost` (the default), the same port on the other loopback family is
+    /// listened on as well.
+    pub fn bind(addresses: &[SocketAddr], redirect: &RedirectUri) -> anyhow::Result<Self> {
+        let pinned_ip = match redirect.url().host() {
             Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
             Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
             _ => None,
@@ -115,12 +117,10 @@ impl CallbackListener {
             match bind_address(address, pinned_ip.is_none()) {
                 Ok(sockets) => {
                     let port = sockets[0].local_addr()?.port();
-                    redirect.set_port(Some(port)).map_err(|()| {
-                        fail(
-                            Exit::Input,
-                            format!("the redirect URL {redirect} cannot carry a port"),
-                        )
-                    })?;
+                    let redirect = match redirect.written_port() {
+                        Some(_) => redirect.clone(),
+                        None => redirect.with_port(port),
+                    };
                     for socket in &sockets {
                         debug!(
                             1,
@@ -138,7 +138,18 @@ impl CallbackListener {
                 Err(problem) => problems.push((address, problem)),
             }
         }
-        Err(no_address_left(&problems))
+        match redirect.written_port() {
+            // The provider sends the browser to the port the redirect URI names, and nowhere
+            // else: another port would not do, so say which setting holds it.
+            Some(port) if problems.iter().all(|(address, _)| address.port() == port) => Err(fail(
+                Exit::Login,
+                format!(
+                    "cannot listen for the login callback on port {port}, which the redirect URI {redirect} names ({}); close the program that holds it, or leave the port out of --redirect-url so that a free one goes in (the provider must accept any port on a loopback redirect URI, RFC 8252 §7.3)",
+                    crate::error::one_line(&no_address_left(&problems))
+                ),
+            )),
+            _ => Err(no_address_left(&problems)),
+        }
     }
 
     /// Serves every connection over TLS with `config` (see [`tls_config`]).
@@ -154,13 +165,9 @@ impl CallbackListener {
         self
     }
 
-    /// The redirect URI to send to the provider: the configured one with the bound port.
-    pub fn redirect_uri(&self) -> String {
-        self.redirect.to_string()
-    }
-
-    /// [`redirect_uri`](Self::redirect_uri), parsed.
-    pub fn redirect_url(&self) -> &Url {
+    /// The redirect URI to send to the provider, as it is to be sent: the configured one, with
+    /// the bound port where it names none.
+    pub fn redirect_uri(&self) -> &RedirectUri {
         &self.redirect
     }
 
@@ -198,7 +205,7 @@ impl CallbackListener {
             next_id: 0,
             page: Arc::new(PageContext {
                 expected: expected.into(),
-                callback_path: self.redirect.path().to_string(),
+                callback_path: self.redirect.url().path().to_string(),
                 heads_read: Mutex::new(Vec::new()),
                 tls: self.tls,
                 relaying: self.relaying,

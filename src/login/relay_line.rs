@@ -19,9 +19,9 @@
 //! This module only writes and reads the line; `callback.rs` says what it means for the login in
 //! progress.
 
+use crate::config::RedirectUri;
 use crate::secret::Secret;
 use std::borrow::Cow;
-use url::Url;
 
 /// What every relay line starts with.
 pub const PREFIX: &str = "kubecred-relay:";
@@ -38,7 +38,7 @@ const CARRIED: [&str; 6] = [
 ];
 
 /// The line for an authorization response received at `redirect_uri`.
-pub fn render(state: &str, code: &Secret, redirect_uri: &Url, iss: Option<&str>) -> String {
+pub fn render(state: &str, code: &Secret, redirect_uri: &RedirectUri, iss: Option<&str>) -> String {
     let mut query = url::form_urlencoded::Serializer::new(String::new());
     query
         .append_pair("state", state)
@@ -102,8 +102,8 @@ pub fn parse(line: &str) -> Option<Result<Relayed, String>> {
 mod tests {
     use super::*;
 
-    fn redirect() -> Url {
-        Url::parse("http://localhost:49152/callback").unwrap()
+    fn redirect() -> RedirectUri {
+        RedirectUri::parse("http://localhost:49152/callback").unwrap()
     }
 
     #[test]

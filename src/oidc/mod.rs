@@ -159,6 +159,41 @@ impl Provider {
     }
 }
 
+/// The claims of an ID token another program obtained, read without its signature: what
+/// [`Provider::verify_carried_id_token`] would say of it short of the signature and the
+/// provider's keys, with `issuer` as configured. For `convert-kubeconfig --dry-run`, which asks
+/// no provider; never a reason to trust the token.
+pub fn read_carried_id_token(
+    token: &Secret,
+    issuer: &str,
+    client_id: &str,
+    now: DateTime<Utc>,
+) -> anyhow::Result<CarriedIdToken> {
+    let expected = id_token::Expected {
+        issuer,
+        client_id,
+        nonce: None,
+        original: None,
+    };
+    let refused = |reason: &str| {
+        crate::error::fail(
+            crate::error::Exit::Provider,
+            format!("the ID token from {issuer} failed verification: {reason}"),
+        )
+    };
+    let claims = crate::tokens::unverified_jwt_segment(token.expose(), 1)
+        .and_then(|claims| claims.as_object().cloned())
+        .ok_or_else(|| refused("it is not a JWT"))?;
+    let expired_at = crate::tokens::unverified_jwt_expiry(token.expose()).filter(|exp| *exp <= now);
+    let checked_at = expired_at.map_or(now, |exp| exp - Duration::seconds(1));
+    let checked = id_token::checked_claims(&claims, &expected, checked_at)
+        .map_err(|refusal| refusal.into_error(issuer))?;
+    Ok(match expired_at {
+        Some(_) => CarriedIdToken::Expired(checked),
+        None => CarriedIdToken::Valid(checked),
+    })
+}
+
 /// What a verified ID token from another program is good for ([`Provider::verify_carried_id_token`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CarriedIdToken {

@@ -10,6 +10,8 @@
 //! The tokens carried over are real: a browser login of alice at the test bed (through
 //! kubecred into a scratch cache that is then deleted), as the other program would have got.
 
+mod peers;
+
 use crate::support::*;
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -153,20 +155,45 @@ users:\n\
     )
 }
 
+/// The name int128/kubelogin gives the cache entry of a `get-token` stanza whose args (what
+/// follows `kubelogin`) are `args`, for a user whose home is `home`: the SHA-256 of Go's gob
+/// encoding of its settings, as kubecred computes it (checked against Go's own in the unit
+/// tests of `kubelogin::token_cache`).
+pub(crate) fn kubelogin_entry_name(args: &[String], home: &Path) -> String {
+    use kubecred::kubelogin::command_line::{Read, read};
+    let home = home.display().to_string();
+    let env = |name: &str| (name == "HOME").then(|| home.clone());
+    let Read::GetToken(line) = read(args, &env) else {
+        panic!("{args:?} is no get-token line");
+    };
+    let names = kubecred::kubelogin::token_cache::file_names(&line).unwrap();
+    assert_eq!(names.len(), 1, "one name for {args:?}");
+    names[0].clone()
+}
+
 /// int128/kubelogin's cache entry for a login, as kubelogin writes it
 /// (pkg/tokencache/repository: `{"id_token","refresh_token"}` JSON, 0600, in a 0700 directory,
-/// named by a SHA-256 in hex, with a `.lock` file beside it).
-fn write_kubelogin_cache(home: &Path, tokens: &(String, String)) -> PathBuf {
-    let dir = home.join(".kube/cache/oidc-login");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let name = "3b5d5c3712955042212316173ccf37be800e8f4bc2e5e4bb6b8e3bd28ba6b5e4";
+/// named by the SHA-256 of the stanza's settings, with a `.lock` file beside it), in `dir`.
+pub(crate) fn write_kubelogin_entry(dir: &Path, name: &str, tokens: &(String, String)) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     let path = dir.join(name);
     let document = serde_json::json!({"id_token": tokens.0, "refresh_token": tokens.1});
     std::fs::write(&path, serde_json::to_vec(&document).unwrap()).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(dir.join(format!("{name}.lock")), "").unwrap();
     path
+}
+
+/// The args of the kubelogin stanza `kl` of [`kubeconfig_text`], after `oidc-login`.
+fn kl_args(bed: &Testbed) -> Vec<String> {
+    [
+        "get-token".to_string(),
+        format!("--oidc-issuer-url={}", bed.issuer),
+        "--oidc-client-id=kubecred".into(),
+        "--oidc-extra-scope=profile".into(),
+    ]
+    .to_vec()
 }
 
 #[test]
@@ -184,7 +211,11 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
     let expired = tokens_of_a_login(&env, &bed, "offline_access");
     bed.configure(serde_json::json!({"idTokenTtl": 600}));
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let kubelogin_file = write_kubelogin_cache(&env.home(), &kubelogin);
+    let kubelogin_file = write_kubelogin_entry(
+        &env.home().join(".kube/cache/oidc-login"),
+        &kubelogin_entry_name(&kl_args(&bed), &env.home()),
+        &kubelogin,
+    );
 
     let kubeconfig = env.dir.path().join("config");
     let original = kubeconfig_text(&bed, &valid, &expired);
@@ -192,6 +223,7 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
     std::fs::set_permissions(&kubeconfig, std::fs::Permissions::from_mode(0o640)).unwrap();
     let shown = kubeconfig.display().to_string();
     let kubecred_cache = env.home().join(".cache/kubecred");
+    let into = format!(" into {}", kubecred_cache.display());
 
     // A dry run says everything and writes nothing: no file, no backup, no token.
     let run = convert(&env, &bin, &["--dry-run"])
@@ -204,8 +236,17 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         &report,
         &[
             "  would convert \"legacy\" (auth-provider oidc): would carry the ID token (valid until ",
-            "  would convert \"expired\" (auth-provider oidc): would carry the refresh token (the ID token expired at ",
+            &format!(
+                "  would convert \"expired\" (auth-provider oidc): would carry the refresh token{into}; the ID token expired at "
+            ),
+            " and would be dropped (the first kubectl call refreshes it)\n",
             "  would convert \"kl\" (int128/kubelogin): would carry the ID token (valid until ",
+            &format!(
+                ") and the refresh token from {}{into}\n",
+                kubelogin_file.display()
+            ),
+            // The dry run decides as the real run does: the same refusal.
+            "  would convert \"other-client\" (auth-provider oidc): tokens not carried: the ID token from ",
             "  would be written (--dry-run: nothing was)\n",
         ],
     );
@@ -229,12 +270,14 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
         &report,
         &[
             "  converted \"legacy\" (auth-provider oidc): carried the ID token (valid until ",
-            ") and the refresh token\n",
-            "  converted \"expired\" (auth-provider oidc): carried the refresh token; the ID token expired at ",
+            &format!(") and the refresh token{into}\n"),
+            &format!(
+                "  converted \"expired\" (auth-provider oidc): carried the refresh token{into}; the ID token expired at "
+            ),
             " and was dropped (the first kubectl call refreshes it)\n",
             "  converted \"kl\" (int128/kubelogin): carried the ID token (valid until ",
             &format!(
-                ") and the refresh token from {}\n",
+                ") and the refresh token from {}{into}\n",
                 kubelogin_file.display()
             ),
             "  converted \"other-client\" (auth-provider oidc): tokens not carried: the ID token from ",
@@ -334,7 +377,7 @@ fn a_kubeconfig_of_every_kind_is_converted_and_its_oidc_users_need_no_login() {
             format!("--issuer-url={}", bed.issuer),
             "--client-id=kubecred",
             "--scope=profile",
-            "--redirect-url=http://localhost/"
+            "--redirect-url=http://localhost"
         ])
     );
     let spn = exec("aks-spn");
@@ -413,7 +456,9 @@ fn kubelogins_keyring_storage_is_read_where_the_keyring_is_reachable() {
     let bed = Testbed::start();
     let bin = bin_dir(&env);
     let tokens = tokens_of_a_login(&env, &bed, "profile");
-    let hash = "0e3c1b2a9f8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29180706f5e4d3c2b1a099";
+    let mut args = kl_args(&bed);
+    args.push("--token-cache-storage=keyring".into());
+    let hash = kubelogin_entry_name(&args, &env.home());
     let account = format!("kubelogin/tokencache/{hash}");
     let document = serde_json::json!({"id_token": tokens.0, "refresh_token": tokens.1});
     env.client(Path::new("secret-tool"))
@@ -441,7 +486,7 @@ fn kubelogins_keyring_storage_is_read_where_the_keyring_is_reachable() {
         .run()
         .success()
         .stdout_contains(&format!(
-            ") and the refresh token from the OS keyring item kubelogin/{account}\n"
+            ") and the refresh token from the OS keyring item kubelogin/{account} into "
         ));
     kubectl(&env, &bin, &kubeconfig, &["auth", "whoami"])
         .success()

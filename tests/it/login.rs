@@ -33,6 +33,93 @@ fn kubectl_logs_in_through_the_browser() {
     assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
 }
 
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The redirect URI reaches the provider exactly as it was written, at the authorization
+/// request and at the code exchange: `http://localhost:PORT` (int128/kubelogin's form, and
+/// MSAL's) gains no `/`, which providers that match redirect URIs exactly would refuse; a port
+/// the URI names is where kubecred listens; one it leaves out is the listener's, put in its
+/// place and nothing else changed.
+#[test]
+fn the_redirect_uri_reaches_the_provider_as_written() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let port = free_port();
+    let mut named = authcode_args(&bed);
+    named.retain(|arg| !arg.starts_with("--listen-address"));
+    named.push(format!("--redirect-url=http://localhost:{port}"));
+    named.push("--cache-storage=none".into());
+    let run = env.kubecred_owned(&named).run().success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    let expected = format!("http://localhost:{port}");
+    assert_eq!(
+        bed.redirect_uris_received(),
+        [
+            ("/auth".to_string(), expected.clone()),
+            ("/token".to_string(), expected)
+        ]
+    );
+
+    bed.reset_stats();
+    let mut portless = authcode_args(&bed);
+    portless.push("--redirect-url=http://localhost".into());
+    portless.push("--cache-storage=none".into());
+    env.kubecred_owned(&portless).run().success();
+    let received = bed.redirect_uris_received();
+    assert_eq!(received.len(), 2, "{received:?}");
+    let sent = &received[0].1;
+    let bound = sent
+        .strip_prefix("http://localhost:")
+        .and_then(|port| port.parse::<u16>().ok());
+    assert!(bound.is_some(), "the port alone goes in: {sent}");
+    assert_eq!(
+        received[1].1, *sent,
+        "the code is exchanged with the same URI"
+    );
+}
+
+/// A redirect URI that names a port the listener cannot have fails at once, saying which
+/// setting holds it, instead of sending the browser where nothing will answer and waiting out
+/// --auth-timeout.
+#[test]
+fn a_redirect_uri_whose_port_is_taken_fails_at_once() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let other_program = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other_program.local_addr().unwrap().port();
+    let log = env.dir.path().join("browser.log");
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--listen-address"));
+    args.push(format!("--redirect-url=http://127.0.0.1:{port}/callback"));
+    args.push("--auth-timeout=120s".into());
+    // Failing with this line rather than at --auth-timeout is failing at once: no browser was
+    // opened, no authorization request made.
+    let run = env
+        .kubecred_owned(&args)
+        .env("TESTBED_BROWSER_LOG", &log)
+        .run()
+        .failure(4);
+    let line = run.only_kubecred_line();
+    assert!(
+        line.contains(&format!(
+            "cannot listen for the login callback on port {port}, which the redirect URI http://127.0.0.1:{port}/callback names"
+        )),
+        "{line}"
+    );
+    assert_eq!(browser_launches(&log), 0);
+    assert_eq!(bed.stats()["authorization"], 0);
+}
+
 #[test]
 fn the_localhost_redirect_works_over_ipv4_and_the_login_hint_is_sent() {
     if !have(Need::Browser) {

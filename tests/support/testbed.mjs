@@ -17,11 +17,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { format } from 'node:util';
 
-import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT } from 'jose';
 
 import { makeCiIssuer } from './ci_issuer.mjs';
 
 let ci = null; // the test CI issuer (ci_issuer.mjs), made once the issuer URL is known
+let signing = null; // { jwk, issuer }: the provider's RS256 key and issuer, for the ID tokens the bed mints itself
 
 // ---------------------------------------------------------------------------------------------
 // stdout belongs to the startup line alone. oidc-provider prints its NOTICEs with console.info
@@ -62,6 +63,10 @@ const DEFAULTS = {
   deviceSlowDown: 0, // the first N polls of each device code answer slow_down
   tokenDelayMs: 0, // delay every token endpoint request by this much before it is handled
   tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
+  // A client credentials answer to a request with the openid scope carries an ID token (sub and
+  // aud the client), signed with the provider's key, as some providers (Dex) issue one; oidc-provider
+  // issues none.
+  clientCredentialsIdToken: false,
   discoveryPatch: null, // merged into the discovery document (a member set to null stays, as null)
   deviceResponsePatch: null, // merged into the device authorization answer (a member set to null is left out)
   // e.g. {"error": "invalid_grant", "error_description": "AADSTS53003: …", "error_codes": [53003]}:
@@ -88,7 +93,7 @@ const RUNTIME_KEYS = new Set([
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
-  'deviceResponsePatch', 'devicePollRefusal',
+  'deviceResponsePatch', 'devicePollRefusal', 'clientCredentialsIdToken',
 ]);
 
 function parseOptions() {
@@ -144,15 +149,19 @@ function freshStats() {
 let stats = freshStats();
 const devicePolls = new Map(); // device_code -> number of polls seen (for deviceSlowDown)
 
-// The provider's requests as they arrived (GET /__testbed/requests): method, path (no query) and
-// headers (names in lower case), so that tests see what a client sent, e.g. its extra headers.
+// The provider's requests as they arrived (GET /__testbed/requests): method, path, the query as
+// sent (undecoded: `?…&redirect_uri=http%3A%2F%2Flocalhost%3A8000&…`), headers (names in lower
+// case), and for a token request the form's grant_type, redirect_uri, audience, resource and
+// scope (no secret), so that tests see what a client sent, byte for byte.
 // Also the GitHub Actions stand-in's; not the rest of the admin API's, not the API stand-in's own
 // fetches; the latest REQUEST_LOG_LIMIT only.
 const REQUEST_LOG_LIMIT = 500;
 let requestLog = [];
 function recordRequest(req, url) {
   if (req.headers['x-testbed-internal'] === '1') return;
-  requestLog.push({ method: req.method, path: url.pathname, headers: { ...req.headers } });
+  const entry = { method: req.method, path: url.pathname, query: url.search, headers: { ...req.headers } };
+  req.testbedEntry = entry;
+  requestLog.push(entry);
   if (requestLog.length > REQUEST_LOG_LIMIT) requestLog = requestLog.slice(-REQUEST_LOG_LIMIT);
 }
 
@@ -343,7 +352,12 @@ async function renderError(ctx, out) {
 // Provider configuration
 // ---------------------------------------------------------------------------------------------
 const BASE_RS_SCOPES = ['openid', 'profile', 'email', 'groups', 'offline_access'];
-const REDIRECT_URIS = ['http://localhost/callback', 'http://127.0.0.1/callback', 'http://[::1]/callback'];
+// kubecred's default redirect URIs, and int128/kubelogin's and MSAL's (`http://localhost:PORT`, no
+// path). oidc-provider compares loopback redirect URIs of native clients without their port and
+// after URL normalisation (`http://localhost:8000` and `http://localhost:8000/` both match
+// `http://localhost`): what a client sent byte for byte is in GET /__testbed/requests.
+const REDIRECT_URIS = ['http://localhost/callback', 'http://127.0.0.1/callback', 'http://[::1]/callback',
+  'http://localhost'];
 
 const CLIENTS = [
   {
@@ -562,6 +576,13 @@ function testbedMiddleware() {
       }
       if (federated?.body) ctx.req.body = federated.body;
       const grantType = params.get('grant_type') ?? '(none)';
+      if (ctx.req.testbedEntry) {
+        const form = {};
+        for (const name of ['grant_type', 'redirect_uri', 'audience', 'resource', 'scope']) {
+          if (params.has(name)) form[name] = params.getAll(name);
+        }
+        ctx.req.testbedEntry.form = form;
+      }
       stats.token[grantType] = (stats.token[grantType] ?? 0) + 1;
       stats.token.total += 1;
 
@@ -598,6 +619,22 @@ function testbedMiddleware() {
     if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.tokenResponsePatch
       && ctx.body && typeof ctx.body === 'object') {
       ctx.body = { ...ctx.body, ...cfg.tokenResponsePatch };
+    }
+    if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.clientCredentialsIdToken
+      && ctx.body && typeof ctx.body === 'object' && ctx.oidc?.client) {
+      const form = new URLSearchParams(ctx.req.body ?? '');
+      if (form.get('grant_type') === 'client_credentials'
+        && (form.get('scope') ?? '').split(' ').includes('openid')) {
+        const clientId = ctx.oidc.client.clientId;
+        const now = Math.floor(Date.now() / 1000);
+        const key = await importJWK(signing.jwk, signing.jwk.alg);
+        const idToken = await new SignJWT({})
+          .setProtectedHeader({ alg: signing.jwk.alg, kid: signing.jwk.kid })
+          .setIssuer(signing.issuer).setSubject(clientId).setAudience(clientId)
+          .setIssuedAt(now).setExpirationTime(now + cfg.idTokenTtl)
+          .sign(key);
+        ctx.body = { ...ctx.body, id_token: idToken };
+      }
     }
     if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.devicePollRefusal
       && new URLSearchParams(ctx.req.body ?? '').get('grant_type') === 'urn:ietf:params:oauth:grant-type:device_code') {
@@ -931,6 +968,7 @@ async function main() {
       redirect_uris: [`https://localhost:${port}/callback`, `https://127.0.0.1:${port}/callback`],
     });
   }
+  signing = { jwk: jwks.keys[0], issuer };
   const provider = new Provider(issuer, providerConfiguration(jwks));
   ci.registerTokenExchange(provider, errors, jwks.keys[0], cfg);
   provider.use(testbedMiddleware());

@@ -4,8 +4,8 @@
 //! (A flag removed or renamed there leaves a row here that no longer compiles: delete
 //! that row, then run `cargo test`.)
 
-use super::Takes::{Count, OptionalBool, Switch, Value, Values};
-use super::{Flag, add_path, add_text, choice, count, optional_bool, path, switch, text};
+use super::Takes::{Count, OptionalBool, Value, Values};
+use super::{Flag, add_path, add_text, choice, count, optional_bool, path, text};
 
 /// Every flag of get-token, in `TokenArgs` order.
 pub(super) const FLAGS: &[Flag] = &[
@@ -55,8 +55,8 @@ pub(super) const FLAGS: &[Flag] = &[
         long: "use-access-token",
         aliases: &["oidc-use-access-token"],
         env: true,
-        takes: Switch,
-        store: |a, v| switch(&mut a.use_access_token, v),
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.use_access_token, v),
     },
     Flag {
         long: "audience",
@@ -111,15 +111,15 @@ pub(super) const FLAGS: &[Flag] = &[
         long: "insecure-skip-tls-verify",
         aliases: &[],
         env: true,
-        takes: Switch,
-        store: |a, v| switch(&mut a.insecure_skip_tls_verify, v),
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.insecure_skip_tls_verify, v),
     },
     Flag {
         long: "force-refresh",
         aliases: &[],
         env: true,
-        takes: Switch,
-        store: |a, v| switch(&mut a.force_refresh, v),
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.force_refresh, v),
     },
     Flag {
         long: "min-validity",
@@ -181,8 +181,8 @@ pub(super) const FLAGS: &[Flag] = &[
         long: "skip-open-browser",
         aliases: &[],
         env: true,
-        takes: Switch,
-        store: |a, v| switch(&mut a.skip_open_browser, v),
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.skip_open_browser, v),
     },
     Flag {
         long: "auth-timeout",
@@ -388,11 +388,18 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| text(&mut a.kubelogin.open_url_after_authentication, v),
     },
     Flag {
-        long: "tls-renegotiation",
+        long: "tls-renegotiation-once",
         aliases: &[],
         env: false,
-        takes: Value,
-        store: |a, v| text(&mut a.kubelogin.tls_renegotiation, v),
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.kubelogin.tls_renegotiation_once, v),
+    },
+    Flag {
+        long: "tls-renegotiation-freely",
+        aliases: &[],
+        env: false,
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.kubelogin.tls_renegotiation_freely, v),
     },
     Flag {
         long: "password",

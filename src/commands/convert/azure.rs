@@ -1,10 +1,11 @@
-//! Azure's kubelogin (`kubelogin get-token --login MODE --server-id …`), as far as it is an
-//! OAuth grant at an Entra ID tenant that kubecred can run itself:
+//! Azure's kubelogin (`kubelogin get-token --login MODE --server-id …`, and the legacy
+//! `auth-provider: azure` it converts), as far as it is an OAuth grant at an Entra ID tenant
+//! that kubecred can run itself:
 //!
 //! | `--login` | kubecred |
 //! |---|---|
 //! | `devicecode` (the default) | `--grant-type=device-code` |
-//! | `interactive` | `--grant-type=authcode`, `--redirect-url=http://localhost/` (azidentity's) |
+//! | `interactive` | `--grant-type=authcode`, `--redirect-url=http://localhost` (MSAL's, no slash) |
 //! | `spn` with a client secret | `--grant-type=client-credentials`, the secret in the stanza's env |
 //! | `ropc` | `--grant-type=password --username=…`, a password in the stanza's env |
 //! | `workloadidentity` | `--grant-type=client-credentials --client-assertion-file=…` |
@@ -14,61 +15,71 @@
 //! logins of a person add `offline_access` (MSAL asks for it too: refresh tokens) and print the
 //! access token (`--use-access-token`: AKS takes access tokens for its server app).
 //!
+//! The stanza is read as Azure's kubelogin reads it (pkg/internal/token/options.go, at its HEAD):
+//! pflag's syntax (`crate::pflag`: `--legacy=TRUE` is on, `--legacy=false` off, klog's `-v 5`
+//! and `--logtostderr` before or after `get-token`), then `UpdateFromEnv`: a variable that is
+//! set, even empty, wins over its flag (`AAD_SERVICE_PRINCIPAL_CLIENT_ID` then `AZURE_CLIENT_ID`
+//! over `--client-id`, …; `ARM_*` with `--use-azurerm-env-vars`), unless
+//! `--disable-environment-override`; then `Validate`. The environment is the one kubectl gives
+//! the plugin: the stanza's `env` over this process's. A setting that only this process's
+//! environment supplies cannot be written into a kubeconfig: such a user is left alone.
+//!
 //! What stays with Azure's tool, and why: `msi`, `azurecli`, `azd` and `azurepipelines` get
-//! their tokens from Azure's own credential sources (the instance metadata endpoint, the Azure
-//! CLI's and azd's logins, a pipeline's service connection), not from a grant at the tenant;
-//! `spn` with `--client-certificate`: Entra identifies a certificate by the `x5t` thumbprint in
-//! the client assertion's header, which kubecred's `private_key_jwt` does not send (and PFX
-//! files are not read); `--legacy` wants AAD v1 tokens (the `spn:` audience); `--pop-enabled`
-//! wants proof-of-possession tokens bound to a key Azure's tool keeps; and settings that only
-//! the environment kubectl runs in supplies (`AZURE_CLIENT_SECRET`, the workload identity
-//! webhook's `AZURE_*`, Terraform's `ARM_*`), which kubecred does not read and a kubeconfig
-//! cannot name.
+//! their tokens from Azure's own credential sources; `spn` with a certificate (Entra identifies
+//! it by the `x5t` thumbprint in the client assertion, which kubecred's `private_key_jwt` does
+//! not send); `--legacy` where Azure honours it (devicecode and spn: AAD v1 tokens with the
+//! `spn:` audience, from the v1 endpoint, which kubecred does not speak; Azure ignores it for the
+//! other modes, and so does the conversion); `--pop-enabled` where Azure honours it
+//! (interactive, ropc, spn: proof-of-possession tokens bound to a key Azure's tool keeps);
+//! `--disable-instance-discovery` (an authority that is not Entra ID).
 //!
 //! Tokens are not carried: Azure's kubelogin keeps them in MSAL's encrypted cache.
-//!
-//! The flags are read as Azure's kubelogin reads them (pkg/internal/token/options.go): pflag
-//! syntax, and variables of the stanza's `env` win over flags, unless
-//! `--disable-environment-override`.
 
 use super::plan::{Conversion, Plan, Tokens};
 use crate::kubeconfig::EnvVar;
+use crate::pflag::{self, Flag, Parsed};
+use serde_norway::Value;
 
 /// Entra's scope for an API: its ID with `/.default` (Azure's `GetScope`).
 const DEFAULT_SCOPE_SUFFIX: &str = "/.default";
 
-/// Flags that take a value, with their one-letter forms.
-const VALUED: [(&str, Option<char>); 21] = [
-    ("login", Some('l')),
-    ("client-id", None),
-    ("client-secret", None),
-    ("client-certificate", None),
-    ("client-certificate-password", None),
-    ("username", None),
-    ("password", None),
-    ("identity-resource-id", None),
-    ("server-id", None),
-    ("federated-token-file", None),
-    ("authority-host", None),
-    ("azure-pipelines-service-connection-id", None),
-    ("token-cache-dir", None),
-    ("cache-dir", None),
-    ("tenant-id", Some('t')),
-    ("subscription", Some('s')),
-    ("environment", Some('e')),
-    ("timeout", None),
-    ("pop-claims", None),
-    ("redirect-url", None),
-    ("login-hint", None),
+/// `get-token`'s flags at Azure's kubelogin's HEAD (`Options.AddFlags`).
+pub(super) const GET_TOKEN_FLAGS: [Flag; 27] = [
+    Flag::value("login").with_short('l'),
+    Flag::value("client-id"),
+    Flag::value("client-secret"),
+    Flag::value("client-certificate"),
+    Flag::value("client-certificate-password"),
+    Flag::value("username"),
+    Flag::value("password"),
+    Flag::value("identity-resource-id"),
+    Flag::value("server-id"),
+    Flag::value("federated-token-file"),
+    Flag::value("authority-host"),
+    Flag::value("azure-pipelines-service-connection-id"),
+    Flag::value("token-cache-dir"),
+    Flag::value("cache-dir"),
+    Flag::value("tenant-id").with_short('t'),
+    Flag::value("subscription").with_short('s'),
+    Flag::value("environment").with_short('e'),
+    Flag::boolean("legacy"),
+    Flag::boolean("use-azurerm-env-vars"),
+    Flag::boolean("pop-enabled"),
+    Flag::value("timeout"),
+    Flag::value("pop-claims"),
+    Flag::boolean("disable-environment-override"),
+    Flag::boolean("disable-instance-discovery"),
+    Flag::value("redirect-url"),
+    Flag::value("login-hint"),
+    Flag::boolean("help").with_short('h'),
 ];
 
-/// Switches.
-const SWITCHES: [&str; 5] = [
-    "legacy",
-    "use-azurerm-env-vars",
-    "pop-enabled",
-    "disable-environment-override",
-    "disable-instance-discovery",
+/// The flags of every command: klog's `-v` and `--logtostderr`, which main.go adds to pflag's
+/// command line and cobra makes persistent, and cobra's own.
+pub(super) const GLOBAL_FLAGS: [Flag; 3] = [
+    Flag::value("v").with_short('v'),
+    Flag::boolean("logtostderr"),
+    Flag::boolean("version"),
 ];
 
 /// Whether a `kubelogin` stanza is Azure's rather than int128's. int128's names its issuer with
@@ -79,140 +90,311 @@ pub(super) fn is_azure(args: &[String], env: &[(String, String)]) -> bool {
         return false;
     }
     // Flags both tools have say nothing.
-    const SHARED: [&str; 3] = ["username", "password", "token-cache-dir"];
+    const SHARED: [&str; 4] = ["username", "password", "token-cache-dir", "help"];
     let azure_flag = args.iter().any(|arg| {
         let name = arg.split('=').next().unwrap_or(arg);
         match name.strip_prefix("--") {
             Some(long) => {
-                !SHARED.contains(&long)
-                    && (VALUED.iter().any(|(flag, _)| *flag == long) || SWITCHES.contains(&long))
+                !SHARED.contains(&long) && GET_TOKEN_FLAGS.iter().any(|flag| flag.name == long)
             }
             None => name
                 .strip_prefix('-')
                 .and_then(|s| s.chars().next())
-                .is_some_and(|c| VALUED.iter().any(|(_, short)| *short == Some(c))),
+                .is_some_and(|c| GET_TOKEN_FLAGS.iter().any(|flag| flag.short == Some(c))),
         }
     });
     azure_flag
-        || env
-            .iter()
-            .any(|(name, _)| name.starts_with("AAD_") || name.starts_with("AZURE_"))
+        || env.iter().any(|(name, _)| {
+            name.starts_with("AAD_") || name.starts_with("AZURE_") || name.starts_with("ARM_")
+        })
 }
 
-/// The stanza's settings as Azure's kubelogin reads them.
-#[derive(Debug, Default)]
-struct Settings {
-    values: Vec<(&'static str, String)>,
-    switches: Vec<&'static str>,
-}
-
-impl Settings {
-    fn get(&self, flag: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .rev()
-            .find(|(name, _)| *name == flag)
-            .map(|(_, value)| value.as_str())
-            .filter(|value| !value.is_empty())
-    }
-
-    fn on(&self, switch: &str) -> bool {
-        self.switches.contains(&switch)
-    }
-}
-
-/// pflag's syntax: `--flag=value`, `--flag value`, `-f value`, `-f=value`, `-fvalue`, switches
-/// alone or `=true`/`=false`.
-fn parse(args: &[String]) -> Result<Settings, String> {
-    let mut settings = Settings::default();
-    let mut words = args.iter().skip_while(|a| *a == "get-token");
-    while let Some(word) = words.next() {
-        let (name, inline) = match word.split_once('=') {
-            Some((name, value)) => (name, Some(value.to_string())),
-            None => (word.as_str(), None),
-        };
-        let flag = if let Some(long) = name.strip_prefix("--") {
-            VALUED
-                .iter()
-                .map(|(flag, _)| *flag)
-                .find(|flag| *flag == long)
-                .map(Ok)
-                .or_else(|| SWITCHES.iter().find(|s| **s == long).map(|s| Err(*s)))
-        } else if let Some(short) = name.strip_prefix('-').and_then(|s| s.chars().next()) {
-            let flag = VALUED
-                .iter()
-                .find(|(_, c)| *c == Some(short))
-                .map(|(flag, _)| *flag);
-            // `-ldevicecode`: the value glued to the letter.
-            let glued = name.get(1 + short.len_utf8()..).unwrap_or("").to_string();
-            match (flag, inline.is_none() && !glued.is_empty()) {
-                (Some(flag), true) => {
-                    settings.values.push((flag, glued));
-                    continue;
-                }
-                (flag, _) => flag.map(Ok),
-            }
-        } else {
-            None
-        };
-        match flag {
-            Some(Ok(flag)) => {
-                let value = match inline {
-                    Some(value) => value,
-                    None => words
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| format!("--{flag} has no value"))?,
-                };
-                settings.values.push((flag, value));
-            }
-            Some(Err(switch)) => {
-                if inline.as_deref().is_none_or(|v| v == "true" || v == "1") {
-                    settings.switches.push(switch);
-                }
-            }
-            None => {
-                return Err(format!(
-                    "{} is not a flag of Azure's kubelogin get-token",
-                    crate::text::printable_brief(word, 60)
-                ));
-            }
-        }
-    }
-    Ok(settings)
-}
-
-/// The plan for an Azure kubelogin stanza.
+/// The plan for an Azure kubelogin stanza: its args, in the stanza's `env` over this process's.
 pub(super) fn plan(args: &[String], env: &[(String, String)]) -> Plan {
-    match convert(args, env) {
+    let process = |name: &str| std::env::var(name).ok();
+    match read(args, env, &process).and_then(|options| convert(&options, env)) {
         Ok(conversion) => Plan::Convert(conversion),
         Err(reason) => Plan::Skip(reason),
     }
 }
 
-fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, String> {
-    let settings = parse(args).map_err(|reason| format!("Azure kubelogin: {reason}"))?;
-    let override_from_env = !settings.on("disable-environment-override");
-    let from_env = |names: &[&str]| -> Option<String> {
-        override_from_env
-            .then(|| {
-                // Azure reads them in this order, each overriding the one before.
-                names.iter().rev().find_map(|name| {
-                    env.iter()
-                        .find(|(n, _)| n == name)
-                        .map(|(_, value)| value.clone())
-                })
-            })
-            .flatten()
-            .filter(|value| !value.is_empty())
+/// The legacy `auth-provider: azure` (removed from kubectl in 1.26), as Azure's own
+/// `convert-kubeconfig` turns it into a stanza with no flag given: the device code login with its
+/// `apiserver-id`, `client-id`, `tenant-id` and `environment`, and `--legacy` unless
+/// `config-mode` is `"1"`.
+pub(super) fn plan_auth_provider(config: Option<&Value>) -> Plan {
+    let text = |key: &str| {
+        config
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
     };
-    let login = from_env(&["AAD_LOGIN_METHOD"])
-        .or_else(|| settings.get("login").map(String::from))
-        .unwrap_or_else(|| "devicecode".into());
+    let mut args = vec![
+        "get-token".to_string(),
+        "--login".into(),
+        "devicecode".into(),
+    ];
+    for (key, flag) in [
+        ("apiserver-id", "--server-id"),
+        ("client-id", "--client-id"),
+        ("tenant-id", "--tenant-id"),
+        ("environment", "--environment"),
+    ] {
+        if let Some(value) = text(key) {
+            args.push(flag.into());
+            args.push(value.into());
+        }
+    }
+    if !matches!(text("config-mode"), Some("1")) {
+        args.push("--legacy".into());
+    }
+    let plan = plan(&args, &[]);
+    match plan {
+        Plan::Convert(mut conversion) => {
+            conversion.from = "auth-provider azure".into();
+            conversion.tokens = Tokens::Unreadable(
+                "the azure auth-provider's tokens are ADAL's, for a login kubecred makes anew",
+            );
+            Plan::Convert(conversion)
+        }
+        Plan::Skip(why) => Plan::Skip(format!("the azure auth-provider, as {why}")),
+    }
+}
+
+/// Where a setting came from: a flag, or a variable of the stanza's `env` or of this
+/// process's environment (which a kubeconfig cannot name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Origin {
+    Flag,
+    Stanza,
+    Process(&'static str),
+}
+
+/// A setting's value and origin.
+type Setting = Option<(String, Origin)>;
+
+/// The settings Azure's kubelogin runs a `get-token` stanza with, after `UpdateFromEnv`.
+#[derive(Debug, Default)]
+struct Options {
+    login: Setting,
+    client_id: Setting,
+    client_secret: Setting,
+    client_certificate: Setting,
+    username: Setting,
+    password: Setting,
+    tenant_id: Setting,
+    federated_token_file: Setting,
+    authority_host: Setting,
+    server_id: Option<String>,
+    environment: Option<String>,
+    redirect_url: Option<String>,
+    login_hint: Option<String>,
+    legacy: bool,
+    pop_enabled: bool,
+    disable_instance_discovery: bool,
+    cache_dir: bool,
+    verbosity: u32,
+}
+
+/// Reads the stanza's args as Azure's kubelogin does, and its variables over them.
+fn read(
+    args: &[String],
+    stanza_env: &[(String, String)],
+    process_env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Options, String> {
+    let refused = |why: String| format!("Azure's kubelogin refuses it too: {why}");
+    let root: Vec<Flag> = GLOBAL_FLAGS
+        .iter()
+        .chain([&Flag::boolean("help").with_short('h')])
+        .copied()
+        .collect();
+    let Some(at) = pflag::subcommand_at(args, &root) else {
+        return Err("runs Azure's kubelogin without get-token, which prints no credential".into());
+    };
+    if args[at] != "get-token" {
+        return Err(format!(
+            "runs Azure's kubelogin {:?}, not get-token, which kubectl cannot use as a credential",
+            crate::text::printable_brief(&args[at], 40)
+        ));
+    }
+    let rest: Vec<String> = args[..at].iter().chain(&args[at + 1..]).cloned().collect();
+    let table: Vec<Flag> = GET_TOKEN_FLAGS
+        .iter()
+        .chain(&GLOBAL_FLAGS)
+        .copied()
+        .collect();
+    let parsed = pflag::parse(&rest, &table).map_err(refused)?;
+    if parsed.on("help") || parsed.on("version") {
+        return Err("it asks Azure's kubelogin for its help, not a token".into());
+    }
+    let flag = |name: &str| -> Setting { parsed.last(name).map(|v| (v.to_string(), Origin::Flag)) };
+    let variable = |name: &'static str| -> Setting {
+        match stanza_env.iter().rev().find(|(n, _)| n == name) {
+            Some((_, value)) => Some((value.clone(), Origin::Stanza)),
+            None => process_env(name).map(|value| (value, Origin::Process(name))),
+        }
+    };
+    let mut options = Options {
+        login: flag("login").or(Some(("devicecode".into(), Origin::Flag))),
+        client_id: flag("client-id"),
+        client_secret: flag("client-secret"),
+        client_certificate: flag("client-certificate"),
+        username: flag("username"),
+        password: flag("password"),
+        tenant_id: flag("tenant-id"),
+        federated_token_file: flag("federated-token-file"),
+        authority_host: flag("authority-host"),
+        server_id: parsed.last("server-id").map(String::from),
+        environment: parsed.last("environment").map(String::from),
+        redirect_url: parsed.last("redirect-url").map(String::from),
+        login_hint: parsed.last("login-hint").map(String::from),
+        legacy: parsed.on("legacy"),
+        pop_enabled: parsed.on("pop-enabled"),
+        disable_instance_discovery: parsed.on("disable-instance-discovery"),
+        cache_dir: parsed.given("cache-dir") || parsed.given("token-cache-dir"),
+        verbosity: match parsed.last("v") {
+            None => 0,
+            Some(level) => level
+                .parse()
+                .map_err(|_| refused(format!("-v {level:?} is not a log level")))?,
+        },
+    };
+    if !parsed.on("disable-environment-override") {
+        update_from_env(&mut options, &parsed, &variable);
+    }
+    validate(&options, &parsed).map_err(refused)?;
+    Ok(options)
+}
+
+/// Azure's `UpdateFromEnv`: each variable that is set replaces its setting, later ones
+/// replacing earlier ones.
+fn update_from_env(
+    options: &mut Options,
+    parsed: &Parsed,
+    variable: &dyn Fn(&'static str) -> Setting,
+) {
+    let set = |slot: &mut Setting, names: &[&'static str]| {
+        for name in names {
+            if let Some(value) = variable(name) {
+                *slot = Some(value);
+            }
+        }
+    };
+    if parsed.on("use-azurerm-env-vars") {
+        set(&mut options.client_id, &["ARM_CLIENT_ID"]);
+        set(&mut options.client_secret, &["ARM_CLIENT_SECRET"]);
+        set(
+            &mut options.client_certificate,
+            &["ARM_CLIENT_CERTIFICATE_PATH"],
+        );
+        set(&mut options.tenant_id, &["ARM_TENANT_ID"]);
+    } else {
+        set(
+            &mut options.client_id,
+            &["AAD_SERVICE_PRINCIPAL_CLIENT_ID", "AZURE_CLIENT_ID"],
+        );
+        set(
+            &mut options.client_secret,
+            &["AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "AZURE_CLIENT_SECRET"],
+        );
+        set(
+            &mut options.client_certificate,
+            &[
+                "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE",
+                "AZURE_CLIENT_CERTIFICATE_PATH",
+            ],
+        );
+        set(&mut options.tenant_id, &["AZURE_TENANT_ID"]);
+    }
+    set(
+        &mut options.username,
+        &["AAD_USER_PRINCIPAL_NAME", "AZURE_USERNAME"],
+    );
+    set(
+        &mut options.password,
+        &["AAD_USER_PRINCIPAL_PASSWORD", "AZURE_PASSWORD"],
+    );
+    set(&mut options.login, &["AAD_LOGIN_METHOD"]);
+    if value_of(&options.login) == Some("workloadidentity") {
+        set(&mut options.client_id, &["AZURE_CLIENT_ID"]);
+        set(
+            &mut options.federated_token_file,
+            &["AZURE_FEDERATED_TOKEN_FILE"],
+        );
+        set(&mut options.authority_host, &["AZURE_AUTHORITY_HOST"]);
+    }
+}
+
+/// Azure's `Validate`, and `--server-id`, which its plugin requires.
+fn validate(options: &Options, parsed: &Parsed) -> Result<(), String> {
+    const LOGINS: [&str; 9] = [
+        "devicecode",
+        "interactive",
+        "spn",
+        "ropc",
+        "msi",
+        "azurecli",
+        "azd",
+        "workloadidentity",
+        "azurepipelines",
+    ];
+    let login = value_of(&options.login).unwrap_or_default();
+    if !LOGINS.contains(&login) {
+        return Err(format!(
+            "--login {:?} is not one of {}",
+            crate::text::printable_brief(login, 40),
+            LOGINS.join(", ")
+        ));
+    }
+    if let Some(host) = value_of(&options.authority_host) {
+        let parsed_host = url::Url::parse(host).ok().filter(|url| url.has_host());
+        if parsed_host.is_none() || !host.ends_with('/') {
+            return Err(format!(
+                "authority host {host:?} is not a URL ending with a slash"
+            ));
+        }
+    }
+    if options.pop_enabled != parsed.last("pop-claims").is_some_and(|c| !c.is_empty()) {
+        return Err("--pop-enabled and --pop-claims go together".into());
+    }
+    // A Go duration above 0 (its numbers hold a digit other than 0; units are letters).
+    if let Some(timeout) = parsed.last("timeout")
+        && !(pflag::is_go_duration(timeout)
+            && !timeout.starts_with('-')
+            && timeout.chars().any(|c| ('1'..='9').contains(&c)))
+    {
+        return Err(format!("--timeout {timeout:?} is not a duration above 0"));
+    }
+    if options.server_id.as_deref().is_none_or(str::is_empty) {
+        return Err("no --server-id".into());
+    }
+    Ok(())
+}
+
+fn value_of(setting: &Setting) -> Option<&str> {
+    setting.as_ref().map(|(value, _)| value.as_str())
+}
+
+/// kubecred's stanza for Azure's settings; the error says why it stays with Azure's tool.
+fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Conversion, String> {
+    let login = value_of(&options.login).unwrap_or("devicecode").to_string();
     let label = format!("Azure kubelogin --login {login}");
     let stays = |why: &str| Err(format!("{label}: stays with Azure's tool ({why})"));
+    // A value only this process's environment gives, which the kubeconfig cannot hold.
+    let from_here = |what: &str, setting: &Setting| -> Result<Option<String>, String> {
+        match setting {
+            Some((_, Origin::Process(name))) => Err(format!(
+                "{label}: its {what} comes from {name} in the environment kubectl runs in, which a kubeconfig cannot name; set it in the stanza's env or as a flag, then convert"
+            )),
+            Some((value, _)) => Ok(Some(value.clone())),
+            None => Ok(None),
+        }
+    };
+    if matches!(options.login, Some((_, Origin::Process(_)))) {
+        from_here("login method", &options.login)?;
+    }
+    let mut notes = Vec::new();
     match login.as_str() {
-        "devicecode" | "interactive" | "spn" | "ropc" | "workloadidentity" => {}
         "msi" => {
             return stays(
                 "a managed identity's token comes from Azure's instance metadata endpoint, not from a grant kubecred can make",
@@ -221,64 +403,59 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
         "azurecli" => return stays("it reuses the Azure CLI's login"),
         "azd" => return stays("it reuses the Azure Developer CLI's login"),
         "azurepipelines" => return stays("it uses an Azure Pipelines service connection"),
-        other => {
-            return Err(format!(
-                "Azure kubelogin: unknown --login {:?}",
-                crate::text::printable_brief(other, 40)
-            ));
+        _ => {}
+    }
+    // --legacy: AAD v1 (ADAL) for devicecode and spn; the other modes ignore it.
+    if options.legacy {
+        if matches!(login.as_str(), "devicecode" | "spn") {
+            return stays(
+                "--legacy asks for AAD v1 tokens with the spn: audience, from the v1 endpoint, which kubecred does not speak",
+            );
         }
+        notes.push(format!(
+            "dropped --legacy: Azure's kubelogin ignores it with --login {login}"
+        ));
     }
-    if settings.on("legacy") {
-        return stays(
-            "--legacy asks for AAD v1 tokens with the spn: audience; kubecred speaks Entra's v2.0 endpoint",
-        );
+    // --pop-enabled: proof-of-possession for interactive, ropc and spn; ignored otherwise.
+    if options.pop_enabled {
+        if matches!(login.as_str(), "interactive" | "ropc" | "spn") {
+            return stays(
+                "--pop-enabled asks for proof-of-possession tokens bound to a key Azure's tool keeps; kubecred hands out bearer tokens",
+            );
+        }
+        notes.push(format!(
+            "dropped --pop-enabled and --pop-claims: Azure's kubelogin ignores them with --login {login}"
+        ));
     }
-    if settings.on("pop-enabled") {
-        return stays(
-            "--pop-enabled asks for proof-of-possession tokens bound to a key Azure's tool keeps; kubecred hands out bearer tokens",
-        );
-    }
-    if settings.on("disable-instance-discovery") {
+    if options.disable_instance_discovery {
         return stays(
             "--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive",
         );
     }
-    if settings.on("use-azurerm-env-vars") {
-        return stays(
-            "--use-azurerm-env-vars reads Terraform's ARM_* variables where kubectl runs, which a kubeconfig cannot name",
-        );
-    }
-    let server_id = settings.get("server-id").ok_or(format!(
-        "{label}: no --server-id (Azure's kubelogin requires it too)"
-    ))?;
-    let workload = login == "workloadidentity";
-    let client_id = if workload {
-        from_env(&["AZURE_CLIENT_ID"]).or_else(|| settings.get("client-id").map(String::from))
-    } else {
-        from_env(&["AAD_SERVICE_PRINCIPAL_CLIENT_ID", "AZURE_CLIENT_ID"])
-            .or_else(|| settings.get("client-id").map(String::from))
-    };
-    let tenant =
-        from_env(&["AZURE_TENANT_ID"]).or_else(|| settings.get("tenant-id").map(String::from));
-    let at_run_time = |what: &str| {
+    let server_id = options.server_id.clone().unwrap_or_default();
+    // Nothing here gives it: Azure's kubelogin would take it from the environment kubectl runs
+    // in (a workload identity pod has it injected), or refuse to run.
+    let nowhere = |what: &str, variables: &str| {
         format!(
-            "{label}: its {what} comes from the environment kubectl runs in (Azure's variables, which kubecred does not read and a kubeconfig cannot name); convert it by hand (README: Migrating from Azure kubelogin)"
+            "{label}: no {what}: neither its flags, its env nor this environment give one ({variables}); where kubectl runs it, Azure's kubelogin would take it from there or refuse to run, and a kubeconfig cannot name that"
         )
     };
-    let client_id = client_id.ok_or_else(|| at_run_time("client ID"))?;
-    let tenant = tenant.ok_or_else(|| at_run_time("tenant ID"))?;
-    let authority = match (
-        workload
-            .then(|| from_env(&["AZURE_AUTHORITY_HOST"]))
-            .flatten(),
-        settings.get("authority-host"),
-    ) {
-        (Some(host), _) => host,
-        (None, Some(host)) => host.to_string(),
-        (None, None) => format!("https://{}/", login_host(settings.get("environment"))),
+    let client_id = from_here("client ID", &options.client_id)?
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| {
+            nowhere(
+                "client ID",
+                "--client-id, AAD_SERVICE_PRINCIPAL_CLIENT_ID, AZURE_CLIENT_ID",
+            )
+        })?;
+    let tenant = from_here("tenant ID", &options.tenant_id)?
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| nowhere("tenant ID", "--tenant-id, AZURE_TENANT_ID"))?;
+    let authority = match from_here("authority host", &options.authority_host)? {
+        Some(host) => host,
+        None => format!("https://{}/", login_host(options.environment.as_deref())),
     };
-    let authority = authority.trim_end_matches('/');
-    let issuer = format!("{authority}/{tenant}/v2.0");
+    let issuer = format!("{}/{tenant}/v2.0", authority.trim_end_matches('/'));
     let scope = {
         let id = server_id.trim_end_matches('/');
         if id.ends_with(DEFAULT_SCOPE_SUFFIX) {
@@ -293,12 +470,13 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
         format!("--client-id={client_id}"),
         format!("--scope={scope}"),
     ];
-    let mut env_out: Vec<EnvVar> = env
+    let mut env_out: Vec<EnvVar> = stanza_env
         .iter()
-        .filter(|(name, _)| !(name.starts_with("AAD_") || name.starts_with("AZURE_")))
+        .filter(|(name, _)| {
+            !(name.starts_with("AAD_") || name.starts_with("AZURE_") || name.starts_with("ARM_"))
+        })
         .map(|(name, value)| EnvVar::new(name, value))
         .collect();
-    let mut notes = Vec::new();
     let person = |args: &mut Vec<String>, grant: &str| {
         args.push(format!("--grant-type={grant}"));
         args.push("--scope=offline_access".into());
@@ -311,22 +489,29 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
         }
         "interactive" => {
             person(&mut args, "authcode");
-            let redirect = settings.get("redirect-url").unwrap_or("http://localhost/");
+            // MSAL's redirect URI: `http://localhost:PORT`, no path.
+            let redirect = options
+                .redirect_url
+                .as_deref()
+                .unwrap_or("http://localhost");
             args.push(format!("--redirect-url={redirect}"));
-            if let Some(hint) = settings.get("login-hint") {
+            if let Some(hint) = &options.login_hint {
                 args.push(format!("--login-hint={hint}"));
             }
             Tokens::Unreadable(MSAL)
         }
         "ropc" => {
-            let username = from_env(&["AAD_USER_PRINCIPAL_NAME", "AZURE_USERNAME"])
-                .or_else(|| settings.get("username").map(String::from))
-                .ok_or_else(|| at_run_time("user name"))?;
+            let username = from_here("user name", &options.username)?
+                .filter(|name| !name.is_empty())
+                .ok_or_else(|| {
+                    nowhere(
+                        "user name",
+                        "--username, AAD_USER_PRINCIPAL_NAME, AZURE_USERNAME",
+                    )
+                })?;
             person(&mut args, "password");
             args.push(format!("--username={username}"));
-            match from_env(&["AAD_USER_PRINCIPAL_PASSWORD", "AZURE_PASSWORD"])
-                .or_else(|| settings.get("password").map(String::from))
-            {
+            match from_here("password", &options.password)?.filter(|p| !p.is_empty()) {
                 Some(password) => env_out.push(EnvVar::new("KUBECRED_PASSWORD", password)),
                 None => notes.push(
                     "the password is asked for at the first login (or set KUBECRED_PASSWORD)"
@@ -336,37 +521,45 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
             Tokens::Unreadable(MSAL)
         }
         "spn" => {
-            let certificate = from_env(&[
-                "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE",
-                "AZURE_CLIENT_CERTIFICATE_PATH",
-            ])
-            .or_else(|| settings.get("client-certificate").map(String::from));
-            if certificate.is_some() {
+            if from_here("client certificate", &options.client_certificate)?
+                .is_some_and(|c| !c.is_empty())
+            {
                 return stays(
                     "a certificate credential: Entra identifies it by the x5t thumbprint in the client assertion's header, which kubecred does not send",
                 );
             }
-            let secret = from_env(&["AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "AZURE_CLIENT_SECRET"])
-                .or_else(|| settings.get("client-secret").map(String::from))
-                .ok_or_else(|| at_run_time("client secret"))?;
+            let secret = from_here("client secret", &options.client_secret)?
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    nowhere(
+                        "client secret or certificate",
+                        "--client-secret, AAD_SERVICE_PRINCIPAL_CLIENT_SECRET, AZURE_CLIENT_SECRET",
+                    )
+                })?;
             args.push("--grant-type=client-credentials".into());
             env_out.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
             Tokens::NotNeeded
         }
         _ => {
-            let file = from_env(&["AZURE_FEDERATED_TOKEN_FILE"])
-                .or_else(|| settings.get("federated-token-file").map(String::from))
-                .ok_or_else(|| at_run_time("federated token file"))?;
+            let file = from_here("federated token file", &options.federated_token_file)?
+                .filter(|f| !f.is_empty())
+                .ok_or_else(|| {
+                    nowhere(
+                        "federated token file",
+                        "--federated-token-file, AZURE_FEDERATED_TOKEN_FILE",
+                    )
+                })?;
             args.push("--grant-type=client-credentials".into());
             args.push(format!("--client-assertion-file={file}"));
             Tokens::NotNeeded
         }
     };
-    if settings
-        .get("cache-dir")
-        .or(settings.get("token-cache-dir"))
-        .is_some()
-    {
+    match options.verbosity {
+        0 => {}
+        1..=9 => args.push("-v".into()),
+        _ => args.push("-vv".into()),
+    }
+    if options.cache_dir {
         notes.push(
             "dropped --cache-dir: it named Azure kubelogin's cache; kubecred keeps its own".into(),
         );
@@ -377,6 +570,7 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
         env: env_out,
         tokens,
         notes,
+        kubelogin: None,
     })
 }
 
@@ -395,142 +589,4 @@ fn login_host(environment: Option<&str>) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(line: &str) -> Vec<String> {
-        line.split_whitespace().map(String::from).collect()
-    }
-
-    fn converted(line: &str, env: &[(&str, &str)]) -> Result<Conversion, String> {
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        assert!(is_azure(&words(line), &env) || !env.is_empty());
-        convert(&words(line), &env)
-    }
-
-    const AKS: &str = "6dae42f8-4368-4678-94ff-3960e28e3630";
-
-    #[test]
-    fn devicecode_interactive_spn_and_workload_identity_map_to_entra_grants() {
-        let c = converted(&format!("get-token --login devicecode --server-id {AKS} --client-id 80faf920 --tenant-id T --environment AzureUSGovernment"), &[]).unwrap();
-        assert_eq!(c.from, "Azure kubelogin --login devicecode");
-        assert_eq!(
-            c.args,
-            words(&format!(
-                "get-token --issuer-url=https://login.microsoftonline.us/T/v2.0 --client-id=80faf920 --scope={AKS}/.default --grant-type=device-code --scope=offline_access --use-access-token"
-            ))
-        );
-        assert!(matches!(c.tokens, Tokens::Unreadable(_)));
-
-        let c = converted(
-            &format!(
-                "get-token -l interactive --server-id={AKS}/ --client-id=C -t=T --login-hint=ada@x"
-            ),
-            &[],
-        )
-        .unwrap();
-        assert!(c.args.contains(&"--grant-type=authcode".to_string()));
-        assert!(
-            c.args
-                .contains(&"--redirect-url=http://localhost/".to_string())
-        );
-        assert!(c.args.contains(&"--login-hint=ada@x".to_string()));
-        assert!(c.args.contains(&format!("--scope={AKS}/.default")));
-
-        // The secret from the flag, or from the stanza's env, which wins (as in Azure's tool).
-        let c = converted(&format!("get-token --login spn --server-id {AKS} --client-id C --tenant-id T --client-secret from-flag"), &[("AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "from-env"), ("HTTPS_PROXY", "http://proxy:3128")]).unwrap();
-        assert!(
-            c.args
-                .contains(&"--grant-type=client-credentials".to_string())
-        );
-        assert!(!c.args.iter().any(|a| a.contains("from-")));
-        let env: Vec<(&str, &str)> = c
-            .env
-            .iter()
-            .map(|var| (var.name.as_str(), var.value.expose()))
-            .collect();
-        assert_eq!(
-            env,
-            [
-                ("HTTPS_PROXY", "http://proxy:3128"),
-                ("KUBECRED_CLIENT_SECRET", "from-env")
-            ]
-        );
-        assert!(matches!(c.tokens, Tokens::NotNeeded));
-
-        let c = converted(
-            &format!("get-token --login workloadidentity --server-id {AKS}"),
-            &[
-                ("AZURE_CLIENT_ID", "C"),
-                ("AZURE_TENANT_ID", "T"),
-                ("AZURE_FEDERATED_TOKEN_FILE", "/var/run/token"),
-                ("AZURE_AUTHORITY_HOST", "https://login.microsoftonline.com/"),
-            ],
-        )
-        .unwrap();
-        assert!(
-            c.args
-                .contains(&"--client-assertion-file=/var/run/token".to_string())
-        );
-        assert!(
-            c.args
-                .contains(&"--issuer-url=https://login.microsoftonline.com/T/v2.0".to_string())
-        );
-    }
-
-    #[test]
-    fn what_only_azure_can_do_stays_with_azure_and_says_why() {
-        for (line, why) in [
-            ("get-token --login msi --server-id S", "instance metadata"),
-            ("get-token --login azurecli --server-id S", "Azure CLI"),
-            (
-                "get-token --login spn --server-id S --client-id C --tenant-id T --client-certificate c.pfx",
-                "x5t",
-            ),
-            (
-                "get-token --server-id S --client-id C --tenant-id T --legacy",
-                "AAD v1",
-            ),
-            (
-                "get-token --login interactive --server-id S --client-id C --tenant-id T --pop-enabled --pop-claims u=x",
-                "proof-of-possession",
-            ),
-        ] {
-            let reason = converted(line, &[]).unwrap_err();
-            assert!(
-                reason.contains("stays with Azure's tool") && reason.contains(why),
-                "{line}: {reason}"
-            );
-        }
-        // A secret the kubeconfig does not hold cannot be written into it.
-        let reason = converted(
-            "get-token --login spn --server-id S --client-id C --tenant-id T",
-            &[],
-        )
-        .unwrap_err();
-        assert!(
-            reason.contains("client secret comes from the environment"),
-            "{reason}"
-        );
-        assert!(
-            converted("get-token --server-id S --bogus", &[])
-                .unwrap_err()
-                .contains("--bogus is not a flag")
-        );
-    }
-
-    #[test]
-    fn int128_stanzas_are_not_taken_for_azures() {
-        assert!(!is_azure(
-            &words(
-                "get-token --oidc-issuer-url=https://i --oidc-client-id=c --grant-type=password --username=u --password=p --token-cache-dir=/x -v1"
-            ),
-            &[]
-        ));
-        assert!(is_azure(&words("get-token --server-id S"), &[]));
-        assert!(is_azure(&words("get-token -l spn"), &[]));
-    }
-}
+mod tests;

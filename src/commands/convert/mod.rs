@@ -6,14 +6,15 @@
 //! 1. **Read and plan, writing nothing.** Every file (`--kubeconfig`, else each of `$KUBECONFIG`,
 //!    else `~/.kube/config`: `kubeconfig::Kubeconfig`) is parsed first: one that cannot be is
 //!    the one error line, before any change. Each user is planned (`plan.rs`, made by
-//!    `sources.rs` and `azure.rs`) and its new stanza resolved with the stanza's args and env
-//!    exactly as get-token will resolve it when kubectl runs it (`stanza::resolve`) — so the
-//!    cache entry the tokens go to is the one get-token will read, and a stanza kubecred would
-//!    refuse is never written. A user is changed in the file that defines it (kubectl uses the
+//!    `sources.rs` and `azure.rs`: the old stanza read as the program it runs reads it) and its
+//!    new stanza resolved with the stanza's args and env exactly as get-token will resolve it
+//!    when kubectl runs it (`stanza::resolve`) — so the cache entry the tokens go to is the one
+//!    get-token will read, a stanza kubecred would refuse is never written, and one that would
+//!    read otherwise than kubelogin reads the old is left (`sources::differs_from_kubelogin`). A user is changed in the file that defines it (kubectl uses the
 //!    first definition of a name; later ones are left alone and said so).
 //! 2. **Carry the tokens** (`acquire::adopt`: verified, saved under the entry's lock, with the
-//!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache
-//!    (`kubelogin_cache.rs`). A user whose tokens cannot be checked now (the provider is
+//!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache, the entry
+//!    kubelogin keys on the stanza's own settings (`kubelogin_cache.rs`). A user whose tokens cannot be checked now (the provider is
 //!    unreachable) is left unconverted — its tokens would be lost otherwise — to be converted by
 //!    the next run.
 //! 3. **Write** every changed file together (`Kubeconfig::write`: a 0600 backup beside each,
@@ -21,17 +22,21 @@
 //!    (`stanza::kubecred_stanza`), each file edited in place where its layout allows.
 //!
 //! The report (stdout: kubectl never runs this) has one line per user — converted, with what
-//! was carried or why not, or skipped and why — and one per file. `--dry-run` does steps 1 and
-//! a look at the tokens (no verification: that would fetch and cache the provider's keys), and
-//! writes nothing. A second run finds kubecred stanzas and changes nothing.
+//! was carried and where to, or why not, or skipped and why — and one per file. `--dry-run`
+//! does step 1 and makes step 2's decisions (`acquire::preview`: the same cache read, the ID
+//! token's claims checked, all but its signature, which would fetch and cache the provider's
+//! keys), so that it says what the real run will, and writes nothing. A second run finds
+//! kubecred stanzas and changes nothing.
 
 mod azure;
 mod kubelogin_cache;
 mod plan;
+#[cfg(test)]
+mod readme_tables;
 mod sources;
 
 use super::stanza::{self, Unresolved};
-use crate::acquire::{self, Adopted, Carried};
+use crate::acquire::{self, Adopted};
 use crate::cli::ConvertArgs;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -54,9 +59,18 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         user.step = match step {
             Step::Planned(conversion) => {
                 match stanza::resolve(&conversion.args, &conversion.env, ExecInfo::absent()) {
-                    Ok(config) => Step::Ready {
-                        conversion,
-                        config: Box::new(config),
+                    Ok(config) => match conversion
+                        .kubelogin
+                        .as_ref()
+                        .and_then(|line| sources::differs_from_kubelogin(&config, line))
+                    {
+                        Some(difference) => {
+                            Step::Skipped(format!("stays with int128/kubelogin: {difference}"))
+                        }
+                        None => Step::Ready {
+                            conversion,
+                            config: Box::new(config),
+                        },
                     },
                     Err(refused) => Step::Skipped(format!(
                         "kubecred would refuse the converted stanza: {}",
@@ -251,8 +265,9 @@ fn stanza_command() -> (String, Option<String>) {
     (path, Some(note))
 }
 
-/// The user's tokens into kubecred's cache (or, in a dry run, what would go there): the report
-/// text. `Err`: the user is left as it is, and why.
+/// The user's tokens into kubecred's cache (or, in a dry run, what would go there: the same
+/// decisions short of the ID token's signature, `acquire::preview`): the report text, worded
+/// alike for both. `Err`: the user is left as it is, and why.
 fn carry(
     config: &Config,
     conversion: &Conversion,
@@ -264,66 +279,58 @@ fn carry(
         Tokens::NotNeeded => return Ok("no tokens to carry: its grant needs no person".into()),
         Tokens::Unreadable(why) => return Ok(logs_in(why)),
         Tokens::InKubeconfig(carried) => (carried.clone(), None),
-        Tokens::KubeloginCache {
-            dir,
-            storage,
-            access_token,
-        } => match kubelogin_cache::find(
-            dir,
-            *storage,
-            &config.issuer_as_given,
-            &config.client.id,
-            *access_token,
-        ) {
-            Ok(Some(found)) => (found.carried, Some(found.place)),
-            Ok(None) => {
-                return Ok(logs_in(&format!(
-                    "kubelogin's cache {} holds no login of {} for client {}",
-                    dir.display(),
-                    config.issuer_as_given,
-                    config.client.id
-                )));
-            }
-            Err(reason) => return Ok(logs_in(&reason)),
+        Tokens::KubeloginCache(cache) => match kubelogin_cache::find(cache) {
+            Ok(found) => (found.carried, Some(found.place)),
+            Err(why) => return Ok(logs_in(&why)),
         },
     };
     if carried.id_token.is_none() && carried.refresh_token.is_none() {
         return Ok(logs_in("it holds no ID token or refresh token"));
     }
     let from = place.map(|p| format!(" from {p}")).unwrap_or_default();
-    if dry_run {
-        return Ok(format!(
-            "{}{from}, once verified at {}",
-            would_carry(&carried, clock.now()),
-            config.issuer_as_given
-        ));
-    }
-    match acquire::adopt(config, carried, clock) {
+    let (taken, carry) = if dry_run {
+        (acquire::preview(config, carried, clock), "would carry")
+    } else {
+        (acquire::adopt(config, carried, clock), "carried")
+    };
+    // Where the tokens go: kubecred's cache the stanza resolves to (its env may move it), and
+    // the keyring where its storage puts them there.
+    let into = match config.cache.storage {
+        crate::config::CacheStorage::Keyring => format!(
+            " into the OS keyring (kubecred's index in {})",
+            config.cache.dir.display()
+        ),
+        _ => format!(" into {}", config.cache.dir.display()),
+    };
+    match taken {
         Ok(Adopted::Saved {
             id_token_until,
             id_token_expired_at,
             refresh_token,
         }) => Ok(match (id_token_until, refresh_token) {
             (Some(until), true) => format!(
-                "carried the ID token (valid until {}) and the refresh token{from}",
+                "{carry} the ID token (valid until {}) and the refresh token{from}{into}",
                 utc(until)
             ),
             (Some(until), false) => format!(
-                "carried the ID token (valid until {}){from}; it has no refresh token, so a login follows when it runs out",
+                "{carry} the ID token (valid until {}){from}{into}; it has no refresh token, so a login follows when it runs out",
                 utc(until)
             ),
             (None, _) => match id_token_expired_at {
                 Some(at) => format!(
-                    "carried the refresh token{from}; the ID token expired at {} and was dropped (the first kubectl call refreshes it)",
-                    utc(at)
+                    "{carry} the refresh token{from}{into}; the ID token expired at {} and {} dropped (the first kubectl call refreshes it)",
+                    utc(at),
+                    if dry_run { "would be" } else { "was" }
                 ),
-                None => format!("carried the refresh token{from} (the first kubectl call refreshes)"),
+                None => format!(
+                    "{carry} the refresh token{from}{into} (the first kubectl call refreshes)"
+                ),
             },
         }),
-        Ok(Adopted::AlreadyCached) => Ok(
-            "tokens not carried: kubecred's cache already holds a login for these settings, which is kept"
-                .into(),
-        ),
+        Ok(Adopted::AlreadyCached) => Ok(format!(
+            "tokens not carried: kubecred's cache {} already holds a login for these settings, which is kept",
+            config.cache.dir.display()
+        )),
         Ok(Adopted::Nothing(why)) => Ok(logs_in(&why)),
         Err(err) if crate::error::is_transient(&err) => Err(format!(
             "its tokens cannot be verified now ({}), and they would be lost: run convert-kubeconfig again when {} answers",
@@ -331,30 +338,6 @@ fn carry(
             config.issuer_as_given
         )),
         Err(err) => Ok(logs_in(&one_line(&err))),
-    }
-}
-
-/// A dry run's account of the tokens, read without verifying them.
-fn would_carry(carried: &Carried, now: DateTime<Utc>) -> String {
-    let expiry = carried
-        .id_token
-        .as_ref()
-        .and_then(|t| crate::tokens::unverified_jwt_expiry(t.expose()));
-    let refresh = carried.refresh_token.is_some();
-    match (expiry, refresh) {
-        (Some(exp), true) if exp > now => format!(
-            "would carry the ID token (valid until {}) and the refresh token",
-            utc(exp)
-        ),
-        (Some(exp), false) if exp > now => {
-            format!("would carry the ID token (valid until {})", utc(exp))
-        }
-        (Some(exp), true) => format!(
-            "would carry the refresh token (the ID token expired at {})",
-            utc(exp)
-        ),
-        (_, true) => "would carry the refresh token".into(),
-        (_, false) => "would carry nothing usable (no refresh token, no valid ID token)".into(),
     }
 }
 

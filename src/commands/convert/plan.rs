@@ -4,6 +4,7 @@
 
 use crate::acquire::Carried;
 use crate::kubeconfig::EnvVar;
+use crate::kubelogin::command_line::{GetToken, Storage};
 use std::path::PathBuf;
 
 /// What to do with one user.
@@ -27,6 +28,9 @@ pub(super) struct Conversion {
     pub tokens: Tokens,
     /// Said under the user's line: flags dropped, values moved.
     pub notes: Vec<String>,
+    /// An int128/kubelogin stanza as kubelogin reads it: the converted one must read the same
+    /// (`sources::differs_from_kubelogin`).
+    pub kubelogin: Option<Box<GetToken>>,
 }
 
 /// Where a converted user's tokens are.
@@ -35,23 +39,23 @@ pub(super) enum Tokens {
     /// In the kubeconfig itself (auth-provider).
     InKubeconfig(Carried),
     /// In int128/kubelogin's token cache.
-    KubeloginCache {
-        dir: PathBuf,
-        storage: KubeloginStorage,
-        /// `--oidc-use-access-token`: kubelogin's cache then holds the access token where the
-        /// ID token would be; only its refresh token is carried.
-        access_token: bool,
-    },
+    KubeloginCache(Box<KubeloginCache>),
     /// Nowhere kubecred can read them, and why.
     Unreadable(&'static str),
     /// None are needed: the grant needs no person.
     NotNeeded,
 }
 
-/// `--token-cache-storage` of a kubelogin stanza.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum KubeloginStorage {
-    Disk,
-    Keyring,
-    None,
+/// Where int128/kubelogin keeps a stanza's login.
+#[derive(Debug)]
+pub(super) struct KubeloginCache {
+    /// Its cache directory (with the keyring, where its lock files are).
+    pub dir: PathBuf,
+    pub storage: Storage,
+    /// The names kubelogin gives the stanza's entry (`kubelogin::token_cache`), or why they
+    /// cannot be told.
+    pub names: Result<Vec<String>, String>,
+    /// `--oidc-use-access-token`: kubelogin's entry then holds the access token where the ID
+    /// token would be; its refresh token is carried, and the first kubectl call refreshes.
+    pub access_token: bool,
 }

@@ -8,11 +8,14 @@
 //! tokens are found and carried by the caller.
 
 use super::azure;
-use super::plan::{Conversion, KubeloginStorage, Plan, Tokens};
+use super::plan::{Conversion, KubeloginCache, Plan, Tokens};
 use crate::acquire::Carried;
-use crate::cli::{self, CacheStorageArg, GrantTypeArg, TokenArgs};
+use crate::cli::{self, TokenArgs};
+use crate::config::{Config, TokenKind};
 use crate::kubeconfig::EnvVar;
-use crate::kubelogin;
+use crate::kubelogin::command_line::{self, GetToken, Grant as KubeloginGrant, Read};
+use crate::kubelogin::to_kubecred::to_kubecred;
+use crate::kubelogin::token_cache;
 use crate::secret::Secret;
 use serde_norway::Value;
 use std::ffi::OsString;
@@ -54,11 +57,8 @@ fn auth_provider(provider: &Value) -> Plan {
     let name = provider.get("name").and_then(Value::as_str).unwrap_or("");
     match name {
         "oidc" => {}
-        "azure" => {
-            return skip(
-                "the azure auth-provider (removed from kubectl in 1.26): convert it with Azure's `kubelogin convert-kubeconfig` first, then run this again",
-            );
-        }
+        // Removed from kubectl in 1.26; read as Azure's own convert-kubeconfig reads it.
+        "azure" => return azure::plan_auth_provider(provider.get("config")),
         "gcp" => {
             return skip(
                 "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
@@ -148,6 +148,7 @@ fn auth_provider(provider: &Value) -> Plan {
             refresh_token: secret("refresh-token"),
         }),
         notes,
+        kubelogin: None,
     })
 }
 
@@ -185,27 +186,21 @@ fn exec_plugin(exec: &Value) -> Plan {
         return skip("already runs kubecred");
     }
     let kubelogin_words: Option<Vec<String>> = match program.as_str() {
-        "kubectl" if args.first().map(String::as_str) == Some("oidc-login") => Some(args.clone()),
-        "kubectl-oidc_login" => Some(prefixed(&args)),
+        "kubectl" if args.first().map(String::as_str) == Some("oidc-login") => {
+            Some(args[1..].to_vec())
+        }
+        "kubectl-oidc_login" => Some(args.clone()),
         "kubelogin" if azure::is_azure(&args, &env) => return azure::plan(&args, &env),
-        "kubelogin" => Some(prefixed(&args)),
+        "kubelogin" => Some(args.clone()),
         _ => None,
     };
     match kubelogin_words {
-        Some(words) => int128(words, env),
+        Some(words) => int128(&words, env),
         None => skip(format!(
             "runs {}, not an OIDC login kubecred can take over",
             crate::text::printable_brief(command, 80)
         )),
     }
-}
-
-/// `oidc-login` before the words, as `kubectl oidc-login …` has them: kubecred's parser then
-/// reads kubelogin's `-v1` too.
-fn prefixed(args: &[String]) -> Vec<String> {
-    let mut words = vec!["oidc-login".to_string()];
-    words.extend(args.iter().cloned());
-    words
 }
 
 /// The program's name without directory and `.exe`.
@@ -218,98 +213,145 @@ fn program_name(command: &str) -> String {
     name.to_string()
 }
 
-/// int128/kubelogin: `words` start with `oidc-login`.
-fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
-    // kubelogin's cache directory is where its tokens are, not where kubecred's go: kubecred
-    // keeps its own cache where `kubecred status` and `logout --all` find it.
-    let token_cache_dir = take_flag(&mut words, "--token-cache-dir");
-    let mut argv = vec!["kubecred".to_string()];
-    argv.extend(words);
-    let mut args = match parsed(argv) {
-        Ok(args) => args,
-        Err(reason) => return skip(format!("its kubelogin flags: {reason}")),
+/// int128/kubelogin: `words` are what follows `kubelogin` (or `kubectl oidc-login`), read as
+/// kubelogin reads them in the environment kubectl gives the plugin (the stanza's `env` over
+/// this process's: `KUBECACHEDIR`, `HOME`), written in kubecred's flags.
+fn int128(words: &[String], old_env: Vec<(String, String)>) -> Plan {
+    let env_value = |name: &str| match old_env.iter().rev().find(|(n, _)| n == name) {
+        Some((_, value)) => Some(value.clone()),
+        None => std::env::var(name).ok(),
     };
-    let auto_grant = matches!(args.grant_type, None | Some(GrantTypeArg::Auto));
-    let given = kubelogin::Given {
-        pkce: args.pkce.is_some(),
-        redirect_url: args.redirect_url.is_some(),
-        auto_grant,
-        username: args.federation.username.is_some(),
-        tls_callback: (
-            args.local_server_cert.is_some(),
-            args.local_server_key.is_some(),
-        ),
-    };
-    let converted = match kubelogin::converted(&args.kubelogin, given) {
-        Ok(converted) => converted,
-        Err(err) => {
+    let line = match command_line::read(words, &env_value) {
+        Read::GetToken(line) => line,
+        Read::OtherCommand(what) => {
             return skip(format!(
-                "kubecred refuses it: {}",
-                crate::error::one_line(&err)
+                "runs int128/kubelogin {what}, not get-token: it prints no credential for kubectl"
             ));
         }
+        Read::Refused(why) => return skip(format!("int128/kubelogin refuses it too: {why}")),
     };
-    if converted.password_grant {
-        args.grant_type = Some(GrantTypeArg::Password);
-    }
-    let storage = match args.cache_storage {
-        Some(CacheStorageArg::Keyring) => KubeloginStorage::Keyring,
-        Some(CacheStorageArg::None) => KubeloginStorage::None,
-        _ => KubeloginStorage::Disk,
+    let converted = match to_kubecred(&line) {
+        Ok(converted) => converted,
+        Err(why) => return skip(format!("stays with int128/kubelogin: {why}")),
     };
     let mut env: Vec<EnvVar> = old_env
         .into_iter()
         .map(|(name, value)| EnvVar::new(name, value))
         .collect();
-    let mut notes = Vec::new();
-    if let Some(secret) = args.client_secret.take() {
-        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
-        notes.push("moved --oidc-client-secret from the command line to the stanza's env (KUBECRED_CLIENT_SECRET)".into());
-    }
-    if let Some(password) = converted.password {
-        env.push(EnvVar {
-            name: "KUBECRED_PASSWORD".into(),
-            value: password,
-        });
-        notes.push(
-            "moved --password from the command line to the stanza's env (KUBECRED_PASSWORD)".into(),
-        );
-    }
-    if !converted.dropped.is_empty() {
-        notes.push(format!(
-            "dropped kubelogin's {}: kubecred has no use for it",
-            converted.dropped.join(", ")
-        ));
-    }
-    let mut new_args = super::super::stanza::exec_args(&args);
-    new_args.extend(converted.args);
-    if args.force_refresh {
-        new_args.push("--force-refresh".into());
-    }
-    match args.verbose {
-        0 => {}
-        1 => new_args.push("-v".into()),
-        _ => new_args.push("-vv".into()),
-    }
-    let dir = token_cache_dir
-        .map(|dir| expand_home(&dir))
-        .unwrap_or_else(default_kubelogin_cache_dir);
-    let tokens = if args.grant_type == Some(GrantTypeArg::ClientCredentials) {
+    env.extend(converted.env.into_iter().map(|(name, value)| EnvVar {
+        name: name.into(),
+        value,
+    }));
+    let mut args = vec!["get-token".to_string()];
+    args.extend(converted.args);
+    let tokens = if line.grant == KubeloginGrant::ClientCredentials {
         Tokens::NotNeeded
     } else {
-        Tokens::KubeloginCache {
-            dir,
-            storage,
-            access_token: args.use_access_token,
-        }
+        Tokens::KubeloginCache(Box::new(KubeloginCache {
+            dir: PathBuf::from(&line.token_cache_dir),
+            storage: line.token_cache_storage,
+            names: if line.redirect_url_hostname.is_some() {
+                Err("its --oidc-redirect-url-hostname is from a kubelogin before 1.32, whose cache names kubecred does not know".into())
+            } else {
+                token_cache::file_names(&line)
+            },
+            access_token: line.use_access_token,
+        }))
     };
     Plan::Convert(Conversion {
         from: "int128/kubelogin".into(),
-        args: new_args,
+        args,
         env,
         tokens,
-        notes,
+        notes: converted.notes,
+        kubelogin: Some(line),
     })
+}
+
+/// Where kubecred's reading of a converted stanza differs from kubelogin's reading of the
+/// original, if it does: what the provider is asked and what kubectl is handed must be the same.
+pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option<String> {
+    let differs = |what: &str, kubelogin: String, kubecred: String| {
+        Some(format!(
+            "kubecred would read its {what} as {kubecred}, kubelogin as {kubelogin}"
+        ))
+    };
+    if config.issuer_as_given != line.issuer_url {
+        return differs(
+            "issuer",
+            line.issuer_url.clone(),
+            config.issuer_as_given.clone(),
+        );
+    }
+    let mut theirs: Vec<&str> = line
+        .extra_scopes
+        .iter()
+        .flat_map(|scope| scope.split_whitespace())
+        .chain(["openid"])
+        .collect();
+    theirs.sort_unstable();
+    theirs.dedup();
+    let mut ours: Vec<&str> = config.scopes.iter().map(String::as_str).collect();
+    ours.sort_unstable();
+    ours.dedup();
+    if theirs != ours {
+        return differs("scopes", theirs.join(" "), ours.join(" "));
+    }
+    let pairs = |list: &[(String, String)]| {
+        let mut list: Vec<String> = list.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        list.sort();
+        list
+    };
+    let sends_params = matches!(
+        line.grant,
+        KubeloginGrant::AuthcodeBrowser
+            | KubeloginGrant::AuthcodeKeyboard
+            | KubeloginGrant::ClientCredentials
+    );
+    let their_params = pairs(
+        line.auth_request_extra_params
+            .as_deref()
+            .filter(|_| sends_params)
+            .unwrap_or_default(),
+    );
+    let our_params = pairs(&config.login.auth_params);
+    if their_params != our_params {
+        return differs(
+            "extra parameters",
+            their_params.join(", "),
+            our_params.join(", "),
+        );
+    }
+    let their_headers: Vec<String> = pairs(line.request_headers.as_deref().unwrap_or_default());
+    let our_headers: Vec<(String, String)> = config
+        .http
+        .request_headers
+        .iter()
+        .map(|header| (header.name.clone(), header.value.expose().to_string()))
+        .collect();
+    if their_headers != pairs(&our_headers) {
+        // Values are not shown: a header may carry an API key.
+        return Some("kubecred would read its request headers otherwise than kubelogin".into());
+    }
+    let wants_access_token = line.use_access_token;
+    if wants_access_token != (config.token_kind == TokenKind::AccessToken) {
+        return differs(
+            "token for kubectl",
+            if wants_access_token {
+                "the access token"
+            } else {
+                "the ID token"
+            }
+            .into(),
+            if wants_access_token {
+                "the ID token"
+            } else {
+                "the access token"
+            }
+            .into(),
+        );
+    }
+    None
 }
 
 /// A command line (program name first) as get-token's settings, read from the words alone; the
@@ -323,58 +365,10 @@ fn parsed(argv: Vec<String>) -> Result<TokenArgs, String> {
     }
 }
 
-/// Removes every `--NAME=VALUE` and `--NAME VALUE` from `words`; the last value (pflag: the
-/// later one wins).
-fn take_flag(words: &mut Vec<String>, name: &str) -> Option<String> {
-    let mut value = None;
-    let mut kept = Vec::with_capacity(words.len());
-    let mut rest = std::mem::take(words).into_iter();
-    while let Some(word) = rest.next() {
-        if word == "--" {
-            kept.push(word);
-            kept.extend(rest.by_ref());
-            break;
-        }
-        if let Some(inline) = word.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
-            value = Some(inline.to_string());
-        } else if word == name {
-            value = rest.next();
-        } else {
-            kept.push(word);
-        }
-    }
-    *words = kept;
-    value
-}
-
-/// kubelogin's default token cache: `$KUBECACHEDIR/oidc-login`, else `~/.kube/cache/oidc-login`.
-fn default_kubelogin_cache_dir() -> PathBuf {
-    match std::env::var_os("KUBECACHEDIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir).join("oidc-login"),
-        None => home().join(".kube").join("cache").join("oidc-login"),
-    }
-}
-
-/// A leading `~` as kubelogin expands it (its `expandHomedir`).
-fn expand_home(path: &str) -> PathBuf {
-    match path.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with(['/', '\\']) => {
-            home().join(rest.trim_start_matches(['/', '\\']))
-        }
-        _ => PathBuf::from(path),
-    }
-}
-
-fn home() -> PathBuf {
-    std::env::var_os("HOME")
-        .or_else(|| std::env::var_os("USERPROFILE"))
-        .map(PathBuf::from)
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelogin::command_line::Storage;
 
     fn yaml(text: &str) -> Value {
         serde_norway::from_str(text).unwrap()
@@ -440,24 +434,127 @@ mod tests {
                     "--client-id=k8s",
                     "--scope=email",
                     "--cache-storage=keyring",
+                    "--redirect-url=http://localhost",
                     "--pkce",
-                    "--redirect-url=http://localhost/",
                     "-v"
                 ],
                 "{command}"
             );
             assert_eq!(c.env[0].name, "KUBECRED_CLIENT_SECRET");
-            let Tokens::KubeloginCache {
-                dir,
-                storage,
-                access_token,
-            } = c.tokens
-            else {
+            let Tokens::KubeloginCache(cache) = c.tokens else {
                 panic!()
             };
-            assert_eq!(dir, PathBuf::from("/tmp/kl"));
-            assert_eq!(storage, KubeloginStorage::Keyring);
-            assert!(!access_token);
+            assert_eq!(cache.dir, PathBuf::from("/tmp/kl"));
+            assert_eq!(cache.storage, Storage::Keyring);
+            assert_eq!(cache.names.unwrap().len(), 1);
+            assert!(!cache.access_token);
+        }
+    }
+
+    /// Every case of int128/kubelogin's own command tests (pkg/cmd/cmd_test.go at its HEAD),
+    /// as a stanza: its get-token cases converted to a stanza kubecred resolves to the settings
+    /// the case expects kubelogin to run with, the others left with their reason.
+    #[test]
+    fn every_case_of_kubelogins_own_command_tests_is_converted_alike_or_left() {
+        use crate::commands::stanza;
+        use crate::config::{CacheStorage, ClientAuth, Grant, TokenKind};
+        use crate::exec_credential::ExecInfo;
+        let home = tempfile::tempdir().unwrap();
+        let home_text = home.path().display().to_string();
+        std::fs::create_dir_all(home.path().join(".kube")).unwrap();
+        std::fs::write(home.path().join(".kube/ca.crt"), "not read until a request").unwrap();
+        let stanza = |args: &str| {
+            yaml(&format!(
+                "exec:\n  command: kubelogin\n  args: [{}]\n  env: [{{name: HOME, value: '{home_text}'}}]\n",
+                args.split_whitespace().collect::<Vec<_>>().join(", ")
+            ))
+        };
+        let converted = |args: &str| {
+            let c = conversion(plan(Some(&stanza(args))));
+            let config = stanza::resolve(&c.args, &c.env, ExecInfo::absent())
+                .unwrap_or_else(|err| panic!("{args}: {err:?}"));
+            let line = c.kubelogin.as_ref().unwrap();
+            assert_eq!(differs_from_kubelogin(&config, line), None, "{args}");
+            (c, config)
+        };
+        let cache_dir = |c: &Conversion| match &c.tokens {
+            Tokens::KubeloginCache(cache) => cache.dir.clone(),
+            other => panic!("{other:?}"),
+        };
+        let base = "get-token --oidc-issuer-url https://issuer.example.com --oidc-client-id YOUR_CLIENT_ID";
+
+        // "Defaults".
+        let (c, config) = converted(base);
+        assert_eq!(config.issuer_as_given, "https://issuer.example.com");
+        assert_eq!(config.client.id, "YOUR_CLIENT_ID");
+        assert_eq!(config.grant, Grant::Authcode);
+        assert_eq!(config.token_kind, TokenKind::IdToken);
+        assert_eq!(config.login.redirect.as_str(), "http://localhost");
+        let listen: Vec<String> = config
+            .login
+            .listen_addresses
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(listen, ["127.0.0.1:8000", "127.0.0.1:18000"]);
+        assert_eq!(
+            config.login.auth_timeout,
+            std::time::Duration::from_secs(180)
+        );
+        assert_eq!(cache_dir(&c), home.path().join(".kube/cache/oidc-login"));
+        // "FullOptions".
+        let (c, config) = converted(&format!(
+            "{base} --oidc-client-secret YOUR_CLIENT_SECRET --oidc-extra-scope email --oidc-extra-scope profile --oidc-request-header Origin=localhost:8080 --token-cache-storage keyring -v1"
+        ));
+        assert!(
+            matches!(&config.client.auth, ClientAuth::Secret { .. }),
+            "{:?}",
+            config.client.auth
+        );
+        assert!(!c.args.iter().any(|a| a.contains("YOUR_CLIENT_SECRET")));
+        assert_eq!(config.scopes, ["openid", "email", "profile"]);
+        assert_eq!(config.http.request_headers[0].name, "Origin");
+        assert_eq!(config.cache.storage, CacheStorage::Keyring);
+        assert_eq!(config.verbose, 1);
+        // "AccessToken".
+        let (_, config) = converted(&format!("{base} --oidc-use-access-token=true"));
+        assert_eq!(config.token_kind, TokenKind::AccessToken);
+        // "HomedirExpansion".
+        let (c, config) = converted(&format!(
+            "{base} --certificate-authority ~/.kube/ca.crt --local-server-cert ~/.kube/oidc-server.crt --local-server-key ~/.kube/oidc-server.key --token-cache-dir ~/.kube/oidc-cache"
+        ));
+        assert_eq!(config.http.tls.extra_ca_pems.len(), 1);
+        let tls = config.login.callback_tls.unwrap();
+        assert_eq!(tls.cert, home.path().join(".kube/oidc-server.crt"));
+        assert_eq!(tls.key, home.path().join(".kube/oidc-server.key"));
+        assert_eq!(config.login.redirect.as_str(), "https://localhost");
+        assert_eq!(cache_dir(&c), home.path().join(".kube/oidc-cache"));
+
+        // What kubelogin itself refuses or runs instead of get-token.
+        let reason = |args: &str| match plan(Some(&stanza(args))) {
+            Plan::Skip(why) => why,
+            Plan::Convert(c) => panic!("{args}: converted {:?}", c.args),
+        };
+        for (args, why) in [
+            ("get-token", "--oidc-issuer-url is missing"),
+            (
+                &format!("{base} foo") as &str,
+                "get-token takes no arguments",
+            ),
+            ("", "standalone login"),
+            (
+                "--kubeconfig /path/to/kubeconfig --context hello.k8s.local --user google -v1",
+                "standalone login",
+            ),
+            ("some", "kubelogin has no command"),
+            ("setup", "setup, not get-token"),
+            (
+                "setup --oidc-issuer-url https://issuer.example.com --oidc-client-id YOUR_CLIENT --oidc-extra-scope email,profile",
+                "setup, not get-token",
+            ),
+        ] {
+            let reason = reason(args);
+            assert!(reason.contains(why), "{args:?}: {reason}");
         }
     }
 
@@ -479,26 +576,35 @@ mod tests {
         assert!(reason(
             "exec: {command: kubelogin, args: [get-token, --oidc-issuer-url=https://i, --oidc-client-id=c, --local-server-cert=c.pem]}"
         )
-        .starts_with("kubecred refuses it: --local-server-cert and --local-server-key go together"));
+        .starts_with("stays with int128/kubelogin: it gives one of --local-server-cert and --local-server-key"));
+        assert_eq!(
+            reason("exec: {command: kubelogin, args: [get-token, --oidc-bogus=1]}"),
+            "int128/kubelogin refuses it too: unknown flag --oidc-bogus"
+        );
         assert!(
-            reason("exec: {command: kubelogin, args: [get-token, --oidc-bogus=1]}")
-                .starts_with("its kubelogin flags: unexpected argument")
+            reason(
+                "exec: {command: kubectl, args: [oidc-login, setup, --oidc-issuer-url=https://i]}"
+            )
+            .starts_with("runs int128/kubelogin setup, not get-token")
         );
         assert!(reason("auth-provider: {name: gcp}").contains("gke-gcloud-auth-plugin"));
     }
 
     #[test]
-    fn kubelogins_cache_dir_is_where_its_tokens_are() {
-        let mut words: Vec<String> = ["get-token", "--token-cache-dir", "~/kl", "-v1"]
-            .iter()
-            .map(|w| w.to_string())
-            .collect();
-        assert_eq!(
-            take_flag(&mut words, "--token-cache-dir").as_deref(),
-            Some("~/kl")
+    fn kubelogins_cache_dir_is_read_in_the_stanzas_environment() {
+        let body = yaml(
+            "exec:\n  command: kubelogin\n  args: [get-token, --oidc-issuer-url=https://i, --oidc-client-id=c]\n  env:\n  - {name: KUBECACHEDIR, value: /srv/kube-cache}\n",
         );
-        assert_eq!(words, ["get-token", "-v1"]);
-        assert_eq!(expand_home("~/kl"), home().join("kl"));
-        assert_eq!(expand_home("/abs"), PathBuf::from("/abs"));
+        let Tokens::KubeloginCache(cache) = conversion(plan(Some(&body))).tokens else {
+            panic!()
+        };
+        assert_eq!(cache.dir, PathBuf::from("/srv/kube-cache/oidc-login"));
+        let body = yaml(
+            "exec:\n  command: kubelogin\n  args: [get-token, --oidc-issuer-url=https://i, --oidc-client-id=c, --token-cache-dir=~/kl]\n  env:\n  - {name: HOME, value: /home/other}\n",
+        );
+        let Tokens::KubeloginCache(cache) = conversion(plan(Some(&body))).tokens else {
+            panic!()
+        };
+        assert_eq!(cache.dir, PathBuf::from("/home/other/kl"));
     }
 }

@@ -16,13 +16,13 @@ pub(crate) fn localhost_v4() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-pub(crate) fn ip_redirect() -> Url {
-    Url::parse("http://127.0.0.1/callback").unwrap()
+pub(crate) fn ip_redirect() -> RedirectUri {
+    RedirectUri::parse("http://127.0.0.1/callback").unwrap()
 }
 
 /// The redirect URI kubecred uses when the user gives none (`http://localhost/callback`).
-pub(crate) fn default_redirect() -> Url {
-    Url::parse(crate::config::DEFAULT_REDIRECT_URL).unwrap()
+pub(crate) fn default_redirect() -> RedirectUri {
+    RedirectUri::parse(crate::config::DEFAULT_REDIRECT_URL).unwrap()
 }
 
 pub(crate) fn ipv6_available() -> bool {
@@ -55,7 +55,7 @@ fn a_busy_address_moves_on_to_the_next() {
     let bound = listener.local_addresses()[0];
     assert_ne!(bound.port(), busy.port());
     assert_eq!(
-        listener.redirect_uri(),
+        listener.redirect_uri().as_str(),
         format!("http://127.0.0.1:{}/callback", bound.port())
     );
 }
@@ -77,20 +77,50 @@ fn all_addresses_busy_names_each_of_them() {
 }
 
 #[test]
-fn redirect_uri_keeps_the_users_path_and_takes_the_bound_port() {
-    let user = Url::parse("http://127.0.0.1:9999/oidc/done").unwrap();
+fn the_redirect_uri_is_sent_as_written_with_the_bound_port_where_it_names_none() {
+    // A port written in it stays, wherever the listener is (the config listens there unless
+    // --listen-address says otherwise: a port forward's other end).
+    let user = RedirectUri::parse("http://127.0.0.1:9999/oidc/done").unwrap();
     let listener = CallbackListener::bind(&[localhost_v4()], &user).unwrap();
-    let port = listener.local_addresses()[0].port();
     assert_eq!(
-        listener.redirect_uri(),
-        format!("http://127.0.0.1:{port}/oidc/done")
+        listener.redirect_uri().as_str(),
+        "http://127.0.0.1:9999/oidc/done"
     );
 
     let listener = CallbackListener::bind(&[localhost_v4()], &default_redirect()).unwrap();
     let port = listener.local_addresses()[0].port();
     assert_eq!(
-        listener.redirect_uri(),
+        listener.redirect_uri().as_str(),
         format!("http://localhost:{port}/callback")
+    );
+    // kubelogin's and MSAL's: no path, and none is added.
+    let bare = RedirectUri::parse("http://localhost").unwrap();
+    let listener = CallbackListener::bind(&[localhost_v4()], &bare).unwrap();
+    let port = listener.local_addresses()[0].port();
+    assert_eq!(
+        listener.redirect_uri().as_str(),
+        format!("http://localhost:{port}")
+    );
+}
+
+#[test]
+fn a_taken_port_the_redirect_uri_names_fails_at_once_naming_it() {
+    let other_program = TcpListener::bind(localhost_v4()).unwrap();
+    let port = other_program.local_addr().unwrap().port();
+    let named = RedirectUri::parse(&format!("http://127.0.0.1:{port}/cb")).unwrap();
+    let at_port = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+    let err = CallbackListener::bind(&[at_port], &named).unwrap_err();
+    assert_eq!(exit_code_of(&err), Exit::Login);
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot listen for the login callback on port {port}, which the redirect URI http://127.0.0.1:{port}/cb names ("
+        )),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("leave the port out of --redirect-url"),
+        "{err}"
     );
 }
 
@@ -101,13 +131,13 @@ fn an_ip_redirect_pins_the_address_it_names() {
         crate::log::notice(format_args!("skipped: IPv6 loopback unavailable"));
         return;
     }
-    let user = Url::parse("http://[::1]/callback").unwrap();
+    let user = RedirectUri::parse("http://[::1]/callback").unwrap();
     let listener = CallbackListener::bind(&[localhost_v4()], &user).unwrap();
     let addresses = listener.local_addresses();
     assert_eq!(addresses.len(), 1);
     assert_eq!(addresses[0].ip(), IpAddr::V6(Ipv6Addr::LOCALHOST));
     assert_eq!(
-        listener.redirect_uri(),
+        listener.redirect_uri().as_str(),
         format!("http://[::1]:{}/callback", addresses[0].port())
     );
 }
@@ -288,13 +318,13 @@ fn tls_get(address: SocketAddr, target: &str) -> (String, String) {
 fn an_https_callback_is_served_over_tls_and_plain_http_gets_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let config = tls_config(&callback_tls(dir.path(), CALLBACK_CERT, CALLBACK_KEY)).unwrap();
-    let redirect = Url::parse("https://localhost/callback").unwrap();
+    let redirect = RedirectUri::parse("https://localhost/callback").unwrap();
     let listener = CallbackListener::bind(&[localhost_v4()], &redirect)
         .unwrap()
         .with_tls(config);
     let address = listener.local_addresses()[0];
     assert_eq!(
-        listener.redirect_uri(),
+        listener.redirect_uri().as_str(),
         format!("https://localhost:{}/callback", address.port())
     );
     let verdicts = hand_overs(listener.serve(STATE).unwrap());

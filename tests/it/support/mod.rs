@@ -301,6 +301,29 @@ impl Testbed {
         answer.as_array().cloned().unwrap_or_default()
     }
 
+    /// Every `redirect_uri` the provider received, as sent (byte for byte: oidc-provider itself
+    /// compares them normalised), oldest first: `("/auth", …)` for an authorization request,
+    /// `("/token", …)` for a code exchange.
+    pub fn redirect_uris_received(&self) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        for request in self.requests() {
+            let path = request["path"].as_str().unwrap_or_default().to_string();
+            let query = request["query"].as_str().unwrap_or_default();
+            let from_query = url::form_urlencoded::parse(query.trim_start_matches('?').as_bytes())
+                .filter(|(name, _)| name == "redirect_uri")
+                .map(|(_, value)| value.into_owned());
+            let from_form = request["form"]["redirect_uri"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|value| value.as_str().map(String::from));
+            for value in from_query.chain(from_form) {
+                found.push((path.clone(), value));
+            }
+        }
+        found
+    }
+
     pub fn revoke_refresh_tokens(&self) {
         self.admin_client()
             .post(format!("{}/revoke-refresh-tokens", self.admin))

@@ -1,5 +1,6 @@
 //! Everything kubecred does so that an int128/kubelogin stanza runs unchanged once `command:`
-//! says `kubecred`: the command-line rewrite (a leading `oidc-login`, kubelogin's numeric `-v`),
+//! says `kubecred`: the command-line rewrite (a leading `oidc-login`, global flags before
+//! `get-token`, kubelogin's numeric `-v`),
 //! the kubelogin-only flags (defined here, flattened into `get-token`'s flags by `cli/token_args.rs`), and
 //! what those flags mean ([`resolve`], called by `Config::resolve`).
 //!
@@ -7,7 +8,16 @@
 //! on kubecred's own flags in `cli/token_args.rs` (`--local-server-cert` and `--local-server-key` are
 //! kubecred's flags under kubelogin's names). The flags here are hidden from `--help`: they exist
 //! only for compatibility, and each is mapped or ignored with a notice — never silently dropped
-//! when dropping it could weaken or misdirect a login.
+//! when dropping it could weaken or misdirect a login (klog's logging flags, which only steer
+//! kubelogin's own log, are dropped by the rewrite).
+//!
+//! For `convert-kubeconfig`, a stanza is read exactly as kubelogin reads it
+//! (`command_line.rs`, on `crate::pflag`), written as kubecred's flags (`to_kubecred.rs`), and its
+//! login found under the name kubelogin gives it in its cache (`token_cache.rs`).
+
+pub mod command_line;
+pub mod to_kubecred;
+pub mod token_cache;
 
 use crate::error::{Exit, fail};
 use clap::Args;
@@ -38,10 +48,30 @@ pub struct KubeloginFlags {
     #[arg(long, hide = true, value_name = "URL")]
     pub open_url_after_authentication: Option<String>,
 
-    /// kubelogin's TLS renegotiation setting; rustls never renegotiates, and that only makes a
-    /// connection fail, never less safe. Ignored with a notice.
-    #[arg(long, hide = true, value_name = "MODE")]
-    pub tls_renegotiation: Option<String>,
+    /// kubelogin's TLS renegotiation settings (`--tls-renegotiation-once`, `-freely`): rustls
+    /// never renegotiates, which only makes a connection to a provider that asks for it fail,
+    /// never less safe. Ignored with a notice; `convert-kubeconfig` leaves such a stanza with
+    /// kubelogin.
+    #[arg(
+        long,
+        hide = true,
+        value_parser = clap::builder::BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub tls_renegotiation_once: Option<bool>,
+
+    /// See `tls_renegotiation_once`.
+    #[arg(
+        long,
+        hide = true,
+        value_parser = clap::builder::BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub tls_renegotiation_freely: Option<bool>,
 
     /// kubelogin's password for `--grant-type password` (kubecred's `--username` is the same
     /// flag). Taken, with a notice that it shows in `ps`; its value is never printed.
@@ -61,10 +91,22 @@ impl KubeloginFlags {
         if self.open_url_after_authentication.is_some() {
             names.push("--open-url-after-authentication");
         }
-        if self.tls_renegotiation.is_some() {
-            names.push("--tls-renegotiation");
+        if self.tls_renegotiation_once == Some(true) {
+            names.push("--tls-renegotiation-once");
+        }
+        if self.tls_renegotiation_freely == Some(true) {
+            names.push("--tls-renegotiation-freely");
         }
         names
+    }
+}
+
+/// Why kubecred does without one of kubelogin's flags.
+pub fn why_ignored(flag: &str) -> &'static str {
+    if flag.starts_with("--tls-renegotiation") {
+        "kubecred's TLS (rustls) never renegotiates, so a provider that asks for it fails the login"
+    } else {
+        "kubecred's callback page says the login is done"
     }
 }
 
@@ -83,11 +125,10 @@ pub struct KubeloginSettings {
 
 /// Names the ignored flags in a notice, and maps the rest.
 pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
-    let ignored = flags.ignored_given();
-    if !ignored.is_empty() {
+    for flag in flags.ignored_given() {
         crate::log::notice(format!(
-            "ignoring kubelogin's {}: kubecred has no use for it",
-            ignored.join(", ")
+            "ignoring kubelogin's {flag}: {}",
+            why_ignored(flag)
         ));
     }
     Ok(KubeloginSettings {
@@ -98,93 +139,6 @@ pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
             .map(|host| host.trim().to_string()),
         password: flags.password.clone().map(crate::secret::Secret::new),
         request_headers: flags.oidc_request_header.clone(),
-    })
-}
-
-/// What a kubelogin stanza's own flags become when `convert-kubeconfig` writes the stanza in
-/// kubecred's flag names (the flags kubecred shares with kubelogin are written by their kubecred
-/// names by the caller).
-#[derive(Debug, Default)]
-pub struct Converted {
-    /// kubecred flags standing for kubelogin's meaning: `--pkce`, `--redirect-url`,
-    /// `--request-header`.
-    pub args: Vec<String>,
-    /// The grant is the password grant (kubelogin's `auto` with `--username`).
-    pub password_grant: bool,
-    /// `--password`: never on a command line again (the caller puts it in the stanza's env).
-    pub password: Option<crate::secret::Secret>,
-    /// Flags kubecred has no use for (see [`KubeloginFlags::ignored_given`]), left out.
-    pub dropped: Vec<&'static str>,
-}
-
-/// What the stanza says besides kubelogin's own flags, which decides what those mean.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Given {
-    /// `--pkce` (`--oidc-use-pkce`) is given: it wins over `--oidc-pkce-method`.
-    pub pkce: bool,
-    /// `--redirect-url` (`--oidc-redirect-url`) is given.
-    pub redirect_url: bool,
-    /// The grant is `auto` (or not given).
-    pub auto_grant: bool,
-    /// `--username` is given.
-    pub username: bool,
-    /// `--local-server-cert` and `--local-server-key` are given (kubecred's names since the
-    /// listener serves https): the redirect URI is kubelogin's over https.
-    pub tls_callback: (bool, bool),
-}
-
-/// kubelogin's own flags as kubecred flags, for a stanza `convert-kubeconfig` rewrites. Refuses
-/// what [`resolve`] refuses. Two meanings of kubelogin's are kept that running the stanza
-/// unchanged under kubecred does not keep:
-/// - the redirect URI: kubelogin's is `http://localhost:PORT/` (path `/`, the host from
-///   `--oidc-redirect-url-hostname`), kubecred's `/callback`; the converted stanza names
-///   kubelogin's, so the redirect URIs registered at the provider for kubelogin still match;
-/// - `--grant-type auto` with `--username` is the password grant in kubelogin
-///   (pkg/cmd/authentication.go), which kubecred's `auto` is not.
-pub fn converted(flags: &KubeloginFlags, given: Given) -> anyhow::Result<Converted> {
-    let mut args: Vec<String> = flags
-        .oidc_request_header
-        .iter()
-        .map(|header| format!("--request-header={header}"))
-        .collect();
-    if !given.pkce {
-        match pkce_from_method(flags.oidc_pkce_method.as_deref())? {
-            Some(true) => args.push("--pkce".to_string()),
-            Some(false) => args.push("--pkce=false".to_string()),
-            None => {}
-        }
-    }
-    let tls = match given.tls_callback {
-        (true, true) => true,
-        (false, false) => false,
-        _ => {
-            return Err(fail(
-                Exit::Input,
-                "--local-server-cert and --local-server-key go together: give both (the certificate and its key) or neither",
-            ));
-        }
-    };
-    if !given.redirect_url {
-        let host = flags
-            .oidc_redirect_url_hostname
-            .as_deref()
-            .map(str::trim)
-            .unwrap_or("localhost");
-        let scheme = if tls { "https" } else { "http" };
-        let mut url = url::Url::parse(&format!("{scheme}://localhost/")).expect("a URL");
-        if url.set_host(Some(host)).is_err() {
-            return Err(fail(
-                Exit::Input,
-                format!("--oidc-redirect-url-hostname {host:?} is not a host name"),
-            ));
-        }
-        args.push(format!("--redirect-url={url}"));
-    }
-    Ok(Converted {
-        args,
-        password_grant: given.auto_grant && given.username,
-        password: flags.password.clone().map(crate::secret::Secret::new),
-        dropped: flags.ignored_given(),
     })
 }
 
@@ -208,13 +162,16 @@ fn pkce_from_method(method: Option<&str>) -> anyhow::Result<Option<bool>> {
 }
 
 /// Rewrites a kubelogin command line (program name first): a leading `oidc-login` is dropped,
-/// and kubelogin's numeric verbosity (`-v1`, `--v=2`, `-v 1`) becomes `-v`/`-vv`. Command lines
-/// that do not start with `oidc-login` pass unchanged.
+/// kubelogin's global flags before its subcommand (`oidc-login -v1 get-token …`) go after it,
+/// klog's logging flags are dropped, and kubelogin's numeric verbosity (`-v1`, `--v=2`, `-v 1`)
+/// becomes `-v`/`-vv`. Command lines that do not start with `oidc-login` pass unchanged.
 pub fn rewrite_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
     if argv.get(1).and_then(|arg| arg.to_str()) != Some(KUBELOGIN_SUBCOMMAND) {
         return argv;
     }
     argv.remove(1);
+    move_subcommand_first(&mut argv);
+    drop_logging_flags(&mut argv);
     let mut out = Vec::with_capacity(argv.len());
     let mut rest = argv.into_iter();
     while let Some(arg) = rest.next() {
@@ -256,6 +213,56 @@ pub fn rewrite_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// cobra finds the subcommand among flags before it; clap wants it first.
+fn move_subcommand_first(argv: &mut Vec<OsString>) {
+    let Some(words) = argv[1..]
+        .iter()
+        .map(|word| word.to_str().map(String::from))
+        .collect::<Option<Vec<String>>>()
+    else {
+        return;
+    };
+    if let Some(at) = crate::pflag::subcommand_at(&words, &command_line::root_flags())
+        && at > 0
+    {
+        let subcommand = argv.remove(1 + at);
+        argv.insert(1, subcommand);
+    }
+}
+
+/// klog's flags other than `-v` only steer kubelogin's log (files, headers): dropped, with
+/// their values.
+fn drop_logging_flags(argv: &mut Vec<OsString>) {
+    let mut kept = Vec::with_capacity(argv.len());
+    let mut rest = std::mem::take(argv).into_iter();
+    while let Some(word) = rest.next() {
+        let logging = word.to_str().and_then(|text| {
+            let name = text.strip_prefix("--")?;
+            let (name, inline) = match name.split_once('=') {
+                Some((name, _)) => (name, true),
+                None => (name, false),
+            };
+            command_line::KLOG_FLAGS
+                .iter()
+                .find(|flag| flag.name == name && flag.name != "v")
+                .map(|flag| !inline && !flag.boolean)
+        });
+        match logging {
+            Some(takes_next) => {
+                if takes_next {
+                    rest.next();
+                }
+            }
+            None if word == "--" => {
+                kept.push(word);
+                kept.extend(rest.by_ref());
+            }
+            None => kept.push(word),
+        }
+    }
+    *argv = kept;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,70 +293,24 @@ mod tests {
     }
 
     #[test]
-    fn a_converted_stanza_keeps_kubelogins_meaning() {
-        let flags = KubeloginFlags {
-            oidc_pkce_method: Some("no".into()),
-            oidc_redirect_url_hostname: Some("127.0.0.1".into()),
-            tls_renegotiation: Some("never".into()),
-            password: Some("hunter2".into()),
-            ..Default::default()
-        };
-        let given = Given {
-            auto_grant: true,
-            username: true,
-            ..Default::default()
-        };
-        let converted = converted(&flags, given).unwrap();
-        assert_eq!(
-            converted.args,
-            ["--pkce=false", "--redirect-url=http://127.0.0.1/"]
-        );
-        assert!(converted.password_grant);
-        assert_eq!(converted.dropped, ["--tls-renegotiation"]);
-        assert_eq!(
-            converted.password.as_ref().map(|p| p.expose()),
-            Some("hunter2")
-        );
-        assert!(!format!("{converted:?}").contains("hunter2"));
-
-        // What the stanza gives itself wins; kubelogin's defaults become kubecred flags.
-        let given = Given {
-            pkce: true,
-            redirect_url: true,
-            ..Default::default()
-        };
-        assert!(converted_args(&flags, given).is_empty());
-        assert_eq!(
-            converted_args(&KubeloginFlags::default(), Given::default()),
-            ["--redirect-url=http://localhost/"]
-        );
-        // With the listener serving TLS, kubelogin's redirect URI is https; half of it is refused.
-        let tls = Given {
-            tls_callback: (true, true),
-            ..Default::default()
+    fn global_flags_before_the_subcommand_and_logging_flags_are_rewritten() {
+        let rewritten = |line: &str| -> Vec<String> {
+            let argv = line.split_whitespace().map(OsString::from).collect();
+            rewrite_argv(argv)
+                .into_iter()
+                .map(|w| w.into_string().unwrap())
+                .collect()
         };
         assert_eq!(
-            converted_args(&KubeloginFlags::default(), tls),
-            ["--redirect-url=https://localhost/"]
+            rewritten("kubecred oidc-login -v1 get-token --oidc-issuer-url=https://i"),
+            ["kubecred", "get-token", "-v", "--oidc-issuer-url=https://i"]
         );
-        let half = Given {
-            tls_callback: (true, false),
-            ..Default::default()
-        };
-        assert!(super::converted(&KubeloginFlags::default(), half).is_err());
-        // kubelogin's request headers become kubecred's.
-        let headers = KubeloginFlags {
-            oidc_request_header: vec!["Origin=https://portal.example".into()],
-            ..Default::default()
-        };
         assert_eq!(
-            converted_args(&headers, given),
-            ["--request-header=Origin=https://portal.example"]
+            rewritten(
+                "kubecred oidc-login -v 2 --logtostderr get-token --log_dir /tmp --skip_headers=true --oidc-client-id=c"
+            ),
+            ["kubecred", "get-token", "-vv", "--oidc-client-id=c"]
         );
-    }
-
-    fn converted_args(flags: &KubeloginFlags, given: Given) -> Vec<String> {
-        converted(flags, given).unwrap().args
     }
 
     #[test]

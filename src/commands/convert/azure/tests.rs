@@ -1,0 +1,527 @@
+//! Azure's kubelogin stanzas through the conversion: every stanza of Azure's own converter
+//! table (pkg/internal/converter/convert_test.go at its HEAD: each row's input, an exec stanza
+//! or a legacy `auth-provider: azure`, and the stanza Azure writes for it) converted to a
+//! kubecred stanza that resolves to the same login, or left with its reason; and the reading
+//! rules one by one (pflag's booleans, the environment over the flags, `--legacy` and
+//! `--pop-enabled` where Azure honours them).
+
+use super::*;
+use crate::commands::stanza;
+use crate::config::{Grant, TokenKind};
+use crate::exec_credential::ExecInfo;
+
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}
+
+/// The plan for `line` with the stanza's `env`, in a process environment that has nothing.
+fn converted(line: &str, env: &[(&str, &str)]) -> Result<Conversion, String> {
+    converted_here(line, env, &[])
+}
+
+/// The same, in a process environment of `here`.
+fn converted_here(
+    line: &str,
+    env: &[(&str, &str)],
+    here: &[(&str, &str)],
+) -> Result<Conversion, String> {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    let here: Vec<(String, String)> = here
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    let process = move |name: &str| here.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    read(&words(line), &env, &process).and_then(|options| convert(&options, &env))
+}
+
+/// What a converted stanza resolves to, as get-token will resolve it.
+fn resolved(conversion: &Conversion) -> crate::config::Config {
+    stanza::resolve(&conversion.args, &conversion.env, ExecInfo::absent())
+        .unwrap_or_else(|err| panic!("{:?}: {err:?}", conversion.args))
+}
+
+/// The outcome a row must have.
+enum Outcome {
+    /// Converted: the grant and client (the tenant is always `tenantID`, the API `serverID`).
+    Grant(Grant, &'static str),
+    /// Left, with a reason holding this.
+    Left(&'static str),
+}
+use Outcome::{Grant as To, Left};
+
+/// Every stanza of Azure's converter table: the rows' exec inputs, and the args Azure writes
+/// (`get-token` and `expectedArgs`), named after the row.
+const ROWS: &[(&str, &str, Outcome)] = &[
+    (
+        "legacy to msi",
+        "get-token --server-id serverID --login msi",
+        Left("instance metadata"),
+    ),
+    (
+        "legacy to msi with client-id override",
+        "get-token --server-id serverID --client-id msi-client-id --login msi",
+        Left("instance metadata"),
+    ),
+    (
+        "legacy to workload identity",
+        "get-token --server-id serverID --login workloadidentity",
+        Left("no client ID"),
+    ),
+    (
+        "legacy to workload identity with overrides",
+        "get-token --server-id serverID --client-id spClientID --tenant-id tenantID --authority-host https://login.microsoftonline.com/ --federated-token-file /tmp/file --login workloadidentity",
+        To(Grant::ClientCredentials, "spClientID"),
+    ),
+    (
+        "legacy to spn without setting environment",
+        "get-token --server-id serverID --client-id spClientID --tenant-id tenantID --login spn",
+        Left("no client secret or certificate"),
+    ),
+    (
+        "legacy to spn with clientSecret",
+        "get-token --server-id serverID --client-id spClientID --client-secret foosecret --tenant-id tenantID --environment foo --login spn",
+        To(Grant::ClientCredentials, "spClientID"),
+    ),
+    (
+        "legacy to spn with clientCert",
+        "get-token --server-id serverID --client-id spClientID --client-certificate /tmp/clientcert --tenant-id tenantID --environment foo --login spn",
+        Left("x5t"),
+    ),
+    (
+        "legacy to spn with password-protected clientCert",
+        "get-token --server-id serverID --client-id spClientID --client-certificate /tmp/clientcert --client-certificate-password clientcertsecret --tenant-id tenantID --environment foo --login spn",
+        Left("x5t"),
+    ),
+    (
+        "legacy to ropc",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login ropc",
+        Left("no user name"),
+    ),
+    (
+        "legacy to ropc with username and password",
+        "get-token --server-id serverID --client-id clientID --username foo123 --password foobar --tenant-id tenantID --environment foo --login ropc",
+        To(Grant::Password, "clientID"),
+    ),
+    (
+        "legacy to azurecli",
+        "get-token --server-id serverID --login azurecli",
+        Left("Azure CLI"),
+    ),
+    (
+        "legacy to azd",
+        "get-token --server-id serverID --login azd",
+        Left("Azure Developer CLI"),
+    ),
+    (
+        "legacy to azurecli with --tenant-id",
+        "get-token --server-id serverID --login azurecli --tenant-id tenantID",
+        Left("Azure CLI"),
+    ),
+    (
+        "legacy to azd with --tenant-id",
+        "get-token --server-id serverID --login azd --tenant-id tenantID",
+        Left("Azure Developer CLI"),
+    ),
+    (
+        "legacy to azurecli with --token-cache-dir",
+        "get-token --server-id serverID --login azurecli --cache-dir /tmp/token_dir",
+        Left("Azure CLI"),
+    ),
+    (
+        "legacy to devicecode with redundant arguments",
+        "get-token --environment foo --server-id serverID --client-id clientID --tenant-id tenantID --legacy --login devicecode",
+        Left("AAD v1"),
+    ),
+    (
+        "legacy without --login: devicecode",
+        "get-token --environment foo --server-id serverID --client-id clientID --tenant-id tenantID --legacy --login devicecode",
+        Left("AAD v1"),
+    ),
+    (
+        "legacy config-mode 1: devicecode without --legacy",
+        "get-token --environment foo --server-id serverID --client-id clientID --tenant-id tenantID --login devicecode",
+        To(Grant::DeviceCode, "clientID"),
+    ),
+    (
+        "exec azurecli input",
+        "get-token --environment foo --server-id serverID --client-id clientID --tenant-id tenantID --login azurecli",
+        Left("Azure CLI"),
+    ),
+    (
+        "exec azurecli to azurecli with --subscription",
+        "get-token --server-id serverID --login azurecli --subscription subscriptionID",
+        Left("Azure CLI"),
+    ),
+    (
+        "exec azurecli to devicecode input",
+        "get-token --server-id serverID --login azurecli",
+        Left("Azure CLI"),
+    ),
+    (
+        "exec azurecli to devicecode",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --login devicecode",
+        To(Grant::DeviceCode, "clientID"),
+    ),
+    (
+        "exec to devicecode with args as overrides",
+        "get-token --environment foo --server-id serverID --client-id clientID --tenant-id tenantID --login devicecode",
+        To(Grant::DeviceCode, "clientID"),
+    ),
+    (
+        "exec devicecode input",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login devicecode",
+        To(Grant::DeviceCode, "clientID"),
+    ),
+    (
+        "exec devicecode to devicecode with --legacy",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --legacy --login devicecode",
+        Left("AAD v1"),
+    ),
+    (
+        "exec devicecode and --legacy input",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login devicecode --legacy",
+        Left("AAD v1"),
+    ),
+    (
+        "exec devicecode to azurecli with --cache-dir",
+        "get-token --server-id serverID --login azurecli --cache-dir /tmp/token_dir",
+        Left("Azure CLI"),
+    ),
+    (
+        "exec with --token-cache-dir input",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --token-cache-dir /tmp/token_dir --environment foo --login devicecode",
+        To(Grant::DeviceCode, "clientID"),
+    ),
+    (
+        "exec devicecode to spn",
+        "get-token --environment foo --server-id serverID --tenant-id tenantID --client-id clientID --login spn",
+        Left("no client secret or certificate"),
+    ),
+    (
+        "exec devicecode to spn with clientID",
+        "get-token --environment foo --server-id serverID --client-id spClientID --tenant-id tenantID --login spn",
+        Left("no client secret or certificate"),
+    ),
+    (
+        "exec devicecode to spn with --legacy",
+        "get-token --environment foo --server-id serverID --client-id spClientID --tenant-id tenantID --legacy --login spn",
+        Left("AAD v1"),
+    ),
+    (
+        "exec devicecode to msi",
+        "get-token --server-id serverID --login msi",
+        Left("instance metadata"),
+    ),
+    (
+        "exec devicecode to msi with identity-resource-id",
+        "get-token --server-id serverID --identity-resource-id /msi/resource/id --login msi",
+        Left("instance metadata"),
+    ),
+    (
+        "exec devicecode to ropc",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login ropc",
+        Left("no user name"),
+    ),
+    (
+        "exec devicecode to ropc with --legacy (ignored by Azure)",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --legacy --login ropc --username foo123",
+        To(Grant::Password, "clientID"),
+    ),
+    (
+        "exec devicecode to ropc with username and password",
+        "get-token --server-id serverID --client-id clientID --username foo123 --password foobar --tenant-id tenantID --environment foo --login ropc",
+        To(Grant::Password, "clientID"),
+    ),
+    (
+        "exec devicecode to workload identity",
+        "get-token --server-id serverID --login workloadidentity",
+        Left("no client ID"),
+    ),
+    (
+        "exec devicecode to workload identity with override",
+        "get-token --server-id serverID --client-id spClientID --tenant-id tenantID --authority-host https://login.microsoftonline.com/ --federated-token-file /tmp/file --login workloadidentity",
+        To(Grant::ClientCredentials, "spClientID"),
+    ),
+    (
+        "exec devicecode to interactive",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login interactive",
+        To(Grant::Authcode, "clientID"),
+    ),
+    (
+        "exec devicecode to interactive without environment",
+        "get-token --server-id serverID --tenant-id tenantID --client-id clientID --login interactive",
+        To(Grant::Authcode, "clientID"),
+    ),
+    (
+        "exec devicecode to interactive with redirect url",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login interactive --redirect-url http://localhost:8000",
+        To(Grant::Authcode, "clientID"),
+    ),
+    (
+        "exec devicecode to interactive with login hint",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login interactive --login-hint username",
+        To(Grant::Authcode, "clientID"),
+    ),
+    (
+        "exec devicecode to interactive with --legacy (ignored by Azure)",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --login interactive --legacy=TRUE",
+        To(Grant::Authcode, "clientID"),
+    ),
+    (
+        "pop-enabled alone input",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login devicecode --pop-enabled",
+        Left("--pop-enabled and --pop-claims go together"),
+    ),
+    (
+        "pop-claims alone input",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login devicecode --pop-claims u=testhost",
+        Left("--pop-enabled and --pop-claims go together"),
+    ),
+    (
+        "devicecode with pop input (ignored by Azure)",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login devicecode --pop-enabled --pop-claims u=testhost,1=2",
+        To(Grant::DeviceCode, "clientID"),
+    ),
+    (
+        "exec devicecode to interactive with pop",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login interactive --pop-enabled --pop-claims u=testhost,1=2",
+        Left("proof-of-possession"),
+    ),
+    (
+        "exec devicecode to ropc with pop",
+        "get-token --server-id serverID --client-id clientID --tenant-id tenantID --environment foo --login ropc --pop-enabled --pop-claims u=testhost,1=2",
+        Left("proof-of-possession"),
+    ),
+    (
+        "exec devicecode to spn with pop",
+        "get-token --environment foo --server-id serverID --tenant-id tenantID --client-id clientID --login spn --pop-enabled --pop-claims u=testhost,1=2",
+        Left("proof-of-possession"),
+    ),
+    (
+        "exec azurecli with pop input",
+        "get-token --server-id serverID --login azurecli --pop-enabled --pop-claims u=testhost,1=2",
+        Left("Azure CLI"),
+    ),
+    (
+        "exec devicecode to spn with environment override disabled",
+        "get-token --environment foo --server-id serverID --tenant-id tenantID --client-id clientID --login spn --disable-environment-override",
+        Left("no client secret or certificate"),
+    ),
+];
+
+#[test]
+fn every_stanza_of_azures_converter_table_is_converted_alike_or_left_with_its_reason() {
+    for (name, line, outcome) in ROWS {
+        let result = converted(line, &[]);
+        match (outcome, result) {
+            (To(grant, client), Ok(conversion)) => {
+                let config = resolved(&conversion);
+                assert_eq!(config.grant, *grant, "{name}");
+                assert_eq!(config.client.id, *client, "{name}");
+                assert_eq!(
+                    config.issuer_as_given, "https://login.microsoftonline.com/tenantID/v2.0",
+                    "{name}"
+                );
+                assert!(
+                    config.scopes.contains(&"serverID/.default".to_string()),
+                    "{name}"
+                );
+                // What kubectl gets: Azure hands out the access token for the server app.
+                assert_eq!(config.token_kind, TokenKind::AccessToken, "{name}");
+                if *grant == Grant::Authcode {
+                    let expected = match line.split_once("--redirect-url ") {
+                        Some((_, rest)) => rest.split_whitespace().next().unwrap(),
+                        None => "http://localhost",
+                    };
+                    assert_eq!(config.login.redirect.as_str(), expected, "{name}");
+                }
+            }
+            (Left(why), Err(reason)) => assert!(reason.contains(why), "{name}: {reason}"),
+            (To(..), Err(reason)) => panic!("{name}: left: {reason}"),
+            (Left(why), Ok(c)) => panic!("{name}: converted {:?}, expected left ({why})", c.args),
+        }
+    }
+}
+
+#[test]
+fn legacy_auth_provider_azure_is_read_as_azures_converter_reads_it() {
+    let provider = |mode: Option<&str>| {
+        let mode = mode
+            .map(|m| format!(", config-mode: '{m}'"))
+            .unwrap_or_default();
+        let text = format!(
+            "{{environment: foo, apiserver-id: serverID, client-id: clientID, tenant-id: tenantID{mode}}}"
+        );
+        super::plan_auth_provider(Some(&serde_norway::from_str(&text).unwrap()))
+    };
+    for mode in [None, Some("0")] {
+        match provider(mode) {
+            Plan::Skip(why) => assert!(why.contains("AAD v1"), "{mode:?}: {why}"),
+            Plan::Convert(c) => panic!("{mode:?}: {:?}", c.args),
+        }
+    }
+    let Plan::Convert(v2) = provider(Some("1")) else {
+        panic!("config-mode 1 is a v2 device code login");
+    };
+    assert_eq!(v2.from, "auth-provider azure");
+    assert_eq!(resolved(&v2).grant, Grant::DeviceCode);
+}
+
+#[test]
+fn the_environment_wins_over_flags_as_azure_reads_it() {
+    // The stanza's env over --client-id; AZURE_CLIENT_ID over AAD_SERVICE_PRINCIPAL_CLIENT_ID.
+    let line =
+        "get-token --login spn --server-id S --client-id from-flag --tenant-id T --client-secret s";
+    let client = |env: &[(&str, &str)]| resolved(&converted(line, env).unwrap()).client.id;
+    assert_eq!(client(&[]), "from-flag");
+    assert_eq!(client(&[("AAD_SERVICE_PRINCIPAL_CLIENT_ID", "aad")]), "aad");
+    assert_eq!(
+        client(&[
+            ("AZURE_CLIENT_ID", "azure"),
+            ("AAD_SERVICE_PRINCIPAL_CLIENT_ID", "aad")
+        ]),
+        "azure"
+    );
+    // ... unless --disable-environment-override; with --use-azurerm-env-vars, ARM_*.
+    let off = format!("{line} --disable-environment-override");
+    assert_eq!(
+        resolved(&converted(&off, &[("AZURE_CLIENT_ID", "azure")]).unwrap())
+            .client
+            .id,
+        "from-flag"
+    );
+    let arm = format!("{line} --use-azurerm-env-vars");
+    assert_eq!(
+        resolved(
+            &converted(
+                &arm,
+                &[("ARM_CLIENT_ID", "arm"), ("AZURE_CLIENT_ID", "azure")]
+            )
+            .unwrap()
+        )
+        .client
+        .id,
+        "arm"
+    );
+    // The secret from the env, which wins, into kubecred's env; other variables kept.
+    let c = converted(
+        line,
+        &[
+            ("AAD_SERVICE_PRINCIPAL_CLIENT_SECRET", "from-env"),
+            ("HTTPS_PROXY", "http://proxy:3128"),
+        ],
+    )
+    .unwrap();
+    let env: Vec<(&str, &str)> = c
+        .env
+        .iter()
+        .map(|v| (v.name.as_str(), v.value.expose()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("HTTPS_PROXY", "http://proxy:3128"),
+            ("KUBECRED_CLIENT_SECRET", "from-env")
+        ]
+    );
+    assert!(!c.args.iter().any(|a| a.contains("from-env")));
+    // A variable that only the environment convert runs in sets (where kubectl runs too,
+    // presumably): Azure would use it, and a kubeconfig cannot hold it.
+    let reason = converted_here(line, &[], &[("AZURE_CLIENT_ID", "here")]).unwrap_err();
+    assert!(
+        reason.contains("comes from AZURE_CLIENT_ID in the environment kubectl runs in"),
+        "{reason}"
+    );
+    // AAD_LOGIN_METHOD in the stanza changes the login.
+    let login = converted(line, &[("AAD_LOGIN_METHOD", "msi")]).unwrap_err();
+    assert!(login.contains("--login msi"), "{login}");
+}
+
+#[test]
+fn flags_are_read_as_pflag_reads_them() {
+    let base = "get-token --server-id S --client-id C --tenant-id T";
+    // Go's spellings of true and false.
+    for on in [
+        "--legacy",
+        "--legacy=TRUE",
+        "--legacy=t",
+        "--legacy=1",
+        "--legacy=True",
+    ] {
+        let reason = converted(&format!("{base} {on}"), &[]).unwrap_err();
+        assert!(reason.contains("AAD v1"), "{on}: {reason}");
+    }
+    for off in [
+        "--legacy=false",
+        "--legacy=F",
+        "--legacy=0",
+        "--legacy=FALSE",
+    ] {
+        assert!(converted(&format!("{base} {off}"), &[]).is_ok(), "{off}");
+    }
+    assert!(
+        converted(&format!("{base} --legacy=yes"), &[])
+            .unwrap_err()
+            .contains("not a boolean")
+    );
+    // klog's -v and --logtostderr, before get-token or after it.
+    let verbose = converted(&format!("-v 5 --logtostderr {base}"), &[]).unwrap();
+    assert!(
+        verbose.args.contains(&"-v".to_string()),
+        "{:?}",
+        verbose.args
+    );
+    assert!(
+        converted(&format!("{base} -v=10 --logtostderr=false"), &[])
+            .unwrap()
+            .args
+            .contains(&"-vv".to_string())
+    );
+    // Shorthands, glued or not.
+    assert!(
+        converted(
+            "get-token -l interactive --server-id S -t=T --client-id C",
+            &[]
+        )
+        .is_ok()
+    );
+    assert!(
+        converted(
+            "get-token -ldevicecode --server-id S -tT --client-id C",
+            &[]
+        )
+        .is_ok()
+    );
+    // What Azure itself refuses.
+    for (line, why) in [
+        (format!("{base} --bogus"), "unknown flag --bogus"),
+        (format!("{base} --login magic"), "not one of devicecode"),
+        (
+            format!("{base} --authority-host https://login.example"),
+            "ending with a slash",
+        ),
+        (format!("{base} --timeout 0s"), "above 0"),
+        (
+            "get-token --client-id C --tenant-id T".into(),
+            "no --server-id",
+        ),
+    ] {
+        let reason = converted(&line, &[]).unwrap_err();
+        assert!(reason.contains(why), "{line}: {reason}");
+    }
+}
+
+#[test]
+fn int128_stanzas_are_not_taken_for_azures() {
+    assert!(!is_azure(
+        &words(
+            "get-token --oidc-issuer-url=https://i --oidc-client-id=c --grant-type=password --username=u --password=p --token-cache-dir=/x -v1"
+        ),
+        &[]
+    ));
+    assert!(is_azure(&words("get-token --server-id S"), &[]));
+    assert!(is_azure(&words("get-token -l spn"), &[]));
+}

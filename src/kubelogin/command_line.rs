@@ -1,0 +1,654 @@
+//! int128/kubelogin's `get-token` command line as kubelogin itself reads it, at its HEAD
+//! (pkg/cmd: root.go, get_token.go, authentication.go, tls.go, tokencache.go, pkce.go;
+//! pflag through cobra, `crate::pflag`): every flag it has, klog's global flags before or after
+//! the subcommand, the values it keeps (`~` expanded as its `expandHomedir` does, the token
+//! cache directory from `KUBECACHEDIR`), and the checks it makes before it runs. A stanza it
+//! would refuse is one kubecred leaves alone too.
+//!
+//! `convert-kubeconfig` reads a stanza with [`read`], writes kubecred's equivalent
+//! ([`GetToken::to_kubecred`]) and finds the stanza's login in kubelogin's cache by the name
+//! kubelogin gives it (`token_cache.rs`). Running kubecred on kubelogin's flags directly goes
+//! through clap and `super::rewrite_argv` instead, with kubelogin's names as aliases; the test
+//! `every_flag_kubelogin_has_is_one_kubecred_accepts` keeps the two in step.
+
+use crate::pflag::{self, Flag};
+use crate::secret::Secret;
+
+/// klog's flags (k8s.io/klog/v2 `InitFlags`), which kubelogin adds as persistent flags of its
+/// root command: given before `get-token` or after it.
+pub(crate) const KLOG_FLAGS: [Flag; 14] = [
+    Flag::value("v").with_short('v'),
+    Flag::value("vmodule"),
+    Flag::boolean("logtostderr"),
+    Flag::boolean("alsologtostderr"),
+    Flag::value("log_dir"),
+    Flag::value("log_file"),
+    Flag::value("log_file_max_size"),
+    Flag::boolean("add_dir_header"),
+    Flag::boolean("skip_headers"),
+    Flag::boolean("skip_log_headers"),
+    Flag::boolean("one_output"),
+    Flag::value("stderrthreshold"),
+    Flag::value("log_backtrace_at"),
+    Flag::boolean("legacy_stderr_threshold_behavior"),
+];
+
+/// `tlsOptions` (pkg/cmd/tls.go), which both the root command and `get-token` have.
+const TLS_FLAGS: [Flag; 5] = [
+    Flag::value("certificate-authority"),
+    Flag::value("certificate-authority-data"),
+    Flag::boolean("insecure-skip-tls-verify"),
+    Flag::boolean("tls-renegotiation-once"),
+    Flag::boolean("tls-renegotiation-freely"),
+];
+
+/// `authenticationOptions` (pkg/cmd/authentication.go), which both have too.
+const AUTHENTICATION_FLAGS: [Flag; 11] = [
+    Flag::value("grant-type"),
+    Flag::value("listen-address"),
+    Flag::boolean("skip-open-browser"),
+    Flag::value("browser-command"),
+    Flag::value("authentication-timeout-sec"),
+    Flag::value("local-server-cert"),
+    Flag::value("local-server-key"),
+    Flag::value("open-url-after-authentication"),
+    Flag::value("oidc-auth-request-extra-params"),
+    Flag::value("username"),
+    Flag::value("password"),
+];
+
+/// `get-token`'s own flags at kubelogin's HEAD (pkg/cmd/get_token.go, tokencache.go, pkce.go),
+/// and the one it removed that older releases still run (`--oidc-redirect-url-hostname`).
+const GET_TOKEN_OWN_FLAGS: [Flag; 14] = [
+    Flag::value("oidc-issuer-url"),
+    Flag::value("oidc-client-id"),
+    Flag::value("oidc-client-secret"),
+    Flag::value("oidc-redirect-url"),
+    Flag::value("oidc-extra-scope"),
+    Flag::boolean("oidc-use-access-token"),
+    Flag::value("oidc-request-header"),
+    Flag::boolean("force-refresh"),
+    Flag::value("token-cache-dir"),
+    Flag::value("token-cache-storage"),
+    Flag::boolean("oidc-use-pkce"),
+    Flag::value("oidc-pkce-method"),
+    Flag::boolean("help").with_short('h'),
+    // Removed in kubelogin 1.32 (b05e92d); older releases take it.
+    Flag::value("oidc-redirect-url-hostname"),
+];
+
+/// The root command's own flags (its standalone login): they only tell cobra which words
+/// before the subcommand are values.
+const ROOT_OWN_FLAGS: [Flag; 4] = [
+    Flag::value("kubeconfig"),
+    Flag::value("context"),
+    Flag::value("user"),
+    Flag::boolean("help").with_short('h'),
+];
+
+/// Every flag of `get-token`: its own, the TLS and authentication options (klog's are
+/// [`KLOG_FLAGS`]).
+pub(crate) fn get_token_flags() -> Vec<Flag> {
+    GET_TOKEN_OWN_FLAGS
+        .iter()
+        .chain(&TLS_FLAGS)
+        .chain(&AUTHENTICATION_FLAGS)
+        .copied()
+        .collect()
+}
+
+/// The flags cobra knows before kubelogin's subcommand: the root command's and klog's.
+pub(crate) fn root_flags() -> Vec<Flag> {
+    ROOT_OWN_FLAGS
+        .iter()
+        .chain(&TLS_FLAGS)
+        .chain(&AUTHENTICATION_FLAGS)
+        .chain(&KLOG_FLAGS)
+        .copied()
+        .collect()
+}
+
+/// kubelogin's default login timeout and listen addresses (pkg/cmd/cmd.go).
+pub const DEFAULT_AUTH_TIMEOUT_SEC: i64 = 180;
+pub const DEFAULT_LISTEN_ADDRESSES: [&str; 2] = ["127.0.0.1:8000", "127.0.0.1:18000"];
+
+/// `--grant-type`, and the grant kubelogin runs for it (`grantOptionSet`: `auto` is the
+/// password grant when `--username` is given, the browser login otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    AuthcodeBrowser,
+    AuthcodeKeyboard,
+    Password,
+    DeviceCode,
+    ClientCredentials,
+}
+
+/// `--token-cache-storage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Disk,
+    Keyring,
+    None,
+}
+
+/// `--oidc-pkce-method` (or the deprecated `--oidc-use-pkce`), as `oidc.PKCEMethod` numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pkce {
+    Auto = 0,
+    No = 1,
+    S256 = 2,
+}
+
+/// `--tls-renegotiation-once` / `-freely`, as Go's `tls.RenegotiationSupport` numbers them
+/// (`once` wins when both are given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renegotiation {
+    Never = 0,
+    Once = 1,
+    Freely = 2,
+}
+
+/// A `get-token` command line with the values kubelogin holds once it has read it.
+#[derive(Debug, Clone)]
+pub struct GetToken {
+    pub issuer_url: String,
+    pub client_id: String,
+    pub client_secret: Option<Secret>,
+    /// `--oidc-redirect-url` as written; kubelogin's default otherwise (`http://localhost:PORT`,
+    /// https with `--local-server-cert`).
+    pub redirect_url: Option<String>,
+    pub extra_scopes: Vec<String>,
+    pub use_access_token: bool,
+    /// `--oidc-request-header`: `None` when not given (a nil map to Go).
+    pub request_headers: Option<Vec<(String, String)>>,
+    pub force_refresh: bool,
+    /// The token cache directory, `~` expanded: `--token-cache-dir`, else `$KUBECACHEDIR/oidc-login`,
+    /// else `~/.kube/cache/oidc-login`.
+    pub token_cache_dir: String,
+    pub token_cache_storage: Storage,
+    /// `--certificate-authority`, each `~` expanded.
+    pub ca_files: Vec<String>,
+    pub ca_data: Vec<String>,
+    pub skip_tls_verify: bool,
+    pub renegotiation: Renegotiation,
+    pub pkce: Pkce,
+    /// `--grant-type` as given (`auto` by default).
+    pub grant_type: String,
+    pub grant: Grant,
+    /// `--listen-address`, `None` for kubelogin's default.
+    pub listen_addresses: Option<Vec<String>>,
+    pub skip_open_browser: bool,
+    pub browser_command: Option<String>,
+    pub auth_timeout_sec: i64,
+    pub local_server_cert: Option<String>,
+    pub local_server_key: Option<String>,
+    pub open_url_after_authentication: Option<String>,
+    /// `--oidc-auth-request-extra-params`: `None` when not given.
+    pub auth_request_extra_params: Option<Vec<(String, String)>>,
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    /// klog's `-v`.
+    pub verbosity: u32,
+    /// klog's other flags given: they only steer kubelogin's own logging.
+    pub logging_flags: Vec<&'static str>,
+    /// `--oidc-redirect-url-hostname`, which only kubelogin before 1.32 takes.
+    pub redirect_url_hostname: Option<String>,
+}
+
+/// What a kubelogin command line runs.
+#[derive(Debug)]
+pub enum Read {
+    GetToken(Box<GetToken>),
+    /// Another of kubelogin's commands (its standalone login, `setup`, `clean`, `version`),
+    /// which print no credential: what it runs, as "kubelogin …" ends.
+    OtherCommand(String),
+    /// What kubelogin itself refuses, and why.
+    Refused(String),
+}
+
+/// Reads `words` (what follows `kubelogin`, or `kubectl oidc-login`) as kubelogin does, with
+/// `env` the environment it runs in (for `KUBECACHEDIR` and `HOME`).
+pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
+    let Some(at) = pflag::subcommand_at(words, &root_flags()) else {
+        return Read::OtherCommand(
+            "without a command: its standalone login, which writes the kubeconfig".into(),
+        );
+    };
+    match words[at].as_str() {
+        "get-token" => {}
+        "setup" | "clean" | "version" | "help" | "completion" => {
+            return Read::OtherCommand(words[at].clone());
+        }
+        other => {
+            return Read::Refused(format!(
+                "kubelogin has no command {:?}",
+                crate::text::printable_brief(other, 40)
+            ));
+        }
+    }
+    let rest: Vec<String> = words[..at]
+        .iter()
+        .chain(&words[at + 1..])
+        .cloned()
+        .collect();
+    let mut table = get_token_flags();
+    table.extend(KLOG_FLAGS);
+    match from_flags(&rest, &table, env) {
+        Ok(line) => Read::GetToken(Box::new(line)),
+        Err(why) => Read::Refused(why),
+    }
+}
+
+fn from_flags(
+    words: &[String],
+    table: &[Flag],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<GetToken, String> {
+    let parsed = pflag::parse(words, table)?;
+    if parsed.on("help") {
+        return Err("it asks kubelogin for its help, not a token".into());
+    }
+    if let Some(word) = parsed.positionals.first() {
+        return Err(format!(
+            "get-token takes no arguments, and {:?} is one",
+            crate::text::printable_brief(word, 60)
+        ));
+    }
+    let text = |name: &str| parsed.last(name).map(str::to_string);
+    let nonempty = |name: &str| text(name).filter(|value| !value.is_empty());
+    let issuer_url = nonempty("oidc-issuer-url").ok_or("--oidc-issuer-url is missing")?;
+    let client_id = nonempty("oidc-client-id").ok_or("--oidc-client-id is missing")?;
+    let slice = |name: &str| -> Result<Vec<String>, String> {
+        let mut all = Vec::new();
+        for value in parsed.all(name) {
+            all.extend(pflag::csv_fields(value).map_err(|why| format!("--{name}: {why}"))?);
+        }
+        Ok(all)
+    };
+    let map = |name: &str| -> Result<Option<Vec<(String, String)>>, String> {
+        if !parsed.given(name) {
+            return Ok(None);
+        }
+        pflag::string_map(parsed.all(name))
+            .map(Some)
+            .map_err(|why| format!("--{name}: {why}"))
+    };
+    let home = env("HOME")
+        .or_else(|| env("USERPROFILE"))
+        .unwrap_or_default();
+    let expand = |path: String| expand_homedir(&path, &home);
+
+    let grant_type = text("grant-type").unwrap_or_else(|| "auto".into());
+    let username = nonempty("username");
+    let grant = match grant_type.as_str() {
+        "authcode" => Grant::AuthcodeBrowser,
+        "auto" if username.is_none() => Grant::AuthcodeBrowser,
+        "authcode-keyboard" => Grant::AuthcodeKeyboard,
+        "password" | "auto" => Grant::Password,
+        "device-code" => Grant::DeviceCode,
+        "client-credentials" => Grant::ClientCredentials,
+        other => {
+            return Err(format!(
+                "--grant-type {:?} is not one of auto, authcode, authcode-keyboard, password, device-code, client-credentials",
+                crate::text::printable_brief(other, 40)
+            ));
+        }
+    };
+    let token_cache_storage = match text("token-cache-storage").as_deref() {
+        None | Some("disk") => Storage::Disk,
+        Some("keyring") => Storage::Keyring,
+        Some("none") => Storage::None,
+        Some(other) => {
+            return Err(format!(
+                "--token-cache-storage {:?} is not one of disk, keyring, none",
+                crate::text::printable_brief(other, 40)
+            ));
+        }
+    };
+    let pkce = if parsed.on("oidc-use-pkce") {
+        Pkce::S256
+    } else {
+        match text("oidc-pkce-method").as_deref() {
+            None | Some("auto") => Pkce::Auto,
+            Some("no") => Pkce::No,
+            Some("S256") => Pkce::S256,
+            Some(other) => {
+                return Err(format!(
+                    "--oidc-pkce-method {:?} is not one of auto, no, S256",
+                    crate::text::printable_brief(other, 40)
+                ));
+            }
+        }
+    };
+    let renegotiation = if parsed.on("tls-renegotiation-once") {
+        Renegotiation::Once
+    } else if parsed.on("tls-renegotiation-freely") {
+        Renegotiation::Freely
+    } else {
+        Renegotiation::Never
+    };
+    let auth_timeout_sec = match text("authentication-timeout-sec") {
+        None => DEFAULT_AUTH_TIMEOUT_SEC,
+        Some(value) => go_int(&value).ok_or_else(|| {
+            format!(
+                "--authentication-timeout-sec {:?} is not a whole number",
+                crate::text::printable_brief(&value, 40)
+            )
+        })?,
+    };
+    let verbosity = match text("v") {
+        None => 0,
+        Some(value) => value.parse::<u32>().map_err(|_| {
+            format!(
+                "-v {:?} is not a log level (a number)",
+                crate::text::printable_brief(&value, 20)
+            )
+        })?,
+    };
+    // KUBECACHEDIR counts when set at all, even empty (kubelogin's `os.LookupEnv`).
+    let token_cache_dir = match text("token-cache-dir") {
+        Some(dir) => dir,
+        None => match env("KUBECACHEDIR") {
+            Some(dir) => go_join(&[&dir, "oidc-login"]),
+            None => "~/.kube/cache/oidc-login".into(),
+        },
+    };
+    let logging_flags = KLOG_FLAGS
+        .iter()
+        .filter(|flag| flag.name != "v" && parsed.given(flag.name))
+        .map(|flag| flag.name)
+        .collect();
+    Ok(GetToken {
+        issuer_url,
+        client_id,
+        client_secret: nonempty("oidc-client-secret").map(Secret::new),
+        redirect_url: nonempty("oidc-redirect-url"),
+        extra_scopes: slice("oidc-extra-scope")?,
+        use_access_token: parsed.on("oidc-use-access-token"),
+        request_headers: map("oidc-request-header")?,
+        force_refresh: parsed.on("force-refresh"),
+        token_cache_dir: expand(token_cache_dir),
+        token_cache_storage,
+        ca_files: parsed
+            .all("certificate-authority")
+            .map(|path| expand(path.to_string()))
+            .collect(),
+        ca_data: parsed
+            .all("certificate-authority-data")
+            .map(String::from)
+            .collect(),
+        skip_tls_verify: parsed.on("insecure-skip-tls-verify"),
+        renegotiation,
+        pkce,
+        grant_type,
+        grant,
+        listen_addresses: parsed
+            .given("listen-address")
+            .then(|| slice("listen-address"))
+            .transpose()?,
+        skip_open_browser: parsed.on("skip-open-browser"),
+        browser_command: nonempty("browser-command"),
+        auth_timeout_sec,
+        local_server_cert: nonempty("local-server-cert").map(expand),
+        local_server_key: nonempty("local-server-key").map(expand),
+        open_url_after_authentication: nonempty("open-url-after-authentication"),
+        auth_request_extra_params: map("oidc-auth-request-extra-params")?,
+        username,
+        password: nonempty("password").map(Secret::new),
+        verbosity,
+        logging_flags,
+        redirect_url_hostname: nonempty("oidc-redirect-url-hostname"),
+    })
+}
+
+/// kubelogin's `expandHomedir`: a leading `~` (of any path that starts with one, `~x` too) is
+/// the home directory, joined and cleaned as Go's `filepath.Join` does.
+fn expand_homedir(path: &str, home: &str) -> String {
+    match path.strip_prefix('~') {
+        Some(rest) => go_join(&[home, rest]),
+        None => path.to_string(),
+    }
+}
+
+/// Go's `filepath.Join` on unix: the non-empty parts joined with `/`, then `Clean`ed (no
+/// doubled slashes, no `.`, `..` resolved lexically, no trailing slash).
+fn go_join(parts: &[&str]) -> String {
+    let joined = parts
+        .iter()
+        .filter(|part| !part.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("/");
+    if joined.is_empty() {
+        return String::new();
+    }
+    let rooted = joined.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for part in joined.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match out.last() {
+                Some(&last) if last != ".." => {
+                    out.pop();
+                }
+                _ if rooted => {}
+                _ => out.push(".."),
+            },
+            part => out.push(part),
+        }
+    }
+    let body = out.join("/");
+    match (rooted, body.is_empty()) {
+        (true, _) => format!("/{body}"),
+        (false, true) => ".".into(),
+        (false, false) => body,
+    }
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`, which pflag's `IntVar` uses: decimal, or `0x`, `0o`,
+/// `0b`, a leading `0` for octal, `_` between digits with a prefix.
+fn go_int(text: &str) -> Option<i64> {
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(hex) = lower.strip_prefix("0x") {
+        (16, hex.replace('_', ""))
+    } else if let Some(octal) = lower.strip_prefix("0o") {
+        (8, octal.replace('_', ""))
+    } else if let Some(binary) = lower.strip_prefix("0b") {
+        (2, binary.replace('_', ""))
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, lower[1..].replace('_', ""))
+    } else {
+        (10, lower.replace('_', ""))
+    };
+    if digits.is_empty()
+        || digits.starts_with('+')
+        || digits.starts_with('-')
+        || lower.ends_with('_')
+    {
+        return None;
+    }
+    let value = i64::from_str_radix(&digits, radix).ok()?;
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    fn home(name: &str) -> Option<String> {
+        (name == "HOME").then(|| "/home/ada".to_string())
+    }
+
+    fn line(text: &str) -> GetToken {
+        match read(&words(text), &home) {
+            Read::GetToken(line) => *line,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kubelogins_own_fixtures_read_as_it_reads_them() {
+        // pkg/cmd/cmd_test.go, "Defaults".
+        let defaults = line(
+            "get-token --oidc-issuer-url https://issuer.example.com --oidc-client-id YOUR_CLIENT_ID",
+        );
+        assert_eq!(defaults.issuer_url, "https://issuer.example.com");
+        assert_eq!(defaults.token_cache_dir, "/home/ada/.kube/cache/oidc-login");
+        assert_eq!(defaults.grant, Grant::AuthcodeBrowser);
+        assert_eq!(defaults.auth_timeout_sec, 180);
+        assert!(defaults.listen_addresses.is_none());
+        // "FullOptions".
+        let full = line(
+            "get-token --oidc-issuer-url https://issuer.example.com --oidc-client-id YOUR_CLIENT_ID --oidc-client-secret YOUR_CLIENT_SECRET --oidc-extra-scope email --oidc-extra-scope profile --oidc-request-header Origin=localhost:8080 --token-cache-storage keyring -v1",
+        );
+        assert_eq!(full.extra_scopes, ["email", "profile"]);
+        assert_eq!(
+            full.request_headers,
+            Some(vec![("Origin".into(), "localhost:8080".into())])
+        );
+        assert_eq!(full.token_cache_storage, Storage::Keyring);
+        assert_eq!(full.verbosity, 1);
+        // "AccessToken": pflag's `=true`.
+        assert!(
+            line("get-token --oidc-issuer-url https://i --oidc-client-id c --oidc-use-access-token=true")
+                .use_access_token
+        );
+        // "HomedirExpansion".
+        let home_line = line(
+            "get-token --oidc-issuer-url https://i --oidc-client-id c --certificate-authority ~/.kube/ca.crt --local-server-cert ~/.kube/oidc-server.crt --local-server-key ~/.kube/oidc-server.key --token-cache-dir ~/.kube/oidc-cache",
+        );
+        assert_eq!(home_line.ca_files, ["/home/ada/.kube/ca.crt"]);
+        assert_eq!(
+            home_line.local_server_cert.as_deref(),
+            Some("/home/ada/.kube/oidc-server.crt")
+        );
+        assert_eq!(home_line.token_cache_dir, "/home/ada/.kube/oidc-cache");
+        // "MissingMandatoryOptions", "TooManyArgs".
+        for (text, why) in [
+            ("get-token", "--oidc-issuer-url is missing"),
+            (
+                "get-token --oidc-issuer-url https://i",
+                "--oidc-client-id is missing",
+            ),
+            (
+                "get-token --oidc-issuer-url https://i --oidc-client-id c foo",
+                "takes no arguments",
+            ),
+        ] {
+            match read(&words(text), &home) {
+                Read::Refused(reason) => assert!(reason.contains(why), "{text}: {reason}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        // The root command and setup print no credential.
+        for text in [
+            "",
+            "--kubeconfig /k --context c --user google -v1",
+            "setup --oidc-issuer-url https://i",
+        ] {
+            assert!(
+                matches!(read(&words(text), &home), Read::OtherCommand(_)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn global_flags_may_come_before_the_subcommand() {
+        let before = line("-v1 get-token --oidc-issuer-url=https://i --oidc-client-id=c");
+        assert_eq!(before.verbosity, 1);
+        let spaced =
+            line("-v 2 --logtostderr get-token --oidc-issuer-url=https://i --oidc-client-id=c");
+        assert_eq!(spaced.verbosity, 2);
+        assert_eq!(spaced.logging_flags, ["logtostderr"]);
+        // cobra lets get-token's own flags stand before it too.
+        assert_eq!(
+            line("--oidc-issuer-url=https://i get-token --oidc-client-id=c").issuer_url,
+            "https://i"
+        );
+    }
+
+    #[test]
+    fn values_are_kubelogins() {
+        let l = line(
+            "get-token --oidc-issuer-url=https://i --oidc-client-id=c --grant-type=password --tls-renegotiation-freely --oidc-pkce-method=no --authentication-timeout-sec=0x3c --listen-address=localhost:8000,127.0.0.1:9000 --oidc-auth-request-extra-params=acr_values=a,b",
+        );
+        assert_eq!(l.grant, Grant::Password);
+        assert_eq!(l.renegotiation, Renegotiation::Freely);
+        assert_eq!(l.pkce, Pkce::No);
+        assert_eq!(l.auth_timeout_sec, 60);
+        assert_eq!(
+            l.listen_addresses,
+            Some(vec!["localhost:8000".into(), "127.0.0.1:9000".into()])
+        );
+        assert_eq!(
+            l.auth_request_extra_params,
+            Some(vec![("acr_values".into(), "a,b".into())])
+        );
+        // auto with a user name is the password grant.
+        assert_eq!(
+            line("get-token --oidc-issuer-url=https://i --oidc-client-id=c --username=bob").grant,
+            Grant::Password
+        );
+        // KUBECACHEDIR moves the default cache; set but empty, it is the current directory's.
+        let cache = |value: &str| {
+            let env = |name: &str| match name {
+                "KUBECACHEDIR" => Some(value.to_string()),
+                "HOME" => Some("/home/ada".to_string()),
+                _ => None,
+            };
+            match read(
+                &words("get-token --oidc-issuer-url=https://i --oidc-client-id=c"),
+                &env,
+            ) {
+                Read::GetToken(line) => line.token_cache_dir,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(cache("/var/cache/k"), "/var/cache/k/oidc-login");
+        assert_eq!(cache(""), "oidc-login");
+        for (text, why) in [
+            ("--grant-type=browser", "--grant-type"),
+            ("--oidc-pkce-method=s256", "--oidc-pkce-method"),
+            ("--token-cache-storage=file", "--token-cache-storage"),
+            ("--oidc-use-access-token=yes", "not a boolean"),
+            ("--tls-renegotiation", "unknown flag"),
+        ] {
+            match read(
+                &words(&format!(
+                    "get-token --oidc-issuer-url=https://i --oidc-client-id=c {text}"
+                )),
+                &home,
+            ) {
+                Read::Refused(reason) => assert!(reason.contains(why), "{text}: {reason}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn go_paths_and_numbers() {
+        assert_eq!(
+            expand_homedir("~/.kube//x/../ca.crt", "/home/ada"),
+            "/home/ada/.kube/ca.crt"
+        );
+        assert_eq!(expand_homedir("~x", "/home/ada"), "/home/ada/x");
+        assert_eq!(expand_homedir("rel/ca.crt", "/home/ada"), "rel/ca.crt");
+        assert_eq!(expand_homedir("~/a", ""), "/a");
+        assert_eq!(go_join(&["", "oidc-login"]), "oidc-login");
+        assert_eq!(go_int("180"), Some(180));
+        assert_eq!(go_int("010"), Some(8));
+        assert_eq!(go_int("-5"), Some(-5));
+        assert_eq!(go_int("1_000"), Some(1000));
+        assert_eq!(go_int("0x1_0"), Some(16));
+        assert_eq!(go_int("abc"), None);
+    }
+}

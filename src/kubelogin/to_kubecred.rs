@@ -1,0 +1,365 @@
+//! An int128/kubelogin `get-token` line (as kubelogin reads it, `command_line.rs`) in kubecred's
+//! flags, for the stanza `convert-kubeconfig` writes: the same issuer, client, scopes, grant,
+//! redirect URI (as written, or kubelogin's own `http://localhost:PORT`), listener, TLS trust,
+//! request headers and extra parameters, and the same token handed to kubectl. Secrets go to the
+//! stanza's `env`, never to its args. What kubelogin does that kubecred cannot do the same way
+//! is not converted to something else: the line stays with kubelogin, and the error says why.
+//! The caller resolves the result as get-token will and checks it against the line.
+
+use super::command_line::{
+    DEFAULT_AUTH_TIMEOUT_SEC, GetToken, Grant, Pkce, Renegotiation, Storage,
+};
+use crate::secret::Secret;
+
+/// kubecred's stanza for a kubelogin line.
+#[derive(Debug, Default)]
+pub struct Kubecred {
+    /// get-token's args, `get-token` first, in kubecred's flag names.
+    pub args: Vec<String>,
+    /// Secrets for the stanza's `env`, by variable name.
+    pub env: Vec<(&'static str, Secret)>,
+    /// What was dropped or moved, said under the user's line.
+    pub notes: Vec<String>,
+}
+
+/// kubecred's equivalent of `line`; the error is why it stays with kubelogin.
+pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
+    let mut out = Kubecred::default();
+    let mut arg = |name: &str, value: &str| out.args.push(format!("--{name}={value}"));
+    arg("issuer-url", &line.issuer_url);
+    arg("client-id", &line.client_id);
+    for scope in &line.extra_scopes {
+        if scope.contains(',') {
+            return Err(format!(
+                "its scope {scope:?} holds a comma, which kubecred's --scope would split"
+            ));
+        }
+        arg("scope", scope);
+    }
+    // kubelogin asks for `openid` with every grant; kubecred adds it itself to the logins of a
+    // person and to an ID token asked of client credentials, not to their access token.
+    if line.grant == Grant::ClientCredentials && line.use_access_token {
+        arg("scope", "openid");
+    }
+    match (line.grant, line.grant_type.as_str()) {
+        (Grant::AuthcodeBrowser, "auto") => {}
+        (Grant::AuthcodeBrowser, _) => arg("grant-type", "authcode"),
+        (Grant::AuthcodeKeyboard, _) => arg("grant-type", "authcode-keyboard"),
+        (Grant::Password, _) => arg("grant-type", "password"),
+        (Grant::DeviceCode, _) => arg("grant-type", "device-code"),
+        (Grant::ClientCredentials, _) => arg("grant-type", "client-credentials"),
+    }
+    if line.grant == Grant::Password
+        && let Some(username) = &line.username
+    {
+        arg("username", username);
+    }
+    match (line.grant, line.use_access_token) {
+        (_, true) => out.args.push("--use-access-token".into()),
+        // kubelogin's client credentials hand kubectl the ID token, verified.
+        (Grant::ClientCredentials, false) => out.args.push("--use-access-token=false".into()),
+        _ => {}
+    }
+    match line.token_cache_storage {
+        Storage::Disk => {}
+        Storage::Keyring => out.args.push("--cache-storage=keyring".into()),
+        Storage::None => out.args.push("--cache-storage=none".into()),
+    }
+    for path in &line.ca_files {
+        out.args.push(format!("--certificate-authority={path}"));
+    }
+    for data in &line.ca_data {
+        if data.contains(',') {
+            return Err(
+                "its --certificate-authority-data holds a comma, which is not base64".into(),
+            );
+        }
+        out.args
+            .push(format!("--certificate-authority-data={data}"));
+    }
+    if line.skip_tls_verify {
+        out.args.push("--insecure-skip-tls-verify".into());
+    }
+    if line.renegotiation != Renegotiation::Never {
+        return Err(format!(
+            "--tls-renegotiation-{}: its provider asks for TLS renegotiation, which kubecred's TLS (rustls) never does, so every login would fail",
+            if line.renegotiation == Renegotiation::Once {
+                "once"
+            } else {
+                "freely"
+            }
+        ));
+    }
+    let browser_login = matches!(line.grant, Grant::AuthcodeBrowser);
+    if browser_login || line.grant == Grant::AuthcodeKeyboard {
+        redirect_and_listener(line, &mut out)?;
+        match line.pkce {
+            Pkce::Auto => {}
+            Pkce::No => out.args.push("--pkce=false".into()),
+            Pkce::S256 => out.args.push("--pkce".into()),
+        }
+    }
+    if line.skip_open_browser {
+        out.args.push("--skip-open-browser".into());
+    }
+    if let Some(command) = &line.browser_command {
+        // kubelogin runs the command as one program, the URL its argument; kubecred splits
+        // the value like a shell: one quoted word is the same.
+        let word = shlex::try_quote(command).map_err(|_| {
+            format!("its --browser-command {command:?} cannot be written as one word")
+        })?;
+        out.args.push(format!("--browser-command={word}"));
+    }
+    if line.auth_timeout_sec != DEFAULT_AUTH_TIMEOUT_SEC {
+        if line.auth_timeout_sec <= 0 {
+            return Err(format!(
+                "--authentication-timeout-sec={}: kubelogin's login would time out at once",
+                line.auth_timeout_sec
+            ));
+        }
+        out.args
+            .push(format!("--auth-timeout={}s", line.auth_timeout_sec));
+    }
+    for (name, value) in line.request_headers.iter().flatten() {
+        out.args.push(format!("--request-header={name}={value}"));
+    }
+    match (&line.auth_request_extra_params, line.grant) {
+        (Some(params), Grant::AuthcodeBrowser | Grant::AuthcodeKeyboard | Grant::ClientCredentials) => {
+            for (name, value) in params {
+                out.args.push(format!("--auth-param={name}={value}"));
+            }
+        }
+        (Some(_), _) => out.notes.push(format!(
+            "dropped --oidc-auth-request-extra-params: kubelogin sends them with no request of --grant-type {}",
+            line.grant_type
+        )),
+        (None, _) => {}
+    }
+    if line.force_refresh {
+        out.args.push("--force-refresh".into());
+    }
+    match line.verbosity {
+        0 => {}
+        1 => out.args.push("-v".into()),
+        _ => out.args.push("-vv".into()),
+    }
+    if let Some(secret) = &line.client_secret {
+        out.env.push(("KUBECRED_CLIENT_SECRET", secret.clone()));
+        out.notes.push("moved --oidc-client-secret from the command line to the stanza's env (KUBECRED_CLIENT_SECRET)".into());
+    }
+    if let Some(password) = &line.password {
+        if line.grant == Grant::Password {
+            out.env.push(("KUBECRED_PASSWORD", password.clone()));
+            out.notes.push(
+                "moved --password from the command line to the stanza's env (KUBECRED_PASSWORD)"
+                    .into(),
+            );
+        } else {
+            out.notes.push(format!(
+                "dropped --password: --grant-type {} does not use it",
+                line.grant_type
+            ));
+        }
+    }
+    if line.username.is_some() && line.grant != Grant::Password {
+        out.notes.push(format!(
+            "dropped --username: --grant-type {} does not use it",
+            line.grant_type
+        ));
+    }
+    if let Some(url) = &line.open_url_after_authentication {
+        out.notes.push(format!(
+            "dropped --open-url-after-authentication={}: {}",
+            crate::text::printable_brief(url, 80),
+            super::why_ignored("--open-url-after-authentication")
+        ));
+    }
+    if !line.logging_flags.is_empty() {
+        let names: Vec<String> = line
+            .logging_flags
+            .iter()
+            .map(|name| format!("--{name}"))
+            .collect();
+        out.notes.push(format!(
+            "dropped kubelogin's logging flags {}: kubecred logs to stderr (-v, -vv)",
+            names.join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+/// The browser and keyboard logins' redirect URI, and where the listener is.
+fn redirect_and_listener(line: &GetToken, out: &mut Kubecred) -> Result<(), String> {
+    let tls = match (&line.local_server_cert, &line.local_server_key) {
+        (Some(cert), Some(key)) => {
+            // kubelogin reads them relative to where kubectl runs it, as kubecred does: kept as
+            // written (client-go runs a plugin in kubectl's working directory).
+            out.args.push(format!("--local-server-cert={cert}"));
+            out.args.push(format!("--local-server-key={key}"));
+            true
+        }
+        (None, None) => false,
+        _ => {
+            return Err("it gives one of --local-server-cert and --local-server-key, and kubelogin cannot serve https with one".into());
+        }
+    };
+    if line.grant == Grant::AuthcodeKeyboard {
+        // kubelogin's keyboard login sends the redirect URI it is given, and none otherwise.
+        let redirect = line.redirect_url.as_ref().ok_or(
+            "--grant-type authcode-keyboard without --oidc-redirect-url: kubelogin sends no redirect_uri, kubecred always sends one (add the one registered for the client, then convert)",
+        )?;
+        out.args.push(format!("--redirect-url={redirect}"));
+        return Ok(());
+    }
+    let scheme = if tls { "https" } else { "http" };
+    let redirect = match (&line.redirect_url, &line.redirect_url_hostname) {
+        (Some(redirect), _) => redirect.clone(),
+        // kubelogin's own: `http://localhost:PORT`, no path (oauth2cli).
+        (None, Some(host)) => format!("{scheme}://{host}"),
+        (None, None) => format!("{scheme}://localhost"),
+    };
+    out.args.push(format!("--redirect-url={redirect}"));
+    let named_port = written_port(&redirect);
+    match (&line.listen_addresses, named_port) {
+        (Some(addresses), _) => {
+            for address in addresses {
+                out.args.push(format!("--listen-address={address}"));
+            }
+        }
+        // kubecred listens on the port the redirect URI names; kubelogin listens on its
+        // defaults whatever the URI says. The same when the URI names one of them.
+        (None, Some(port))
+            if !super::command_line::DEFAULT_LISTEN_ADDRESSES
+                .iter()
+                .any(|address| address.ends_with(&format!(":{port}"))) =>
+        {
+            for address in super::command_line::DEFAULT_LISTEN_ADDRESSES {
+                out.args.push(format!("--listen-address={address}"));
+            }
+            out.notes.push(format!(
+                "kept kubelogin's listener on {} though its redirect URI names port {port} (a port forward's other end?)",
+                super::command_line::DEFAULT_LISTEN_ADDRESSES.join(" and ")
+            ));
+        }
+        (None, _) => {}
+    }
+    Ok(())
+}
+
+/// The port written in a URI's authority, if any (`http://localhost:8000/x` → 8000).
+fn written_port(uri: &str) -> Option<u16> {
+    let authority = uri.split_once("://")?.1;
+    let authority = authority.split(['/', '?', '#']).next().unwrap_or(authority);
+    let after_host = match authority.strip_prefix('[') {
+        Some(rest) => rest.split_once(']')?.1,
+        None => authority.find(':').map_or("", |at| &authority[at..]),
+    };
+    after_host.strip_prefix(':')?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::command_line::{Read, read};
+    use super::*;
+
+    fn converted(text: &str) -> Result<Kubecred, String> {
+        let words: Vec<String> = text.split_whitespace().map(String::from).collect();
+        let env = |name: &str| (name == "HOME").then(|| "/home/ada".to_string());
+        match read(&words, &env) {
+            Read::GetToken(line) => to_kubecred(&line),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    fn args(text: &str) -> Vec<String> {
+        converted(text).unwrap().args
+    }
+
+    const BASE: &str = "get-token --oidc-issuer-url=https://i --oidc-client-id=c";
+
+    #[test]
+    fn kubelogins_redirect_uri_and_listener_are_kept() {
+        assert_eq!(
+            args(BASE),
+            [
+                "--issuer-url=https://i",
+                "--client-id=c",
+                "--redirect-url=http://localhost"
+            ]
+        );
+        assert!(
+            args(&format!(
+                "{BASE} --local-server-cert=c.pem --local-server-key=k.pem"
+            ))
+            .contains(&"--redirect-url=https://localhost".to_string())
+        );
+        // As written, and listened on where it names a port kubelogin listens on ...
+        let named = args(&format!("{BASE} --oidc-redirect-url=http://127.0.0.1:8000"));
+        assert!(named.contains(&"--redirect-url=http://127.0.0.1:8000".to_string()));
+        assert!(!named.iter().any(|a| a.starts_with("--listen-address")));
+        // ... and kubelogin's listener kept where it names another.
+        let forwarded = args(&format!(
+            "{BASE} --oidc-redirect-url=http://localhost:9000/"
+        ));
+        assert!(forwarded.contains(&"--listen-address=127.0.0.1:8000".to_string()));
+        let listen = args(&format!("{BASE} --listen-address=localhost:8000"));
+        assert!(listen.contains(&"--listen-address=localhost:8000".to_string()));
+    }
+
+    #[test]
+    fn the_token_kubectl_got_stays_the_same() {
+        // Client credentials: kubelogin's ID token (with openid), or the access token asked for.
+        let cc = args(&format!(
+            "{BASE} --grant-type=client-credentials --oidc-auth-request-extra-params=audience=api"
+        ));
+        assert!(cc.contains(&"--use-access-token=false".to_string()));
+        assert!(cc.contains(&"--auth-param=audience=api".to_string()));
+        let cc_access = args(&format!(
+            "{BASE} --grant-type=client-credentials --oidc-use-access-token=TRUE"
+        ));
+        assert!(cc_access.contains(&"--use-access-token".to_string()));
+        assert!(cc_access.contains(&"--scope=openid".to_string()));
+        // The password grant, with and without a user name; its password to the env.
+        let password = converted(&format!("{BASE} --username=bob --password=hunter2")).unwrap();
+        assert!(password.args.contains(&"--grant-type=password".to_string()));
+        assert!(password.args.contains(&"--username=bob".to_string()));
+        assert!(!password.args.iter().any(|a| a.contains("hunter2")));
+        assert_eq!(password.env[0].0, "KUBECRED_PASSWORD");
+        let asked = args(&format!("{BASE} --grant-type=password"));
+        assert!(!asked.iter().any(|a| a.starts_with("--username")));
+    }
+
+    #[test]
+    fn what_kubecred_cannot_do_alike_stays_with_kubelogin() {
+        for (extra, why) in [
+            ("--tls-renegotiation-once", "never does"),
+            ("--tls-renegotiation-freely=t", "never does"),
+            ("--grant-type=authcode-keyboard", "sends no redirect_uri"),
+            ("--local-server-cert=c.pem", "cannot serve https with one"),
+            ("--oidc-extra-scope=\"a,b\"", "holds a comma"),
+            ("--authentication-timeout-sec=0", "at once"),
+        ] {
+            let reason = converted(&format!("{BASE} {extra}")).unwrap_err();
+            assert!(reason.contains(why), "{extra}: {reason}");
+        }
+    }
+
+    #[test]
+    fn flags_kubecred_needs_not_are_said() {
+        let notes = converted(&format!(
+            "-v1 --logtostderr {BASE} --open-url-after-authentication=https://x --grant-type=device-code --oidc-auth-request-extra-params=prompt=login"
+        ))
+        .unwrap();
+        assert!(notes.args.contains(&"-v".to_string()));
+        let text = notes.notes.join("\n");
+        for part in [
+            "--logtostderr",
+            "--open-url-after-authentication",
+            "--oidc-auth-request-extra-params",
+        ] {
+            assert!(text.contains(part), "{part}: {text}");
+        }
+        assert_eq!(written_port("http://[::1]:9/x"), Some(9));
+        assert_eq!(written_port("http://localhost"), None);
+    }
+}
