@@ -120,12 +120,24 @@ impl NetworkFailure {
         }
     }
 
-    /// Whether the same request may succeed when tried again: every network failure may,
-    /// but a proxy that refused our password or the destination will refuse them again.
+    /// Whether the same request may succeed when tried again a moment later (`retry.rs`): a
+    /// connection that timed out, was refused, dropped or failed otherwise may (a provider
+    /// restarting, a network blip). A host name that does not resolve and a certificate that is
+    /// refused get the same answer a second later, and retrying them would only delay the error
+    /// by seconds and end it in "after 4 attempts" (curl's `--retry` leaves them alone too); nor
+    /// is a proxy that refused our password or the destination asked again.
     pub fn may_pass_later(&self) -> bool {
         match self {
+            NetworkFailure::Timeout
+            | NetworkFailure::Refused
+            | NetworkFailure::Dropped { .. }
+            | NetworkFailure::Other { .. } => true,
+            NetworkFailure::Dns
+            | NetworkFailure::UntrustedCertificate
+            | NetworkFailure::CertificateForAnotherName { .. }
+            | NetworkFailure::CertificateOutOfDate
+            | NetworkFailure::Tls { .. } => false,
             NetworkFailure::Proxy { problem, .. } => problem.may_pass_later(),
-            _ => true,
         }
     }
 }
