@@ -97,7 +97,13 @@ impl<'a> ProviderClient<'a> {
         let http = crate::http::client(&config.http, retry_window)?;
         let provider = match &config.token_endpoint {
             Some(endpoint) => Provider::token_endpoint_only(&config.issuer, endpoint.clone()),
-            None => Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?,
+            None => Provider::discover(
+                &http,
+                &config.issuer,
+                &config.issuer_as_given,
+                &config.cache.dir,
+                clock.now(),
+            )?,
         };
         Ok(ProviderClient {
             config,
