@@ -366,6 +366,35 @@ fn one_time_requests_are_not_resent_when_the_server_may_have_processed_them() {
 }
 
 #[test]
+fn a_connection_closed_before_the_answer_is_a_dropped_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = Url::parse(&format!("http://{}/token", listener.local_addr().unwrap())).unwrap();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0; 4096];
+            let _ = stream.read(&mut buf);
+            drop(stream);
+        }
+    });
+    let http = quick_client(Duration::from_secs(5), Duration::ZERO);
+    let err = post(&http, &url, Replay::Safe).unwrap_err();
+    let RequestFailure::Network { failure, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(failure, NetworkFailure::Dropped { .. }),
+        "{failure:?}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("; a proxy or firewall may be in the way"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_name_that_does_not_resolve_and_a_refused_certificate_are_not_retried() {
     // The same answer a second later: retrying only delays the error (README, "When the
     // provider is slow, down or overloaded").
