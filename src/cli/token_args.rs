@@ -28,7 +28,10 @@ pub struct CacheDirArg {
 /// How to obtain a token. kubelogin's `--grant-type` values are accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GrantTypeArg {
-    /// Browser login (authorization code + PKCE); CI jobs choose their grant explicitly.
+    /// A person's login: the browser (authorization code + PKCE), or where no browser can open
+    /// here (SSH without a forwarded display, no graphical session) the device flow when the
+    /// provider offers it, else the browser login with the code pasted. Without a terminal (a CI
+    /// job, a script) it fails at once: CI jobs choose their grant explicitly.
     Auto,
     /// Authorization code + PKCE through a browser and a loopback listener.
     Authcode,

@@ -42,4 +42,5 @@ mod secrets;
 mod sessions;
 mod setup;
 mod tidy;
+mod troubleshooting;
 mod whoami;
