@@ -15,7 +15,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, Args)]
 #[group(id = "cache")]
 pub struct CacheDirArg {
-    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
+    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir,
+    /// on Linux $XDG_CACHE_HOME/kubecred or ~/.cache/kubecred].
     #[arg(
         long,
         env = "KUBECRED_CACHE_DIR",

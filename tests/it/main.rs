@@ -19,6 +19,7 @@ mod client_credentials;
 mod concurrency;
 mod conformance;
 mod convert;
+mod docs;
 mod examples;
 mod exec_protocol;
 mod faults_local;
