@@ -365,19 +365,36 @@ fn one_time_requests_are_not_resent_when_the_server_may_have_processed_them() {
     );
 }
 
-#[test]
-fn a_connection_closed_before_the_answer_is_a_dropped_connection() {
+/// A loopback server that reads each connection's request, writes `reply` (raw bytes, perhaps
+/// nothing) and closes it; `scheme://address/token`, and how many connections it took.
+fn raw_server(
+    scheme: &str,
+    reply: &'static [u8],
+) -> (Url, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = Url::parse(&format!("http://{}/token", listener.local_addr().unwrap())).unwrap();
+    let url = Url::parse(&format!(
+        "{scheme}://{}/token",
+        listener.local_addr().unwrap()
+    ))
+    .unwrap();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&connections);
     std::thread::spawn(move || {
-        use std::io::Read;
+        use std::io::{Read, Write};
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let mut buf = [0; 4096];
             let _ = stream.read(&mut buf);
-            drop(stream);
+            let _ = stream.write_all(reply);
         }
     });
+    (url, connections)
+}
+
+#[test]
+fn a_connection_closed_before_the_answer_is_a_dropped_connection() {
+    let (url, _) = raw_server("http", b"");
     let http = quick_client(Duration::from_secs(5), Duration::ZERO);
     let err = post(&http, &url, Replay::Safe).unwrap_err();
     let RequestFailure::Network { failure, .. } = &err else {
@@ -422,20 +439,10 @@ fn a_name_that_does_not_resolve_and_a_refused_certificate_are_not_retried() {
     }
 
     // End to end: a server that answers a TLS handshake with plain HTTP is asked once.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = Url::parse(&format!("https://{}/token", listener.local_addr().unwrap())).unwrap();
-    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = std::sync::Arc::clone(&connections);
-    std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let mut buf = [0; 4096];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-        }
-    });
+    let (url, connections) = raw_server(
+        "https",
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+    );
     let http = quick_client(Duration::from_secs(5), Duration::from_secs(60));
     let err = post(&http, &url, Replay::Safe).unwrap_err();
     assert!(

@@ -302,7 +302,7 @@ fn eight_parallel_kubectl_processes_open_one_browser_tab() {
     assert_eq!(stats["token"]["total"], 1, "{stats}");
 }
 
-fn device_args(bed: &Testbed) -> Vec<String> {
+pub(crate) fn device_args(bed: &Testbed) -> Vec<String> {
     vec![
         "get-token".into(),
         format!("--issuer-url={}", bed.issuer),

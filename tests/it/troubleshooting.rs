@@ -14,12 +14,12 @@
 //! matched in order. A quoted line without a witness, a witness for a line README no longer
 //! quotes, and a witness that does not hold each fail; `the_check_can_fail` shows that they do.
 
-use crate::support::rust_text::{SourceText, format_segments};
+use crate::support::rust_text::{SourceText, format_segments, rust_files};
 use crate::support::*;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// How a quoted line is shown to be one the binary prints.
 enum Witness {
@@ -48,13 +48,16 @@ const WITNESSES: &[(&str, Witness)] = &[
     // ---- Troubleshooting ----
     (
         "no issuer URL: pass --issuer-url …",
-        Triggered(Local(no_issuer)),
+        Test("tests/it/exec_protocol.rs::missing_settings_say_what_to_do"),
     ),
     (
         "no client ID: pass --client-id …",
-        Triggered(Local(no_client)),
+        Test("tests/it/exec_protocol.rs::missing_settings_say_what_to_do"),
     ),
-    ("issuer URL … must use https", Triggered(Local(http_issuer))),
+    (
+        "issuer URL … must use https",
+        Test("tests/it/exec_protocol.rs::missing_settings_say_what_to_do"),
+    ),
     (
         "the OpenID discovery document at … answered HTTP 404 Not Found; check the URL",
         Triggered(Bed(discovery_not_found)),
@@ -257,11 +260,11 @@ const WITNESSES: &[(&str, Witness)] = &[
     ),
     (
         "KUBERNETES_EXEC_INFO is not valid ExecCredential JSON …",
-        Triggered(Local(exec_info_not_json)),
+        Test("tests/it/exec_protocol.rs::malformed_exec_info_fails_with_one_line_and_no_stdout"),
     ),
     (
         "… has apiVersion …, which kubecred does not speak",
-        Triggered(Local(exec_info_unknown_version)),
+        Test("tests/it/exec_protocol.rs::unknown_api_version_fails_with_one_line"),
     ),
     (
         "the kubeconfig … cannot be read (…); nothing was changed: …",
@@ -459,17 +462,6 @@ fn pieces_missing_from<'a>(quote: &'a str, literals: &[String]) -> Vec<&'a str> 
 }
 
 // ---- the witnesses that read source ----
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The string literals of kubecred's code, tests left out: the messages it can print.
 fn message_literals() -> Vec<String> {
@@ -772,28 +764,6 @@ fn discovery_of(base: &str) -> String {
     .to_string()
 }
 
-fn no_issuer(env: &TestEnv) -> Run {
-    env.kubecred(&["get-token", "--client-id=x"])
-        .run()
-        .failure(1)
-}
-
-fn no_client(env: &TestEnv) -> Run {
-    env.kubecred(&["get-token", "--issuer-url=https://idp.example"])
-        .run()
-        .failure(1)
-}
-
-fn http_issuer(env: &TestEnv) -> Run {
-    env.kubecred(&[
-        "get-token",
-        "--issuer-url=http://idp.example",
-        "--client-id=x",
-    ])
-    .run()
-    .failure(1)
-}
-
 fn discovery_redirected(env: &TestEnv) -> Run {
     let base = canned_server(|base, _| {
         Some(http_response(
@@ -880,31 +850,6 @@ fn keyboard_without_a_terminal(env: &TestEnv) -> Run {
     ])
     .run()
     .failure(4)
-}
-
-fn exec_info_not_json(env: &TestEnv) -> Run {
-    env.kubecred(&[
-        "get-token",
-        "--issuer-url=https://idp.example",
-        "--client-id=x",
-    ])
-    .env("KUBERNETES_EXEC_INFO", "{not json")
-    .run()
-    .failure(1)
-}
-
-fn exec_info_unknown_version(env: &TestEnv) -> Run {
-    env.kubecred(&[
-        "get-token",
-        "--issuer-url=https://idp.example",
-        "--client-id=x",
-    ])
-    .env(
-        "KUBERNETES_EXEC_INFO",
-        r#"{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v2","spec":{}}"#,
-    )
-    .run()
-    .failure(1)
 }
 
 fn extension_of_the_wrong_type(env: &TestEnv) -> Run {
@@ -1057,13 +1002,11 @@ fn callback_port_in_use(env: &TestEnv, bed: &Testbed) -> Run {
     run
 }
 
+/// A device-flow login nobody approves (login.rs's, without its browser).
 fn device_args(bed: &Testbed) -> Vec<String> {
-    vec![
-        "get-token".into(),
-        format!("--issuer-url={}", bed.issuer),
-        format!("--client-id={PUBLIC_CLIENT}"),
-        "--grant-type=device-code".into(),
-    ]
+    let mut args = crate::login::device_args(bed);
+    args.retain(|arg| !arg.starts_with("--browser-command"));
+    args
 }
 
 fn device_code_expired(env: &TestEnv, bed: &Testbed) -> Run {

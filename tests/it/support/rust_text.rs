@@ -5,6 +5,19 @@
 //! which rustfmt keeps in one style.
 
 use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, recursively.
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
 
 /// A string literal: its decoded text and the byte offset where it starts.
 #[derive(Debug, Clone)]
