@@ -68,11 +68,14 @@ pub enum Command {
         kubecred get-token --issuer-url https://idp.example --client-id kubernetes"
     )]
     GetToken(TokenArgs),
-    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout).
+    /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout);
+    /// or, with --remote-bootstrap, take here the browser's part of a login started elsewhere.
     #[command(after_help = "Examples:\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes\n  \
         kubecred login --issuer-url https://idp.example --client-id kubernetes \\\n      \
-        --account admin --prompt select_account")]
+        --account admin --prompt select_account\n  \
+        # on your laptop, for a login kubecred started over SSH:\n  \
+        kubecred login --remote-bootstrap 'https://idp.example/auth?...'")]
     Login(LoginArgs),
     /// Forget the cached login for these settings, or every one (--all), revoking its refresh token.
     #[command(after_help = "Examples:\n  \
@@ -165,10 +168,53 @@ impl Cli {
 /// (`convert-kubeconfig` writes the stanza's settings out again). `Ok(None)` when the line does
 /// not run get-token.
 pub fn parse_stanza_get_token(argv: Vec<OsString>) -> Result<Option<TokenArgs>, clap::Error> {
-    use clap::FromArgMatches;
-    let argv = kubelogin::rewrite_argv(argv);
+    parse_stanza_get_token_in(argv, &|_| None)
+}
+
+/// [`parse_stanza_get_token`] in an explicit environment: each flag the words do not give is
+/// taken from its `KUBECRED_*` variable as `var` answers it — the environment kubectl gives the
+/// plugin (a stanza's `env` over this process's) for `whoami` and `convert-kubeconfig`, with no
+/// variable set in this process. The value counts as `--flag=VALUE` (a switch: given when the
+/// value is on, as clap reads it), so that what clap accepts and refuses is unchanged.
+pub fn parse_stanza_get_token_in(
+    mut argv: Vec<OsString>,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Option<TokenArgs>, clap::Error> {
+    use clap::builder::TypedValueParser;
+    use clap::parser::ValueSource;
+    use clap::{ArgAction, CommandFactory, FromArgMatches};
+    argv = kubelogin::rewrite_argv(argv);
     if get_token_words(&argv).is_none() {
         return Ok(None);
+    }
+    let words_alone = stanza_command().try_get_matches_from(&argv)?;
+    let given = words_alone.subcommand_matches("get-token");
+    // Built, so that a refused value's error can name its flag.
+    let mut definition = Cli::command();
+    definition.build();
+    let get_token = definition
+        .find_subcommand("get-token")
+        .expect("get-token is defined");
+    for arg in get_token.get_arguments() {
+        let (Some(variable), Some(long)) = (arg.get_env(), arg.get_long()) else {
+            continue;
+        };
+        let id = arg.get_id().as_str();
+        if given.and_then(|m| m.value_source(id)) == Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let Some(value) = variable.to_str().and_then(var) else {
+            continue;
+        };
+        if matches!(arg.get_action(), ArgAction::SetTrue) {
+            if clap::builder::BoolishValueParser::new().parse_ref(get_token, Some(arg), &value)? {
+                argv.push(format!("--{long}").into());
+            }
+        } else {
+            let mut word = OsString::from(format!("--{long}="));
+            word.push(&value);
+            argv.push(word);
+        }
     }
     let matches = stanza_command().try_get_matches_from(argv)?;
     match Cli::from_arg_matches(&matches)?.command {

@@ -1,5 +1,6 @@
 //! Durations as people write and read them: parsing `90s`, `5m`, `1h30m` from flags, the
-//! environment and the cluster extension, and printing a duration in messages.
+//! environment and the cluster extension, and printing a duration in messages — and the one way
+//! a message prints a point in time ([`display_time`]).
 //!
 //! One module for both, so that every message writes time the way the flags take it ("1m30s",
 //! "200ms"), and so that the one upper bound ([`MAX`]) keeps every `Instant::now() + d` and every
@@ -101,6 +102,11 @@ pub fn display_elapsed(duration: Duration) -> String {
         return "0s".into();
     }
     display(Duration::from_secs(secs))
+}
+
+/// A point in time for a message, in UTC to the second: `2027-01-15 08:00:00 UTC`.
+pub fn display_time(at: chrono::DateTime<chrono::Utc>) -> impl std::fmt::Display {
+    at.format("%Y-%m-%d %H:%M:%S UTC")
 }
 
 /// "10 minutes", "1 minute", "45 seconds", for prose: rounded down, never promising more time

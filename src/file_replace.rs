@@ -1,9 +1,9 @@
 //! Replacing a user's files with care, for the kubeconfig files kubecred edits
 //! (`convert-kubeconfig`, `setup --write-kubeconfig`): a backup beside each file first (0600: a
 //! kubeconfig holds credentials), the new content written to a temporary file in the same
-//! directory with the file's own mode and owner, flushed, then renamed over it — so a reader
-//! (a kubectl running meanwhile) sees the old file or the new one, never half of one, and a
-//! crash leaves the old one. A file reached through a symbolic link is replaced where it lives:
+//! directory with the file's own mode and owner, flushed, then renamed over it (`atomic_file.rs`)
+//! — so a reader (a kubectl running meanwhile) sees the old file or the new one, never half of
+//! one, and a crash leaves the old one. A file reached through a symbolic link is replaced where it lives:
 //! the link stays.
 //!
 //! Several files change together or not at all ([`replace_all`]): every backup and temporary
@@ -12,7 +12,7 @@
 //! backups. (Unlike `private_file.rs`, which owns kubecred's cache: these are the user's files,
 //! in the user's directories, with the user's modes.)
 
-use crate::private_file;
+use crate::atomic_file;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -109,16 +109,13 @@ pub fn replace_all(files: &[Replacement], stamp: &str) -> Result<Vec<Written>, F
 struct Staged {
     /// The real file (links followed).
     target: PathBuf,
-    temp: PathBuf,
+    new: atomic_file::Staged,
     backup: Option<PathBuf>,
 }
 
 impl Staged {
     fn commit(self) -> io::Result<Written> {
-        private_file::rename_over(&self.temp, &self.target).inspect_err(|_| {
-            let _ = fs::remove_file(&self.temp);
-        })?;
-        sync_dir(&self.target);
+        self.new.commit()?;
         Ok(Written {
             path: self.target,
             backup: self.backup,
@@ -126,11 +123,16 @@ impl Staged {
     }
 
     fn abandon(self) {
-        let _ = fs::remove_file(&self.temp);
+        // The temporary file goes with `new`.
         if let Some(backup) = &self.backup {
             let _ = fs::remove_file(backup);
         }
     }
+}
+
+/// The name the temporary files of this process carry (`atomic_file::stage`).
+fn temp_tag() -> String {
+    format!("kubecred-{}", std::process::id())
 }
 
 /// The backup and the temporary file of one replacement.
@@ -154,34 +156,26 @@ fn stage(path: &Path, content: &[u8], stamp: &str) -> io::Result<Staged> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
         Err(err) => return Err(err),
     };
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
     if existing.is_none() {
         // kubectl creates the directory of a new kubeconfig too (~/.kube).
-        create_private_dir(&dir)?;
+        create_private_dir(atomic_file::parent_dir(&target))?;
     }
     let backup = match &existing {
         Some(_) => Some(write_backup(&target, stamp)?),
         None => None,
     };
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.kubecred-{}.tmp", std::process::id()));
-    let written = write_new(&temp, content, existing.as_ref());
-    if let Err(err) = written {
-        let _ = fs::remove_file(&temp);
+    let mode = match &existing {
+        Some(meta) => atomic_file::Mode::Like(meta),
+        None => atomic_file::Mode::Private,
+    };
+    let new = atomic_file::stage(&target, &temp_tag(), content, mode).inspect_err(|_| {
         if let Some(backup) = &backup {
             let _ = fs::remove_file(backup);
         }
-        return Err(err);
-    }
+    })?;
     Ok(Staged {
         target,
-        temp,
+        new,
         backup,
     })
 }
@@ -199,7 +193,7 @@ fn write_backup(target: &Path, stamp: &str) -> io::Result<PathBuf> {
             n => format!("-{n}"),
         };
         let backup = target.with_file_name(format!("{name}.before-kubecred-{stamp}{suffix}"));
-        match create_new(&backup, 0o600) {
+        match create_new_private(&backup) {
             Ok(mut file) => {
                 let written = file.write_all(&bytes).and_then(|()| file.sync_all());
                 if let Err(err) = written {
@@ -218,39 +212,15 @@ fn write_backup(target: &Path, stamp: &str) -> io::Result<PathBuf> {
     ))
 }
 
-/// The temporary file: the content, the mode and owner of the file it replaces (0600 for a
-/// new one), flushed to disk.
-fn write_new(temp: &Path, content: &[u8], existing: Option<&fs::Metadata>) -> io::Result<()> {
-    let _ = fs::remove_file(temp); // Left by a killed run of this process id.
-    let mut file = create_new(temp, 0o600)?;
-    #[cfg(unix)]
-    if let Some(meta) = existing {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        // The owner first (only root may give a file away; a user's own file needs no change):
-        // a chown clears set-id bits, which the mode then restores.
-        if meta.uid() != file.metadata()?.uid() {
-            let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
-        }
-        file.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
-    }
-    #[cfg(not(unix))]
-    if let Some(meta) = existing {
-        file.set_permissions(meta.permissions())?;
-    }
-    file.write_all(content)?;
-    file.sync_all()
-}
-
-fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+/// A new file, 0600 from its creation (a backup holds what the kubeconfig held: credentials).
+fn create_new_private(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(mode);
+        options.mode(0o600);
     }
-    #[cfg(not(unix))]
-    let _ = mode;
     options.open(path)
 }
 
@@ -271,25 +241,15 @@ fn restore(done: &Written) -> io::Result<()> {
         Some(backup) => {
             let bytes = fs::read(backup)?;
             let meta = fs::metadata(&done.path)?;
-            let dir = done.path.parent().unwrap_or(Path::new("."));
-            let temp = dir.join(format!(".kubecred-restore-{}.tmp", std::process::id()));
-            write_new(&temp, &bytes, Some(&meta))?;
-            private_file::rename_over(&temp, &done.path)
+            atomic_file::replace(
+                &done.path,
+                &temp_tag(),
+                &bytes,
+                atomic_file::Mode::Like(&meta),
+            )
         }
         None => fs::remove_file(&done.path),
     }
-}
-
-/// Flushes the directory entry of a rename (unix; best effort).
-fn sync_dir(path: &Path) {
-    #[cfg(unix)]
-    if let Some(dir) = path.parent()
-        && let Ok(dir) = File::open(dir)
-    {
-        let _ = dir.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = path;
 }
 
 #[cfg(all(test, unix))]

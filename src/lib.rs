@@ -4,6 +4,7 @@
 //! integration tests and examples can use it. See ARCHITECTURE.md for the map.
 
 pub(crate) mod acquire;
+pub(crate) mod atomic_file;
 pub(crate) mod authn_config;
 pub mod cache;
 pub(crate) mod ci_token;
@@ -21,7 +22,6 @@ pub(crate) mod file_replace;
 pub(crate) mod grants;
 pub(crate) mod http;
 pub(crate) mod kubeconfig;
-pub(crate) mod kubeconfig_edit;
 pub(crate) mod kubelogin;
 pub(crate) mod log;
 pub(crate) mod login;

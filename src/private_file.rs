@@ -2,8 +2,9 @@
 //! implementation for everything kubecred stores under its cache directory: token entries, the
 //! lock files' directory, the OIDC discovery/JWKS cache and the login cool-down record.
 //!
-//! A cache file is replaced, never rewritten in place: a writer fills a temporary file in the same
-//! directory, flushes it to disk and renames it over the old one. A reader that does not hold the
+//! A cache file is replaced, never rewritten in place (`atomic_file.rs`: a temporary file in the
+//! same directory, flushed to disk and renamed over the old one; on Windows the rename is tried
+//! again while a parallel kubectl's hit holds the entry open). A reader that does not hold the
 //! entry lock (the cache-hit path of a parallel kubectl) therefore sees the old entry or the new
 //! one, never half of one, and a crash mid-write leaves the old entry intact. Modes are set when a
 //! file is created, not afterwards, so a token is never readable by others even for a moment.
@@ -15,10 +16,10 @@
 //! `--cache-dir` elsewhere must be a directory only its user can read. The owner check of reads
 //! is unix-only for the same reason.
 
+use crate::atomic_file;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Why a private file could not be used; callers branch on it (a miss is not an error).
 #[derive(Debug)]
@@ -37,6 +38,18 @@ pub(crate) enum ReadError {
     Foreign(String),
     /// The file could not be read (permissions, I/O error): worth reporting.
     Io(io::Error),
+}
+
+impl std::fmt::Display for ReadError {
+    /// Why, for a message that names the file itself: "no such file", the reason it is not
+    /// used ("larger than 4096 bytes", "it belongs to uid 0, …"), or the I/O error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NotFound => f.write_str("no such file"),
+            ReadError::Corrupt(reason) | ReadError::Foreign(reason) => f.write_str(reason),
+            ReadError::Io(err) => err.fmt(f),
+        }
+    }
 }
 
 /// A file read by [`read_keeping_open`], still open: its modification time, and a way to set it
@@ -325,52 +338,17 @@ pub(crate) fn root_of(path: &Path) -> io::Result<&Path> {
     parent_dir(parent_dir(path)?)
 }
 
-/// Replaces `path` with `bytes` atomically; the file is created with mode 0600. The parent
-/// directory must exist (see [`write_private`]). Once the new file is in place, temporary files
-/// of earlier writers of the same `path` are deleted ([`remove_leftovers`]): a writer killed
-/// between its write and its rename leaves one holding a token, possibly a live refresh token.
+/// Replaces `path` with `bytes` atomically, the new file created with mode 0600
+/// (`atomic_file.rs`: a temporary file `.<name>.<pid>.<random>.tmp` beside it, flushed, renamed
+/// over it). The parent directory must exist (see [`write_private`]). Once the new file is in
+/// place, temporary files of earlier writers of the same `path` are deleted
+/// ([`remove_leftovers`]): a writer killed between its write and its rename leaves one holding
+/// a token, possibly a live refresh token.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_dir(path)?;
-    let name = file_name(path)?;
-    let (temp_path, mut file) = create_temp_file(dir, &name)?;
-    let written = file
-        .write_all(bytes)
-        // Flush the data before the rename makes it visible: otherwise a crash can leave an
-        // empty file under the final name, losing a refresh token the provider has rotated.
-        .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            drop(file);
-            rename_over(&temp_path, path)
-        });
-    if let Err(err) = written {
-        let _ = fs::remove_file(&temp_path);
-        return Err(err);
-    }
+    let tag = std::process::id().to_string();
+    atomic_file::replace(path, &tag, bytes, atomic_file::Mode::Private)?;
     remove_leftovers(path);
-    sync_dir(dir);
     Ok(())
-}
-
-/// Renames `from` over `to`. Windows refuses ("Access denied") to replace a file some process
-/// has open wherever it lacks POSIX rename semantics (before Windows 10 1809, on FAT and many
-/// network shares, under Wine), and a parallel kubectl's cache hit, an antivirus scanner or the
-/// search indexer holds a cache file open for moments: there the rename is tried again for a
-/// bounded while (about 0.6 s in all) before the error stands. Elsewhere, one rename.
-pub(crate) fn rename_over(from: &Path, to: &Path) -> io::Result<()> {
-    #[cfg(windows)]
-    {
-        // ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION.
-        let held_open = |err: &io::Error| matches!(err.raw_os_error(), Some(5 | 32));
-        let mut pause = std::time::Duration::from_millis(10);
-        for _ in 0..6 {
-            match fs::rename(from, to) {
-                Err(err) if held_open(&err) => std::thread::sleep(pause),
-                done => return done,
-            }
-            pause *= 2;
-        }
-    }
-    fs::rename(from, to)
 }
 
 fn file_name(path: &Path) -> io::Result<String> {
@@ -381,7 +359,7 @@ fn file_name(path: &Path) -> io::Result<String> {
         .into_owned())
 }
 
-/// Deletes the temporary files `.<name>.*.tmp` next to `path` ([`create_temp_file`]'s names).
+/// Deletes the temporary files `.<name>.*.tmp` next to `path` ([`write_atomic`]'s names).
 /// Best effort, returns how many went. Writers of a token entry hold its lock, so any temporary
 /// file of that entry is a dead writer's; writers of the OIDC document cache do not lock, and a
 /// parallel writer whose file goes then fails its rename, which costs it only a cache write.
@@ -432,44 +410,6 @@ pub(crate) fn remove_if_exists(path: &Path) -> io::Result<bool> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(err) => Err(err),
     }
-}
-
-/// A new file `.<name>.<pid>.<n>.tmp` next to the target, created exclusively with mode 0600. The
-/// name is unique per process and call, and `create_new` guards against anything left over.
-fn create_temp_file(dir: &Path, name: &str) -> io::Result<(std::path::PathBuf, File)> {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let pid = std::process::id();
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let temp_path = dir.join(format!(".{name}.{pid}.{n}.{nanos}.tmp"));
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        match options.open(&temp_path) {
-            Ok(file) => return Ok((temp_path, file)),
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(err) => return Err(err),
-        }
-    }
-}
-
-/// Makes the rename durable (unix: the directory entry lives in the directory's own data). Best
-/// effort: some file systems refuse to fsync a directory, and the data itself is already synced.
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(handle) = File::open(dir) {
-        let _ = handle.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
 }
 
 /// How many of `write_atomic`'s temporary files are left in `dir` (tests check for none).

@@ -1,12 +1,14 @@
-//! The process around a command: parse the command line, run the command ([`commands::run`]),
-//! print its document on stdout or one error line on stderr, and turn the outcome into the exit
-//! code. `main.rs` is a plain `fn main` calling [`main`]: std ignores SIGPIPE before it runs (a
+//! The process around a command: read the command line (once: what needs it later, the usage
+//! error's line and the background renewal's arguments, is handed it from here), parse it, run
+//! the command ([`commands::run`]), print its document on stdout or one error line on stderr,
+//! and turn the outcome into the exit code. `main.rs` is a plain `fn main` calling [`main`]: std ignores SIGPIPE before it runs (a
 //! write to a closed pipe is an error we handle here, not a silent death) and flushes stdout at
 //! exit.
 
 use crate::cli::{Cli, Command, usage_error_line};
 use crate::commands;
 use crate::error::{Exit, exit_code_of, one_line};
+use std::ffi::OsString;
 use std::io::Write;
 
 /// The whole process: the exit code.
@@ -14,15 +16,16 @@ pub fn main() -> u8 {
     // A kubelogin stanza moved over by changing only `command:` still reads
     // `args: [oidc-login, get-token, ...]` (kubelogin runs as `kubectl oidc-login`): the parse
     // drops that first `oidc-login` and takes kubelogin's `-v1` (see Cli::try_parse_command_line).
-    let cli = match Cli::try_parse_command_line(std::env::args_os()) {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_command_line(&argv) {
         Ok(cli) => cli,
-        Err(err) => return clap_error(err),
+        Err(err) => return clap_error(err, &argv),
     };
     let output = match cli.command {
         Command::GetToken(_) => Output::Credential,
         _ => Output::Report,
     };
-    match commands::run(cli) {
+    match commands::run(cli, &argv) {
         Ok(Some(document)) => print_document(&document, output),
         Ok(None) => 0,
         Err(err) => {
@@ -69,7 +72,7 @@ fn print_document(document: &str, output: Output) -> u8 {
 }
 
 /// `--help` and `--version` print as usual; a usage error becomes one line on stderr.
-fn clap_error(err: clap::Error) -> u8 {
+fn clap_error(err: clap::Error, argv: &[OsString]) -> u8 {
     use clap::error::ErrorKind;
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -77,10 +80,7 @@ fn clap_error(err: clap::Error) -> u8 {
             0
         }
         _ => {
-            // The arguments again, read only on this path: the parse consumed them, and a cache
-            // hit should not pay for a copy.
-            let argv: Vec<_> = std::env::args_os().collect();
-            crate::log::error_line(usage_error_line(&err, &argv));
+            crate::log::error_line(usage_error_line(&err, argv));
             Exit::Usage as u8
         }
     }

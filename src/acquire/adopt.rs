@@ -10,7 +10,6 @@
 //! the configured storage (`auto`: the refresh token in the OS keyring when one is reachable) —
 //! and an entry that already holds a login kubecred can use is left alone.
 
-use super::renewal;
 use crate::cache::TokenCache;
 use crate::clock::Clock;
 use crate::config::{Config, TokenKind};
@@ -73,7 +72,7 @@ pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Re
         return Ok(Adopted::Nothing(match &expired {
             Some(claims) => format!(
                 "its ID token expired at {} and it has no refresh token",
-                claims.exp.format("%Y-%m-%d %H:%M:%S UTC")
+                crate::duration::display_time(claims.exp)
             ),
             None => "it holds no token kubecred can use".into(),
         }));
@@ -111,7 +110,7 @@ pub fn adopt(config: &Config, carried: Carried, clock: &dyn Clock) -> anyhow::Re
             return Ok(Adopted::AlreadyCached);
         }
     }
-    renewal::save(&cache, &tokens, &lock)?;
+    cache.save(&tokens, &lock)?;
     Ok(Adopted::Saved {
         id_token_until: tokens.id_token_expiry,
         id_token_expired_at: expired.map(|claims| claims.exp),

@@ -3,11 +3,11 @@
 //!
 //! kubectl may run a failing plugin several times in one command, and IDEs and dashboards call
 //! it in the background; without this, one abandoned login turns into a storm of browser tabs.
-//! The record is the `login_failed` note of the entry's state (`entry_state.rs`): a time and a
+//! The record is the `login_failed` note of the entry's state (`cache/entry_state.rs`): a time and a
 //! one-line reason. A missing or unreadable note means no cool-down: this is a courtesy, never a
 //! reason to lock someone out.
 
-use super::entry_state::Note;
+use crate::cache::Note;
 use crate::debug;
 use crate::error::{Exit, transient};
 use chrono::{DateTime, Utc};

@@ -18,13 +18,14 @@
 //!   be handed down there: the child takes it itself, and the hit notes that it started one
 //!   (`renew_ahead.rs`) so that the hits before the child takes the lock start no other.
 
+use super::RenewalArguments;
 use crate::cache::{EntryLock, TokenCache};
 use crate::error::{Exit, fail};
 use std::process::{Command, Stdio};
 
-/// Starts `kubecred renew-ahead` with this get-token run's arguments, detached, handing it
-/// `lock` (on unix).
-pub(super) fn spawn_renewal(lock: EntryLock) -> std::io::Result<()> {
+/// Starts `kubecred renew-ahead` with `arguments` (this get-token run's, see
+/// [`RenewalArguments`]), detached, handing it `lock` (on unix).
+pub(super) fn spawn_renewal(lock: EntryLock, arguments: &RenewalArguments) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;
@@ -32,7 +33,7 @@ pub(super) fn spawn_renewal(lock: EntryLock) -> std::io::Result<()> {
             return Ok(()); // No lock file: no cache to renew into.
         };
         let fd = file.as_raw_fd();
-        let mut command = renewal_command(Some(fd))?;
+        let mut command = renewal_command(arguments(Some(fd)))?;
         // The one descriptor this process lets a child inherit, and this process starts no other
         // child: clearing close-on-exec here is safe.
         // SAFETY: fcntl on a descriptor this function owns.
@@ -48,7 +49,7 @@ pub(super) fn spawn_renewal(lock: EntryLock) -> std::io::Result<()> {
         use std::os::windows::process::CommandExt;
         const DETACHED_PROCESS: u32 = 0x0000_0008;
         const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
-        let mut command = renewal_command(None)?;
+        let mut command = renewal_command(arguments(None))?;
         command.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
         keep_standard_handles_from_children();
         drop(lock);
@@ -56,17 +57,18 @@ pub(super) fn spawn_renewal(lock: EntryLock) -> std::io::Result<()> {
     }
     #[cfg(not(any(unix, windows)))]
     {
-        let mut command = renewal_command(None)?;
+        let mut command = renewal_command(arguments(None))?;
         drop(lock);
         command.spawn()?;
     }
     Ok(())
 }
 
-/// This binary as the renewal of this run, with the null device for its standard streams.
-fn renewal_command(lock_fd: Option<i32>) -> std::io::Result<Command> {
-    let args = crate::cli::renewal_arguments(std::env::args_os().collect(), lock_fd)
-        .ok_or_else(|| std::io::Error::other("this run is not a get-token command line"))?;
+/// This binary run with `args` (`None`: this run has none for a renewal), with the null device
+/// for its standard streams.
+fn renewal_command(args: Option<Vec<std::ffi::OsString>>) -> std::io::Result<Command> {
+    let args =
+        args.ok_or_else(|| std::io::Error::other("this run is not a get-token command line"))?;
     let mut command = Command::new(std::env::current_exe()?);
     command
         .args(args)

@@ -1,6 +1,6 @@
 //! Acquiring a credential: answer from the cache when the token is fresh, otherwise take the
 //! entry's lock, look again, refresh or run the grant once, save, and hand the tokens back.
-//! `get-token`, `login` and `logout` ([`forget`]) are built on it (see `commands/`), and
+//! `get-token`, `login` and `logout` ([`forget`](forget::forget)) are built on it (see `commands/`), and
 //! `convert-kubeconfig` saves the tokens it carries over from other programs through it
 //! ([`adopt`]).
 //!
@@ -9,14 +9,16 @@
 //! `disk` storage). Everything slow happens under the lock, so N parallel kubectl processes
 //! cause one request to the identity provider, and one browser tab. The login cool-down
 //! (`cooldown.rs`) is this path's policy: after a failed login, fail at once for a while.
-//! What a renewal may do, and what a refresh's outcome means, is decided in `renewal.rs` for
-//! this path and for the background renewal of refresh-ahead (`renew_ahead.rs`) alike; what is
-//! remembered about an entry besides its tokens is its state (`entry_state.rs`).
+//! Renewing without a person is one step (`renewal.rs`: [`renewal::renew`] and its one outcome,
+//! [`renewal::Renewal`]) that this path and the background renewal of refresh-ahead
+//! (`renew_ahead.rs`) both take, each mapping the outcome to its own policy ([`after_renewal`]
+//! here). What is remembered about an entry besides its tokens is its state, which the cache
+//! keeps (`cache/entry_state.rs`).
 
 mod adopt;
 mod cooldown;
 mod detach;
-mod entry_state;
+mod forget;
 mod hand_out;
 mod renew_ahead;
 mod renewal;
@@ -24,19 +26,24 @@ mod renewal;
 mod tests;
 
 pub use adopt::{Adopted, Carried, adopt};
-pub(crate) use entry_state::{EntryState, StateFile};
+pub use forget::{Forgotten, RevocationOutcome, forget};
 pub use renew_ahead::run as renew_in_background;
 
-use crate::cache::{EntryLock, TokenCache};
+/// The arguments that run this get-token again as its background renewal (`kubecred renew-ahead
+/// …`), handed the entry's lock on descriptor `lock_fd` (unix); `None` when this run's command
+/// line is not one to renew from. Only `cli` reads command lines, so `commands` supplies this
+/// from the process's, captured once (`process.rs`); it is called only when a renewal starts.
+pub type RenewalArguments<'a> = dyn Fn(Option<i32>) -> Option<Vec<std::ffi::OsString>> + 'a;
+
+use crate::cache::{EntryLock, EntryState, Note, TokenCache};
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings, PasswordSource, TokenKind};
 use crate::error::{Exit, fail, transient};
 use crate::exec_credential;
-use crate::grants::{ProviderClient, Revocation};
+use crate::grants::ProviderClient;
 use crate::login::paste;
 use crate::tokens::{Tokens, printed_expiry};
-use entry_state::Note;
-use renewal::{Means, Refreshed};
+use renewal::Renewal;
 
 /// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +56,13 @@ pub enum Trigger {
 /// refresh or a new grant.
 ///
 /// A run that looks like client-go's re-run after a 401 (`hand_out.rs`) refreshes once instead
-/// of answering from the cache.
-pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> {
+/// of answering from the cache. A hit in the refresh-ahead window starts a background renewal
+/// with `renewal_arguments`.
+pub fn credential(
+    config: &Config,
+    renewal_arguments: &RenewalArguments,
+    clock: &dyn Clock,
+) -> anyhow::Result<String> {
     let cache = TokenCache::new(config);
     let parent = hand_out::parent(config.exec.from_client);
     let mut forced = config.force_refresh;
@@ -64,7 +76,13 @@ pub fn credential(config: &Config, clock: &dyn Clock) -> anyhow::Result<String> 
                 let document = hit.hand_out();
                 crate::debug!(1, "cache hit");
                 if let Some(tokens_obtained_at) = renew {
-                    renew_ahead::start(config, &cache, tokens_obtained_at, clock);
+                    renew_ahead::start(
+                        config,
+                        &cache,
+                        tokens_obtained_at,
+                        renewal_arguments,
+                        clock,
+                    );
                 }
                 return Ok(document);
             }
@@ -207,60 +225,6 @@ pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     )
 }
 
-/// What `logout` did with one entry.
-#[derive(Debug)]
-pub struct Forgotten {
-    /// Whether there was an entry (a readable one) to forget.
-    pub found: bool,
-    pub revocation: RevocationOutcome,
-}
-
-/// What became of an entry's refresh token at the provider.
-#[derive(Debug)]
-pub enum RevocationOutcome {
-    /// The entry had none (client credentials), or the keyring no longer held it.
-    NoRefreshToken,
-    Done(Revocation),
-    /// Not tried: nothing says where the provider is (an entry written before kubecred
-    /// recorded its issuer).
-    NoProvider,
-    /// The provider refused or could not be reached: a warning, the entry went all the same.
-    Failed(anyhow::Error),
-}
-
-/// Forgets one entry: revokes its refresh token (RFC 7009) at the provider `revoke_with`
-/// describes, then removes every part of the entry and its cool-down, all under the entry's
-/// lock so that no parallel run refreshes (and saves) in between.
-pub fn forget(
-    cache: &TokenCache,
-    lock_timeout: std::time::Duration,
-    revoke_with: Option<&Config>,
-    clock: &dyn Clock,
-) -> anyhow::Result<Forgotten> {
-    let lock = cache.lock(lock_timeout)?;
-    let cached = cache.load()?;
-    let refresh_token = match &cached {
-        Some(cached) => cache.refresh_token(cached, &lock)?,
-        None => None,
-    };
-    let revocation = match (refresh_token, revoke_with) {
-        (None, _) => RevocationOutcome::NoRefreshToken,
-        (Some(_), None) => RevocationOutcome::NoProvider,
-        (Some(token), Some(config)) => match ProviderClient::new(config, clock)
-            .and_then(|provider| provider.revoke_refresh_token(&token))
-        {
-            Ok(done) => RevocationOutcome::Done(done),
-            Err(err) => RevocationOutcome::Failed(err),
-        },
-    };
-    cache.remove(&lock)?;
-    StateFile::of(cache).remove_all();
-    Ok(Forgotten {
-        found: cached.is_some(),
-        revocation,
-    })
-}
-
 /// A fresh credential from the cache.
 struct CachedCredential {
     document: String,
@@ -310,7 +274,7 @@ fn still_valid_after(
     let now = clock.now();
     let (token, expiry) = cached.tokens.usable_credential(config.token_kind, now)?;
     let printed = printed_expiry(expiry, now);
-    let until = printed.format("%Y-%m-%d %H:%M:%S UTC");
+    let until = crate::duration::display_time(printed);
     if crate::error::exit_code_of(failure) == Exit::Provider {
         crate::log::notice(format!(
             "{}; using the cached token, valid until {until}",
@@ -380,7 +344,7 @@ fn valid_after_refused_refresh(
     crate::debug!(
         1,
         "the provider refused the refresh token at {} ({}); handing out the cached token until it runs out",
-        refusal.at.format("%H:%M:%S UTC"),
+        crate::duration::display_time(refusal.at),
         refusal.reason
     );
     Some(cached.tokens.clone())
@@ -412,80 +376,28 @@ fn obtain_under_lock(
             return Ok(cached.tokens.clone());
         }
     }
-    let state = StateFile::of(cache).read(cached.as_ref().map(|c| c.tokens.obtained_at));
+    let state = cache.state(cached.as_ref().map(|c| c.tokens.obtained_at));
 
-    // A refresh is cheap and needs no user; `kubecred login` means a new login, though.
-    let renewable = match trigger {
-        Trigger::GetToken => cached.as_ref(),
-        Trigger::ExplicitLogin => None,
-    };
-    let provider = match renewal::means(config, cache, renewable, &lock)? {
-        Means::Refresh(refresh_token) => {
-            let cached = cached
-                .as_ref()
-                .expect("a refresh token comes from an entry");
-            let provider = ProviderClient::new(config, clock)?;
-            match renewal::refresh(
-                config,
-                cache,
-                &provider,
-                &cached.tokens,
-                &refresh_token,
-                &lock,
-                clock,
-            )? {
-                Refreshed::Renewed(tokens) => {
-                    renewal::keep(cache, &tokens, &lock);
-                    return Ok(tokens);
-                }
-                Refreshed::Refused { reason, kept } => {
-                    // Not an outage, and the cached token may still be good: handed out until it
-                    // runs out (said once: the refresh token is gone), then a login is needed.
-                    let usable = kept.usable_credential(config.token_kind, clock.now());
-                    if let (Some((_, expiry)), Trigger::GetToken, false) = (usable, trigger, forced)
-                    {
-                        crate::log::notice(format!(
-                            "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
-                            config.issuer_as_given,
-                            printed_expiry(expiry, clock.now()).format("%Y-%m-%d %H:%M:%S UTC")
-                        ));
-                        return Ok(kept);
-                    }
-                    crate::debug!(1, "refresh token refused ({reason}); logging in again");
-                    if usable.is_none() {
-                        // Nothing in it can be used any more: an entry that is dead should not
-                        // be listed by `status` while the login it needs fails.
-                        if let Err(err) = cache.remove(&lock) {
-                            crate::log::notice(format!(
-                                "could not delete the cache entry of the refused refresh token: {}",
-                                crate::error::one_line(&err)
-                            ));
-                        }
-                    }
-                }
-                Refreshed::WithoutCredential => crate::debug!(
-                    1,
-                    "the refresh response lacks the token kubectl needs; logging in again"
-                ),
-            }
-            Some(provider)
+    // A refresh is cheap and needs no user; `kubecred login` means a new login, though. The
+    // provider client a refresh builds serves the login after it.
+    let mut provider = None;
+    if let (Some(cached), Trigger::GetToken) = (&cached, trigger) {
+        if !forced && let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock)
+        {
+            return Ok(tokens);
         }
-        Means::Grant | Means::Login(_) => {
-            if let (Some(cached), Trigger::GetToken, false) = (&cached, trigger, forced)
-                && let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock)
-            {
-                return Ok(tokens);
-            }
-            None
+        let renewal = renewal::renew(config, cache, cached, &lock, &mut provider, clock);
+        if let Some(tokens) = after_renewal(config, cache, &lock, renewal, forced, clock)? {
+            return Ok(tokens);
         }
-    };
+    }
     preflight_login(config, &state, trigger, clock)?;
 
     notice_secrets_on_command_line(config);
     // The subject token itself is the credential: no provider, no discovery.
     if config.grant == Grant::FederatedToken {
         let tokens = crate::grants::federated_token(config, clock)?;
-        renewal::keep(cache, &tokens, &lock);
+        keep(cache, &tokens, &lock);
         return Ok(tokens);
     }
     let provider = match provider {
@@ -493,6 +405,70 @@ fn obtain_under_lock(
         None => ProviderClient::new(config, clock)?,
     };
     obtain_new(config, cache, &provider, &lock, clock)
+}
+
+/// The foreground's policy for what a renewal came to: the tokens to hand out, or `None` when a
+/// login (or a new grant) is next. `forced`: the cached token will not do.
+fn after_renewal(
+    config: &Config,
+    cache: &TokenCache,
+    lock: &EntryLock,
+    renewal: Renewal,
+    forced: bool,
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<Tokens>> {
+    match renewal {
+        Renewal::Renewed(tokens) => {
+            keep(cache, &tokens, lock);
+            Ok(Some(tokens))
+        }
+        Renewal::Refused { reason, kept } => {
+            // Not an outage, and the cached token may still be good: handed out until it runs
+            // out (said once: the refresh token is gone), then a login is needed.
+            let usable = kept.usable_credential(config.token_kind, clock.now());
+            if let (Some((_, expiry)), false) = (usable, forced) {
+                crate::log::notice(format!(
+                    "{} refused the refresh token ({reason}); the cached token is used until {}, then a login is needed (kubecred login)",
+                    config.issuer_as_given,
+                    crate::duration::display_time(printed_expiry(expiry, clock.now()))
+                ));
+                return Ok(Some(kept));
+            }
+            crate::debug!(1, "refresh token refused ({reason}); logging in again");
+            if usable.is_none() {
+                // Nothing in it can be used any more: an entry that is dead should not be
+                // listed by `status` while the login it needs fails.
+                if let Err(err) = cache.remove(lock) {
+                    crate::log::notice(format!(
+                        "could not delete the cache entry of the refused refresh token: {}",
+                        crate::error::one_line(&err)
+                    ));
+                }
+            }
+            Ok(None)
+        }
+        Renewal::NewGrant => Ok(None),
+        Renewal::NeedsPerson(why) => {
+            crate::debug!(1, "{why}; logging in again");
+            Ok(None)
+        }
+        Renewal::Failed(err) => Err(err),
+    }
+}
+
+/// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
+/// that succeeded is never lost to the cache: when they cannot be kept, one warning says why,
+/// and they are handed out all the same; only failing to obtain a token fails the run. The
+/// entry's notes go either way: they were about tokens these replace, and a cool-down left
+/// behind by a login that succeeded would hold off the next one for nothing.
+fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
+    if let Err(err) = cache.save(tokens, lock) {
+        cache.update_state(lock, |state| *state = EntryState::default());
+        crate::log::notice(format!(
+            "warning: the new token is handed out but not cached: {}",
+            crate::error::one_line(&err)
+        ));
+    }
 }
 
 /// The checks that make a login that cannot or should not happen fail at once, before any
@@ -575,12 +551,11 @@ fn obtain_new(
 ) -> anyhow::Result<Tokens> {
     if !config.grant.is_user_login() {
         let tokens = provider.obtain()?;
-        renewal::keep(cache, &tokens, lock);
+        keep(cache, &tokens, lock);
         return Ok(tokens);
     }
-    let state = StateFile::of(cache);
     let note_failure = |reason: &str| {
-        state.update(lock, |state| {
+        cache.update_state(lock, |state| {
             state.login_failed = Some(Note::new(reason, clock.now()));
         });
     };
@@ -590,7 +565,7 @@ fn obtain_new(
     match provider.obtain() {
         Ok(tokens) => {
             // Keeping clears the note, also when the tokens cannot be kept.
-            renewal::keep(cache, &tokens, lock);
+            keep(cache, &tokens, lock);
             Ok(tokens)
         }
         Err(err) => {

@@ -10,9 +10,10 @@
 //! detached from kubectl (`detach.rs`), handing it the lock.
 //!
 //! The renewal ([`run`]) holds the foreground's standard, because nobody watches it:
-//! - it never asks for a person: it renews with what [`renewal::means`] finds — the refresh
-//!   token, or a grant that needs nobody — and otherwise does nothing (a refresh token missing
-//!   from the keyring is the foreground's to deal with, when the token runs out);
+//! - it never asks for a person: it takes the outcome of the renewal step the foreground takes
+//!   too ([`renewal::renew`]) — the refresh token, or a grant that needs nobody — and where only
+//!   a login would do, does nothing (a refresh token missing from the keyring is the
+//!   foreground's to deal with, when the token runs out);
 //! - it never changes what a hit answers while the cached token is valid: the entry changes only
 //!   by new tokens, by a rotated refresh token, or by dropping a refresh token the provider
 //!   refused (the token kubectl gets stays); it leaves no cool-down and deletes nothing;
@@ -21,12 +22,12 @@
 //!   a refusal, or with nothing to renew with, not again for these tokens. Hits read the note
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
-use super::detach;
-use super::entry_state::{EntryState, Note, RenewalFailure, RenewalNote, StateFile};
-use super::renewal::{self, Means, Refreshed};
-use crate::cache::{EntryLock, TokenCache};
+use super::renewal::{self, Renewal};
+use super::{RenewalArguments, detach};
+use crate::cache::{EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
+use crate::duration::display_time;
 use crate::error::{Exit, fail};
 use crate::grants::ProviderClient;
 use chrono::{DateTime, Duration, Utc};
@@ -74,19 +75,19 @@ fn in_window(
 /// one failed and its back-off has not run out. `None`: one may.
 fn backing_off(state: &EntryState, now: DateTime<Utc>) -> Option<String> {
     let failed = state.renewal.as_ref()?.failed.as_ref()?;
-    let when = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M:%S UTC");
     let last = format!(
         "the last background renewal failed at {}: {}",
-        when(failed.note.at),
+        display_time(failed.note.at),
         failed.note.reason
     );
     match failed.retry_at {
         None => Some(format!(
             "{last}; not again for this token (it is renewed when it runs out)"
         )),
-        Some(retry_at) if now < retry_at => {
-            Some(format!("{last}; the next try after {}", when(retry_at)))
-        }
+        Some(retry_at) if now < retry_at => Some(format!(
+            "{last}; the next try after {}",
+            display_time(retry_at)
+        )),
         Some(_) => None,
     }
 }
@@ -124,24 +125,24 @@ fn retry_at(
 }
 
 /// Starts the background renewal of `cache`'s entry (its tokens obtained at
-/// `tokens_obtained_at`), unless the back-off says not yet or one is under way. Best effort: a
-/// renewal that cannot start costs nothing but a `-v` line (the token is renewed in the
-/// foreground when it runs out).
+/// `tokens_obtained_at`) with `arguments`, unless the back-off says not yet or one is under
+/// way. Best effort: a renewal that cannot start costs nothing but a `-v` line (the token is
+/// renewed in the foreground when it runs out).
 pub(super) fn start(
     config: &Config,
     cache: &TokenCache,
     tokens_obtained_at: DateTime<Utc>,
+    arguments: &RenewalArguments,
     clock: &dyn Clock,
 ) {
     #[cfg(not(windows))]
     let _ = config; // Only Windows' started-renewal note needs the settings.
-    let state = StateFile::of(cache);
-    if let Some(why) = backing_off(&state.read(Some(tokens_obtained_at)), clock.now()) {
+    if let Some(why) = backing_off(&cache.state(Some(tokens_obtained_at)), clock.now()) {
         crate::debug!(1, "{why}");
         return;
     }
     #[cfg(windows)]
-    if started_recently(&state.read(Some(tokens_obtained_at)), config, clock.now()) {
+    if started_recently(&cache.state(Some(tokens_obtained_at)), config, clock.now()) {
         crate::debug!(1, "a renewal of this token is already under way");
         return;
     }
@@ -165,17 +166,17 @@ pub(super) fn start(
     #[cfg(windows)]
     {
         let now = clock.now();
-        if started_recently(&state.read(Some(tokens_obtained_at)), config, now) {
+        if started_recently(&cache.state(Some(tokens_obtained_at)), config, now) {
             return;
         }
-        state.update(&lock, |state| {
+        cache.update_state(&lock, |state| {
             state
                 .renewal
                 .get_or_insert_with(RenewalNote::default)
                 .started_at = Some(now);
         });
     }
-    match detach::spawn_renewal(lock) {
+    match detach::spawn_renewal(lock, arguments) {
         Ok(()) => crate::debug!(1, "the token runs out soon: renewing it in the background"),
         Err(err) => crate::debug!(1, "could not start the background renewal: {err}"),
     }
@@ -189,11 +190,10 @@ pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::
     let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
-    let state = StateFile::of(&cache);
     match renew(config, &cache, &lock, clock) {
         Ok(Renewed::Yes) => Ok(()), // Saving the tokens cleared the notes.
         Ok(Renewed::NotDue) => {
-            state.update(&lock, |state| {
+            cache.update_state(&lock, |state| {
                 if let Some(renewal) = &mut state.renewal {
                     renewal.started_at = None;
                     if renewal.failed.is_none() {
@@ -209,7 +209,7 @@ pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::
             deadline,
         }) => {
             let now = clock.now();
-            state.update(&lock, |state| {
+            cache.update_state(&lock, |state| {
                 let previous = state
                     .renewal
                     .take()
@@ -269,7 +269,7 @@ fn renew(
     // Looked at again under the lock: a renewal that ended since the hit read the state (its
     // failure noted), or one that succeeded, leaves nothing to do.
     if !due(config, &cached, expiry, now)
-        || backing_off(&StateFile::of(cache).read(Some(obtained_at)), now).is_some()
+        || backing_off(&cache.state(Some(obtained_at)), now).is_some()
     {
         return Ok(Renewed::NotDue);
     }
@@ -278,10 +278,19 @@ fn renew(
         tokens_obtained_at: obtained_at,
         deadline: expiry - Duration::from_std(config.min_validity).unwrap_or(Duration::zero()),
     };
-    let means = renewal::means(config, cache, Some(&cached), lock).map_err(failed)?;
-    let refresh_token = match means {
-        Means::Refresh(token) => token,
-        Means::Grant => {
+    let mut provider = None;
+    match renewal::renew(config, cache, &cached, lock, &mut provider, clock) {
+        Renewal::Renewed(tokens) => {
+            cache.save(&tokens, lock).map_err(failed)?;
+            Ok(Renewed::Yes)
+        }
+        Renewal::Refused { reason, .. } => Err(failed(fail(
+            Exit::Provider,
+            format!(
+                "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
+            ),
+        ))),
+        Renewal::NewGrant => {
             let tokens = ProviderClient::new(config, clock)
                 .and_then(|provider| provider.obtain())
                 .map_err(failed)?;
@@ -294,39 +303,16 @@ fn renew(
                     ),
                 )));
             }
-            renewal::save(cache, &tokens, lock).map_err(failed)?;
-            return Ok(Renewed::Yes);
+            cache.save(&tokens, lock).map_err(failed)?;
+            Ok(Renewed::Yes)
         }
         // Not a failure of the provider, but noted as one: it explains the login to come, and
         // stops the next hits from starting a renewal that cannot do anything.
-        Means::Login(why) => return Err(failed(fail(Exit::Login, why))),
-    };
-    let provider = ProviderClient::new(config, clock).map_err(failed)?;
-    match renewal::refresh(
-        config,
-        cache,
-        &provider,
-        &cached.tokens,
-        &refresh_token,
-        lock,
-        clock,
-    )
-    .map_err(failed)?
-    {
-        Refreshed::Renewed(tokens) => {
-            renewal::save(cache, &tokens, lock).map_err(failed)?;
-            Ok(Renewed::Yes)
-        }
-        Refreshed::Refused { reason, .. } => Err(failed(fail(
-            Exit::Provider,
-            format!(
-                "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
-            ),
+        Renewal::NeedsPerson(why) => Err(failed(fail(
+            Exit::Login,
+            format!("{why}; a login is needed when the cached token runs out"),
         ))),
-        Refreshed::WithoutCredential => Err(failed(fail(
-            Exit::Provider,
-            "the refresh answer lacks the token kubectl needs; a login is needed when the cached token runs out",
-        ))),
+        Renewal::Failed(error) => Err(failed(error)),
     }
 }
 

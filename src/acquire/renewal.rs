@@ -1,59 +1,116 @@
-//! What renewing an entry's tokens may do, decided in one place for the foreground (a run
+//! Renewing an entry's tokens without a person: one step, [`renew`], for the foreground (a run
 //! whose cached token ran out, `acquire::obtain_under_lock`) and the background (refresh-ahead,
-//! `renew_ahead.rs`).
+//! `renew_ahead.rs`). It runs the one sequence — what the entry can be renewed with, the
+//! provider client, the refresh — keeps what must be kept of the provider's answer, and says
+//! what it came to in one type, [`Renewal`]. Each path maps that to its policy in a few lines:
+//! the foreground hands tokens out, or logs in where only a person can renew; the background
+//! notes the failure and backs off.
 //!
 //! Without a person, tokens are renewed by the entry's refresh token, or by a grant that needs
-//! nobody (client credentials, token exchange, a password from the environment or a file):
-//! [`unattended`]. Anything else is a login, which only the foreground may start. A refresh has
-//! one handler for both paths, [`refresh`], so that its outcomes mean the same wherever they
-//! happen: renewed (saved), refused (the refresh token is dropped from the entry, never sent
-//! again, and the refusal noted; the entry's other tokens stay), answered without the token
-//! kubectl needs or with an unusable answer (a rotated refresh token is kept either way: the old
-//! one is spent), or an outage (an error that leaves the entry as it was).
+//! nobody (client credentials, token exchange, a password from the environment or a file:
+//! [`grant_needs_no_person`]). Anything else is a login, which only the foreground may start.
+//! What a refresh's answer means is decided here once, so that it means the same wherever it
+//! happens: new tokens (saved by the caller), a refused refresh token (dropped from the entry,
+//! never sent again, and the refusal noted; the entry's other tokens stay), an answer without
+//! the token kubectl needs or an unusable one (a rotated refresh token is kept either way: the
+//! old one is spent), or an outage (the entry as it was).
 
-use super::entry_state::{Note, StateFile};
-use crate::cache::{Cached, EntryLock, TokenCache};
+use crate::cache::{Cached, EntryLock, Note, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, Grant, PasswordSettings, PasswordSource};
 use crate::grants::{ProviderClient, RefreshOutcome};
-use crate::secret::Secret;
 use crate::tokens::Tokens;
 
-/// How an entry's tokens can be renewed.
-pub(super) enum Means {
-    /// Its refresh token.
-    Refresh(Secret),
-    /// The configured grant, which needs no person.
-    Grant,
-    /// A login: only a person renews these tokens. Why, for the background's note.
-    Login(&'static str),
+/// What renewing an entry without a person came to. What had to be kept of the provider's
+/// answer has been: a rotated refresh token, a refused one dropped and the refusal noted.
+pub(super) enum Renewal {
+    /// New tokens with the credential kubectl needs, not saved yet: the foreground hands them
+    /// out even when the cache cannot keep them, the background fails.
+    Renewed(Tokens),
+    /// The provider refused the refresh token. The entry now holds `kept`: its tokens as they
+    /// were, without the refresh token; the refusal is noted (`refresh_refused`).
+    Refused { reason: String, kept: Tokens },
+    /// No refresh token to renew with, and the configured grant needs nobody: a new grant
+    /// renews the tokens.
+    NewGrant,
+    /// Only a login renews these tokens, which only the foreground may start; why, in a phrase.
+    NeedsPerson(&'static str),
+    /// The renewal failed: the provider unreachable, or refusing in another way, or an answer
+    /// that cannot be used. The entry is as it was but for a rotated refresh token.
+    Failed(anyhow::Error),
 }
 
-/// How `cached` (`None`: no entry, or a login was asked for) can be renewed: its refresh token
-/// (fetched from the keyring if it is there), else the grant when it needs no person, else a
-/// login.
-pub(super) fn means(
-    config: &Config,
+/// Renews `cached`, the entry under `lock`, without a person: refreshes it when it has a
+/// refresh token (fetched from the keyring if it is there), otherwise says how it can be
+/// renewed. `provider` is built here when a refresh needs it, and left for the caller (a
+/// login after a refused refresh token talks to the same provider).
+pub(super) fn renew<'a>(
+    config: &'a Config,
     cache: &TokenCache,
-    cached: Option<&Cached>,
+    cached: &Cached,
     lock: &EntryLock,
-) -> anyhow::Result<Means> {
-    if let Some(cached) = cached
-        && let Some(token) = cache.refresh_token(cached, lock)?
-    {
-        return Ok(Means::Refresh(token));
-    }
-    if grant_needs_no_person(config) {
-        return Ok(Means::Grant);
-    }
-    Ok(Means::Login(match cached {
-        Some(cached) if cached.has_refresh_token() => {
-            "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring); a login is needed when the cached token runs out"
-        }
-        _ => {
-            "the entry has no refresh token and its grant needs a person; a login is needed when the cached token runs out"
-        }
-    }))
+    provider: &mut Option<ProviderClient<'a>>,
+    clock: &'a dyn Clock,
+) -> Renewal {
+    // Every error on the way is the renewal failing.
+    let mut renewal = || -> anyhow::Result<Renewal> {
+        let Some(refresh_token) = cache.refresh_token(cached, lock)? else {
+            return Ok(if grant_needs_no_person(config) {
+                Renewal::NewGrant
+            } else if cached.has_refresh_token() {
+                Renewal::NeedsPerson(
+                    "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)",
+                )
+            } else {
+                Renewal::NeedsPerson("the entry has no refresh token and its grant needs a person")
+            });
+        };
+        let provider = match provider {
+            Some(provider) => provider,
+            None => provider.insert(ProviderClient::new(config, clock)?),
+        };
+        let original = cached.tokens.original_identity();
+        Ok(match provider.refresh(&refresh_token, original.as_ref())? {
+            RefreshOutcome::Refreshed(tokens) if tokens.credential(config.token_kind).is_some() => {
+                Renewal::Renewed(tokens)
+            }
+            RefreshOutcome::Refreshed(tokens) => {
+                // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
+                cache.save_rotated_refresh_token(
+                    &cached.tokens,
+                    &refresh_token,
+                    tokens.refresh_token,
+                    lock,
+                )?;
+                Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs")
+            }
+            RefreshOutcome::Unusable {
+                refresh_token: rotated,
+                error,
+            } => {
+                cache.save_rotated_refresh_token(
+                    &cached.tokens,
+                    &refresh_token,
+                    Some(rotated),
+                    lock,
+                )?;
+                return Err(error);
+            }
+            RefreshOutcome::Rejected(reason) => {
+                // Revoked, or expired at the provider: sending it again can only be refused again.
+                let kept = Tokens {
+                    refresh_token: None,
+                    ..cached.tokens.clone()
+                };
+                cache.save(&kept, lock)?;
+                cache.update_state(lock, |state| {
+                    state.refresh_refused = Some(Note::new(&reason, clock.now()));
+                });
+                Renewal::Refused { reason, kept }
+            }
+        })
+    };
+    renewal().unwrap_or_else(Renewal::Failed)
 }
 
 /// Whether the configured grant yields a new token without a person.
@@ -73,103 +130,4 @@ pub(super) fn grant_needs_no_person(config: &Config) -> bool {
             false
         }
     }
-}
-
-/// What a refresh came to, once what must be kept of it has been (all but new tokens, which
-/// the caller saves: the foreground hands them out even when the cache cannot keep them, the
-/// background fails).
-pub(super) enum Refreshed {
-    /// New tokens with the credential kubectl needs, not saved yet.
-    Renewed(Tokens),
-    /// The provider refused the refresh token. The entry now holds `kept`: its tokens as they
-    /// were, without the refresh token; the refusal is noted (`refresh_refused`).
-    Refused { reason: String, kept: Tokens },
-    /// The provider answered without the token kubectl needs (no ID token on a refresh, OpenID
-    /// Connect Core §12.2 allows it). Its refresh token is kept with the cached tokens.
-    WithoutCredential,
-}
-
-/// Refreshes `cached` with `refresh_token` and keeps the outcome (see [`Refreshed`]); an error
-/// is an outage or an unusable answer, after which the entry is as it was but for a rotated
-/// refresh token.
-pub(super) fn refresh(
-    config: &Config,
-    cache: &TokenCache,
-    provider: &ProviderClient,
-    cached: &Tokens,
-    refresh_token: &Secret,
-    lock: &EntryLock,
-    clock: &dyn Clock,
-) -> anyhow::Result<Refreshed> {
-    let original = cached.original_identity();
-    match provider.refresh(refresh_token, original.as_ref())? {
-        RefreshOutcome::Refreshed(tokens) => {
-            if tokens.credential(config.token_kind).is_some() {
-                return Ok(Refreshed::Renewed(tokens));
-            }
-            keep_refresh_token(cache, cached, refresh_token, tokens.refresh_token, lock)?;
-            Ok(Refreshed::WithoutCredential)
-        }
-        RefreshOutcome::Unusable {
-            refresh_token: rotated,
-            error,
-        } => {
-            keep_refresh_token(cache, cached, refresh_token, Some(rotated), lock)?;
-            Err(error)
-        }
-        RefreshOutcome::Rejected(reason) => {
-            // Revoked, or expired at the provider: sending it again can only be refused again.
-            let kept = Tokens {
-                refresh_token: None,
-                ..cached.clone()
-            };
-            save(cache, &kept, lock)?;
-            StateFile::of(cache).update(lock, |state| {
-                state.refresh_refused = Some(Note::new(&reason, clock.now()));
-            });
-            Ok(Refreshed::Refused { reason, kept })
-        }
-    }
-}
-
-/// Saves `tokens` as the entry, and forgets the notes about the tokens they replace.
-pub(super) fn save(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) -> anyhow::Result<()> {
-    cache.save(tokens, lock)?;
-    StateFile::of(cache).clear();
-    Ok(())
-}
-
-/// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
-/// that succeeded is never lost to the cache: when they cannot be kept, one warning says why,
-/// and they are handed out all the same; only failing to obtain a token fails the run. The
-/// entry's notes go either way: they were about tokens these replace, and a cool-down left
-/// behind by a login that succeeded would hold off the next one for nothing.
-pub(super) fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
-    if let Err(err) = save(cache, tokens, lock) {
-        StateFile::of(cache).clear();
-        crate::log::notice(format!(
-            "warning: the new token is handed out but not cached: {}",
-            crate::error::one_line(&err)
-        ));
-    }
-}
-
-/// After a refresh whose answer could not be used: the provider may have rotated the refresh
-/// token all the same, and the one `sent` is then spent (reusing it can revoke the whole grant),
-/// so the `answered` one is kept with the cached tokens.
-fn keep_refresh_token(
-    cache: &TokenCache,
-    cached: &Tokens,
-    sent: &Secret,
-    answered: Option<Secret>,
-    lock: &EntryLock,
-) -> anyhow::Result<()> {
-    let Some(rotated) = answered.filter(|answered| answered != sent) else {
-        return Ok(());
-    };
-    let kept = Tokens {
-        refresh_token: Some(rotated),
-        ..cached.clone()
-    };
-    cache.save(&kept, lock)
 }

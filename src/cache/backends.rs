@@ -3,7 +3,7 @@
 //! whole entry in the keyring, `none` keeps nothing. [`for_storage`] is the one place that
 //! chooses; every backend reads and writes through the [`TokenCache`]'s paths and keyring.
 
-use super::store_failure::Os;
+use super::store::Os;
 use super::stored_entry::{RefreshPlace, StoredEntry, StoredRefresh};
 use super::{TokenCache, keyring_failed, sessions};
 use crate::config::CacheStorage;

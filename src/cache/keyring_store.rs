@@ -8,6 +8,10 @@
 //! never guessed from the environment, and each failure keeps its reason and whether the store
 //! refused or was out of reach (`store_failure.rs`), for the message.
 //!
+//! Every store is used through the one interface of `store.rs` ([`SecretStore`]: put, get,
+//! remove), the keyring crate's stores ([`OsKeyring`]) and the DPAPI files alike; [`open`] is
+//! the one place that tells them apart.
+//!
 //! Some stores are only read and cleaned, never written ([`Store::legacy_stores`]): on Windows the
 //! Credential Manager, where an older kubecred kept what fitted, so that an upgrade loses no login
 //! and `logout` leaves no copy behind.
@@ -20,11 +24,11 @@
 //! Secrets travel as [`Secret`]; error texts come from the keyring crate's `Display`, which never
 //! includes a stored value.
 
-use super::protected_file;
-use super::store_failure::{Fault, KeyringFailure, Os, StoreFailure, classify};
+use super::protected_file::{self, ProtectedFiles};
+use super::store::{Fault, Os, SecretStore, Store, StoreFailure};
+use super::store_failure::{KeyringFailure, classify};
 use crate::secret::Secret;
 use keyring::{Entry, Error as KeyringError};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc;
@@ -36,84 +40,33 @@ pub(crate) const SERVICE: &str = "kubecred";
 /// How long one keyring call may take before kubecred gives up on that store.
 pub(crate) const KEYRING_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A credential store. Recorded in the cache file next to a token kept in the keyring, so that the
-/// refresh path asks the right store directly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Store {
-    /// The freedesktop Secret Service over D-Bus.
-    SecretService,
-    /// The Linux kernel key retention service (session + persistent keyrings).
-    Keyutils,
-    /// The platform's own store: macOS Keychain, Windows Credential Manager.
-    Native,
-    /// Windows: a private file under the cache directory, encrypted with DPAPI for the user.
-    Dpapi,
+/// Where `account`'s item is in `store`, in the platform's terms, for `status` (`root`: the
+/// cache directory).
+pub(crate) fn item_location(store: Store, os: Os, root: &Path, account: &str) -> String {
+    match (store, os) {
+        (Store::Dpapi, _) => protected_file::path(root, account).display().to_string(),
+        (Store::Native, Os::Windows) => {
+            format!("Credential Manager, generic credential {account}.{SERVICE}")
+        }
+        (Store::Native, _) => format!(
+            "{}, generic password: service {SERVICE}, account {account}",
+            store.name_on(os)
+        ),
+        (Store::SecretService, _) => {
+            format!("Secret Service item: service {SERVICE}, username {account}")
+        }
+        (Store::Keyutils, _) => {
+            format!("kernel keyring: user key keyring-rs:{account}@{SERVICE}")
+        }
+    }
 }
 
-impl Store {
-    /// The store's name on this platform, as messages and `status` say it.
-    pub(crate) fn name(self) -> &'static str {
-        self.name_on(Os::current())
-    }
-
-    pub(crate) fn name_on(self, os: Os) -> &'static str {
-        match (self, os) {
-            (Store::SecretService, _) => "Secret Service",
-            (Store::Keyutils, _) => "kernel keyring",
-            (Store::Native, Os::Mac) => "macOS Keychain",
-            (Store::Native, Os::Windows) => "Windows Credential Manager",
-            (Store::Native, _) => "OS keychain",
-            (Store::Dpapi, _) => "DPAPI file store",
-        }
-    }
-
-    /// Where `account`'s item is, in the platform's terms, for `status` (`root`: the cache
-    /// directory).
-    pub(crate) fn location_on(self, os: Os, root: &Path, account: &str) -> String {
-        match (self, os) {
-            (Store::Dpapi, _) => protected_file::path(root, account).display().to_string(),
-            (Store::Native, Os::Windows) => {
-                format!("Credential Manager, generic credential {account}.{SERVICE}")
-            }
-            (Store::Native, _) => format!(
-                "{}, generic password: service {SERVICE}, account {account}",
-                self.name_on(os)
-            ),
-            (Store::SecretService, _) => {
-                format!("Secret Service item: service {SERVICE}, username {account}")
-            }
-            (Store::Keyutils, _) => {
-                format!("kernel keyring: user key keyring-rs:{account}@{SERVICE}")
-            }
-        }
-    }
-
-    /// The stores of this platform that take new secrets, most preferred first.
-    pub(crate) fn platform_stores() -> Vec<Store> {
-        match Os::current() {
-            Os::Linux => vec![Store::SecretService, Store::Keyutils],
-            Os::OtherUnix => vec![Store::SecretService],
-            Os::Mac => vec![Store::Native],
-            Os::Windows => vec![Store::Dpapi],
-            Os::Unsupported => Vec::new(),
-        }
-    }
-
-    /// The stores of this platform that are read and cleaned but never written: the Windows
-    /// Credential Manager, where kubecred kept secrets before it used DPAPI.
-    pub(crate) fn legacy_stores() -> Vec<Store> {
-        match Os::current() {
-            Os::Windows => vec![Store::Native],
-            _ => Vec::new(),
-        }
-    }
-
-    /// Whether "no such item" from this store proves that the store works. The keyring crate
-    /// reports keyutils' "access denied" (what a process without a usable session keyring gets)
-    /// as "no such item", so a keyutils miss proves nothing.
-    fn miss_proves_reachable(self) -> bool {
-        self != Store::Keyutils
+/// `store` through the stores' one interface, its DPAPI files under the cache root `root`: the
+/// one place that tells the keyring crate's stores from kubecred's own files.
+fn open(store: Store, root: &Path) -> Box<dyn SecretStore + '_> {
+    match store {
+        Store::Dpapi => Box::new(ProtectedFiles { root }),
+        Store::SecretService | Store::Keyutils | Store::Native => Box::new(OsKeyring(store)),
     }
 }
 
@@ -165,7 +118,7 @@ impl Keyring {
             let (root, owned_account, owned_value) =
                 (self.root.clone(), account.to_string(), value.clone());
             match self.call(store, move || {
-                put(store, &root, &owned_account, &owned_value)
+                open(store, &root).put(&owned_account, &owned_value)
             }) {
                 Ok(()) => {
                     crate::debug!(2, "stored {account} in the {}", store.name());
@@ -219,7 +172,7 @@ impl Keyring {
     /// Deletes `account` from one store; an item that is not there is fine.
     pub(crate) fn delete_from(&self, store: Store, account: &str) -> Result<(), KeyringFailure> {
         let (root, owned_account) = (self.root.clone(), account.to_string());
-        self.call(store, move || remove(store, &root, &owned_account))
+        self.call(store, move || open(store, &root).remove(&owned_account))
             .map_err(KeyringFailure::from)
     }
 
@@ -292,15 +245,16 @@ impl Keyring {
 
     fn get_one(&self, store: Store, account: &str) -> Result<Option<Secret>, StoreFailure> {
         let (root, owned_account) = (self.root.clone(), account.to_string());
-        self.call(store, move || get(store, &root, &owned_account))
+        self.call(store, move || open(store, &root).get(&owned_account))
     }
 
     /// Writes, reads and deletes a throw-away item, to learn whether `store` works at all.
     pub(crate) fn probe(&self, store: Store) -> Result<(), StoreFailure> {
         let root = self.root.clone();
         self.call(store, move || {
-            put(store, &root, "probe", &Secret::new("reachable"))?;
-            remove(store, &root, "probe")
+            let probed = open(store, &root);
+            probed.put("probe", &Secret::new("reachable"))?;
+            probed.remove("probe")
         })
     }
 
@@ -357,55 +311,53 @@ impl Keyring {
     }
 }
 
-/// Writes `value` as `account` in `store` (on the worker thread). For the keyring crate's stores
-/// the item is read back: a successful write is not enough, since a process whose session
-/// keyring it may not search (seen on VMs and containers where the session keyring belongs to
-/// another user namespace) can add a key to it and then never read it again.
-fn put(store: Store, root: &Path, account: &str, value: &Secret) -> Result<(), StoreFailure> {
-    if store == Store::Dpapi {
-        return protected_file::write(root, account, value);
-    }
-    let fail = |err: KeyringError| describe(store, &err);
-    let entry = entry(store, account).map_err(fail)?;
-    entry.set_password(value.expose()).map_err(fail)?;
-    let readable = match entry.get_password() {
-        Ok(read) => read == value.expose(),
-        Err(KeyringError::NoEntry) => false,
-        Err(err) => return Err(fail(err)),
-    };
-    if readable {
-        Ok(())
-    } else {
-        Err(StoreFailure::new(
-            store,
-            Fault::Unreachable,
-            unreadable(store),
-        ))
-    }
-}
+/// A store the keyring crate reaches: the Secret Service, the kernel keyring, the macOS
+/// Keychain, the Windows Credential Manager.
+struct OsKeyring(Store);
 
-/// Reads `account` from `store`; `Ok(None)`: no such item.
-fn get(store: Store, root: &Path, account: &str) -> Result<Option<Secret>, StoreFailure> {
-    if store == Store::Dpapi {
-        return protected_file::read(root, account);
+impl SecretStore for OsKeyring {
+    /// Writes `value` as `account` (on the worker thread), and reads the item back: a successful
+    /// write is not enough, since a process whose session keyring it may not search (seen on VMs
+    /// and containers where the session keyring belongs to another user namespace) can add a key
+    /// to it and then never read it again.
+    fn put(&self, account: &str, value: &Secret) -> Result<(), StoreFailure> {
+        let OsKeyring(store) = *self;
+        let fail = |err: KeyringError| describe(store, &err);
+        let entry = entry(store, account).map_err(fail)?;
+        entry.set_password(value.expose()).map_err(fail)?;
+        let readable = match entry.get_password() {
+            Ok(read) => read == value.expose(),
+            Err(KeyringError::NoEntry) => false,
+            Err(err) => return Err(fail(err)),
+        };
+        if readable {
+            Ok(())
+        } else {
+            Err(StoreFailure::new(
+                store,
+                Fault::Unreachable,
+                unreadable(store),
+            ))
+        }
     }
-    let fail = |err: KeyringError| describe(store, &err);
-    match entry(store, account).map_err(fail)?.get_password() {
-        Ok(value) => Ok(Some(Secret::new(value))),
-        Err(KeyringError::NoEntry) => Ok(None),
-        Err(err) => Err(fail(err)),
-    }
-}
 
-/// Deletes `account` from `store`; an item that is not there is fine.
-fn remove(store: Store, root: &Path, account: &str) -> Result<(), StoreFailure> {
-    if store == Store::Dpapi {
-        return protected_file::delete(root, account);
+    fn get(&self, account: &str) -> Result<Option<Secret>, StoreFailure> {
+        let OsKeyring(store) = *self;
+        let fail = |err: KeyringError| describe(store, &err);
+        match entry(store, account).map_err(fail)?.get_password() {
+            Ok(value) => Ok(Some(Secret::new(value))),
+            Err(KeyringError::NoEntry) => Ok(None),
+            Err(err) => Err(fail(err)),
+        }
     }
-    let fail = |err: KeyringError| describe(store, &err);
-    match entry(store, account).map_err(fail)?.delete_credential() {
-        Ok(()) | Err(KeyringError::NoEntry) => Ok(()),
-        Err(err) => Err(fail(err)),
+
+    fn remove(&self, account: &str) -> Result<(), StoreFailure> {
+        let OsKeyring(store) = *self;
+        let fail = |err: KeyringError| describe(store, &err);
+        match entry(store, account).map_err(fail)?.delete_credential() {
+            Ok(()) | Err(KeyringError::NoEntry) => Ok(()),
+            Err(err) => Err(fail(err)),
+        }
     }
 }
 
@@ -494,24 +446,6 @@ mod tests {
         cache_in, file_text, large_tokens, lock, save_and_read_back, stored_refresh, tokens,
     };
     use std::process::Command;
-
-    #[test]
-    fn store_names_round_trip_through_json() {
-        for store in [
-            Store::SecretService,
-            Store::Keyutils,
-            Store::Native,
-            Store::Dpapi,
-        ] {
-            let json = serde_json::to_string(&store).unwrap();
-            assert_eq!(serde_json::from_str::<Store>(&json).unwrap(), store);
-        }
-        assert_eq!(
-            serde_json::to_string(&Store::SecretService).unwrap(),
-            "\"secret-service\""
-        );
-        assert_eq!(serde_json::to_string(&Store::Dpapi).unwrap(), "\"dpapi\"");
-    }
 
     #[test]
     fn no_store_means_a_clear_reason() {

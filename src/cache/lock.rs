@@ -30,9 +30,25 @@ const NOTICE_AFTER: Duration = Duration::from_secs(1);
 /// Cache operations that write take `&EntryLock`, so a write without the lock does not compile.
 #[derive(Debug)]
 pub struct EntryLock {
-    /// The locked file (`None` when the cache is off: there is nothing to protect).
-    file: Option<File>,
-    path: Option<PathBuf>,
+    /// The locked file and its path; `None` when the cache is off: there is nothing to protect.
+    held: Option<LockedFile>,
+}
+
+#[derive(Debug)]
+struct LockedFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl EntryLock {
+    fn held(file: File, path: &Path) -> EntryLock {
+        EntryLock {
+            held: Some(LockedFile {
+                file,
+                path: path.to_path_buf(),
+            }),
+        }
+    }
 }
 
 impl EntryLock {
@@ -57,10 +73,7 @@ impl EntryLock {
                         path.display(),
                         crate::duration::display(start.elapsed())
                     );
-                    return Ok(EntryLock {
-                        file: Some(file),
-                        path: Some(path.to_path_buf()),
-                    });
+                    return Ok(EntryLock::held(file, path));
                 }
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(err)) => {
@@ -96,15 +109,11 @@ impl EntryLock {
         }
     }
 
-    /// A lock that locks nothing, for `--cache-storage none` (no file is created).
     /// Takes the lock if nobody holds it, without waiting: `None` when another process does.
     pub(crate) fn try_acquire(root: &Path, path: &Path) -> anyhow::Result<Option<EntryLock>> {
         let file = open_lock_file(root, path)?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(EntryLock {
-                file: Some(file),
-                path: Some(path.to_path_buf()),
-            })),
+            Ok(()) => Ok(Some(EntryLock::held(file, path))),
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(err)) => Err(fail(
                 Exit::Cache,
@@ -118,7 +127,7 @@ impl EntryLock {
     /// child's copy keeps open: this process must not unlock it, only close its own descriptor.
     #[cfg(unix)]
     pub(crate) fn into_file_for_child(mut self) -> Option<File> {
-        self.file.take()
+        self.held.take().map(|held| held.file)
     }
 
     /// A lock a parent process took and handed down as `file` (see [`Self::into_file_for_child`]):
@@ -134,22 +143,17 @@ impl EntryLock {
                 ),
             )
         })?;
-        Ok(EntryLock {
-            file: Some(file),
-            path: Some(path.to_path_buf()),
-        })
+        Ok(EntryLock::held(file, path))
     }
 
+    /// A lock that locks nothing, for `--cache-storage none` (no file is created).
     pub(crate) fn none() -> EntryLock {
-        EntryLock {
-            file: None,
-            path: None,
-        }
+        EntryLock { held: None }
     }
 
     /// The lock file, if there is one.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.held.as_ref().map(|held| held.path.as_path())
     }
 }
 
@@ -157,8 +161,8 @@ impl Drop for EntryLock {
     fn drop(&mut self) {
         // Closing the file releases the lock too; unlocking first makes the release independent
         // of any other handle to the same open file (none exists today, but it costs nothing).
-        if let Some(file) = &self.file {
-            let _ = file.unlock();
+        if let Some(held) = &self.held {
+            let _ = held.file.unlock();
         }
     }
 }

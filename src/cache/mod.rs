@@ -7,39 +7,44 @@
 //! the long-lived refresh token goes to the OS keyring when one takes it — it is only needed
 //! to refresh — and otherwise stays in the same private file, which then says so. `disk` keeps
 //! everything in the file, `keyring` everything in the keyring, `none` nothing anywhere. On
-//! Windows "the OS keyring" is a DPAPI-protected file (`protected_file.rs`).
+//! Windows "the OS keyring" is a DPAPI-protected file (`protected_file.rs`), behind the same
+//! interface as the keyring crate's stores (`store.rs`, `keyring_store.rs`).
 //! [`TokenCache::new`] is the one place that turns `--cache-storage` into a backend
-//! (`backends.rs`); the stored form of an entry is `entry.rs`.
+//! (`backends.rs`); the stored form of an entry is `stored_entry.rs`.
 //!
 //! One entry per [`CacheKey`] (`key.rs`): a hash of everything that changes which token the
 //! provider issues. The entry holds both the ID and the access token, so the kind printed is not
 //! part of the key.
+//!
+//! Every file of an entry is the cache's: its tokens (a file, or keyring items and the
+//! secret-free index of `sessions.rs`), its lock (`lock.rs`) and its state, what is noted about
+//! it besides its tokens (`entry_state.rs`: a failed login, a refused refresh token, the
+//! background renewal's back-off). Saving new tokens clears the state, removing the entry
+//! removes it; what the notes mean is for `acquire/` to decide.
 //!
 //! Writers hold the entry's [`EntryLock`] (every writing method takes it as a parameter); readers
 //! on the hit path do not need it, because files are replaced atomically. After taking the lock a
 //! caller should [`load`](TokenCache::load) again: another process may have refreshed meanwhile.
 
 mod backends;
+mod entry_state;
 mod key;
 mod keyring_store;
 mod lock;
 mod protected_file;
 mod sessions;
+mod store;
 mod store_failure;
 mod stored_entry;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use entry_state::{EntryState, Note, RenewalFailure, RenewalNote};
 pub use key::CacheKey;
 
-/// `<cache_dir>/state/<key>.<suffix>`: per-entry state beside the entry (see
-/// [`TokenCache::state_path`]), for those that list entries without a configuration (`status`).
-pub fn state_path(dir: &Path, key: &CacheKey, suffix: &str) -> PathBuf {
-    dir.join("state").join(format!("{key}.{suffix}"))
-}
-pub use keyring_store::Store;
 pub use lock::EntryLock;
 pub use sessions::{SecretPiece, Session, SessionPlace, list_sessions, secrets_of};
+pub use store::Store;
 pub use stored_entry::{EntryAbout, RefreshPlace};
 
 use crate::config::{CacheStorage, Config};
@@ -48,9 +53,12 @@ use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use backends::Backend;
+use chrono::{DateTime, Utc};
+use entry_state::StateFile;
 use keyring_store::Keyring;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use store::Os;
 use stored_entry::StoredEntry;
 
 /// An entry larger than this is not one kubecred wrote (ID tokens are a few KB).
@@ -92,26 +100,22 @@ pub struct TokenCache {
 
 impl TokenCache {
     pub fn new(config: &Config) -> TokenCache {
-        let storage = config.cache.storage;
-        TokenCache {
-            storage,
-            backend: backends::for_storage(storage),
-            dir: config.cache.dir.clone(),
-            key: CacheKey::for_config(config),
-            keyring: Keyring::new(&config.cache.dir),
-            dir_unusable: std::cell::Cell::new(false),
-            last_read: std::cell::RefCell::new(None),
-            about: Some(EntryAbout {
-                issuer: config.issuer_as_given.clone(),
-                client_id: config.client.id.clone(),
-                account: config.account.clone(),
-                subject: None,
-                grant: config.grant.name().to_string(),
-                scopes: config.scopes.clone(),
-                audience: config.audience.clone(),
-                resource: config.resource.clone(),
-            }),
-        }
+        let about = EntryAbout {
+            issuer: config.issuer_as_given.clone(),
+            client_id: config.client.id.clone(),
+            account: config.account.clone(),
+            subject: None,
+            grant: config.grant.name().to_string(),
+            scopes: config.scopes.clone(),
+            audience: config.audience.clone(),
+            resource: config.resource.clone(),
+        };
+        TokenCache::of_entry(
+            config.cache.storage,
+            &config.cache.dir,
+            CacheKey::for_config(config),
+            Some(about),
+        )
     }
 
     /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
@@ -121,15 +125,25 @@ impl TokenCache {
             SessionPlace::File => CacheStorage::Auto,
             SessionPlace::Keyring { .. } => CacheStorage::Keyring,
         };
+        TokenCache::of_entry(storage, dir, session.key.clone(), None)
+    }
+
+    /// The entry `key` under the cache root `dir`, kept as `storage` says.
+    fn of_entry(
+        storage: CacheStorage,
+        dir: &Path,
+        key: CacheKey,
+        about: Option<EntryAbout>,
+    ) -> TokenCache {
         TokenCache {
             storage,
             backend: backends::for_storage(storage),
             dir: dir.to_path_buf(),
-            key: session.key.clone(),
+            key,
             keyring: Keyring::new(dir),
-            about: None,
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
+            about,
         }
     }
 
@@ -163,11 +177,27 @@ impl TokenCache {
         self.dir.join("locks").join(format!("{}.lock", self.key))
     }
 
-    /// A path for other per-entry state, `<cache_dir>/state/<key>.<suffix>` (the login cool-down
-    /// record lives there). Creates nothing: the writer creates (or tightens) the directory with
-    /// [`private_file::write_private`].
-    pub fn state_path(&self, suffix: &str) -> PathBuf {
-        state_path(&self.dir, &self.key, suffix)
+    /// The state file of this entry (`<cache_dir>/state/<key>.json`); it may not exist.
+    #[cfg(all(test, unix))]
+    pub(crate) fn state_path(&self) -> PathBuf {
+        self.state_file().path().to_path_buf()
+    }
+
+    fn state_file(&self) -> StateFile {
+        StateFile::of(&self.dir, &self.key)
+    }
+
+    /// What is noted about this entry's tokens obtained at `tokens_obtained_at` (`None`: no
+    /// tokens, every note counts): notes older than them are about tokens they replaced, and
+    /// are left out. A missing or unreadable state is an empty one.
+    pub(crate) fn state(&self, tokens_obtained_at: Option<DateTime<Utc>>) -> EntryState {
+        self.state_file().read(tokens_obtained_at)
+    }
+
+    /// Changes what is noted about this entry: `change` gets every note on file and edits it.
+    /// Best effort: a note that cannot be written is logged at `-v`.
+    pub(crate) fn update_state(&self, _lock: &EntryLock, change: impl FnOnce(&mut EntryState)) {
+        self.state_file().update(change);
     }
 
     /// The cache-hit path. In `auto` and `disk` storage: ONE small file read, no keyring call, no
@@ -209,7 +239,7 @@ impl TokenCache {
             Err(failure) => {
                 crate::log::notice(format!(
                     "{}; a new login is needed",
-                    failure.summary(store_failure::Os::current(), "the refresh token")
+                    failure.summary(Os::current(), "the refresh token")
                 ));
                 Ok(None)
             }
@@ -217,7 +247,8 @@ impl TokenCache {
     }
 
     /// Saves `tokens`, replacing the entry; it has completed (and is on disk) when this returns,
-    /// so call it before printing the credential.
+    /// so call it before printing the credential. What was noted about the entry goes with the
+    /// tokens it was about ([`TokenCache::state`]).
     ///
     /// `tokens.refresh_token` is stored as given: when the provider did not send a new refresh
     /// token, the caller must carry the old one over (from [`TokenCache::refresh_token`]), or the
@@ -225,7 +256,35 @@ impl TokenCache {
     ///
     /// An error says why the entry could not be kept; a caller holding tokens it just obtained
     /// should hand them out all the same (a login is never lost to the cache).
-    pub fn save(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
+    pub fn save(&self, tokens: &Tokens, lock: &EntryLock) -> anyhow::Result<()> {
+        self.write(tokens, lock)?;
+        self.state_file().clear();
+        Ok(())
+    }
+
+    /// After a refresh whose answer was of no other use: the provider may have rotated the
+    /// refresh token all the same, and the one `sent` is then spent (reusing it can revoke the
+    /// whole grant), so the entry's `tokens` are saved again with the `answered` one. They are
+    /// the same tokens, so what is noted about them stays. Nothing to do when the answer had no
+    /// refresh token or the one sent.
+    pub(crate) fn save_rotated_refresh_token(
+        &self,
+        tokens: &Tokens,
+        sent: &Secret,
+        answered: Option<Secret>,
+        lock: &EntryLock,
+    ) -> anyhow::Result<()> {
+        let Some(rotated) = answered.filter(|answered| answered != sent) else {
+            return Ok(());
+        };
+        let kept = Tokens {
+            refresh_token: Some(rotated),
+            ..tokens.clone()
+        };
+        self.write(&kept, lock)
+    }
+
+    fn write(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {
         // `lock` said so once ("the token is not cached"). Without the lock no store is written
         // either: the DPAPI store lives in that directory, and a write without the lock could
         // overwrite a parallel run's newer entry.
@@ -236,9 +295,12 @@ impl TokenCache {
         self.backend.save(self, tokens)
     }
 
-    /// Drops the entry, wherever its parts are: after `invalid_grant`, or on `kubecred logout`.
+    /// Drops the entry, wherever its parts are, and what was noted about it: after a refused
+    /// refresh token left nothing usable, or on `kubecred logout`.
     pub fn remove(&self, _lock: &EntryLock) -> anyhow::Result<()> {
-        self.backend.remove(self)
+        self.backend.remove(self)?;
+        self.state_file().remove_all();
+        Ok(())
     }
 
     /// Takes this entry's lock if nobody holds it, without waiting (`None`: someone does). With
@@ -247,8 +309,7 @@ impl TokenCache {
         if !self.backend.keeps_entries() {
             return Ok(None);
         }
-        private_file::ensure_private_dir(&self.dir, self.lock_path().parent().unwrap_or(&self.dir))
-            .map_err(|err| fail(Exit::Cache, format!("cannot lock the cache entry: {err}")))?;
+        // The lock creates (or tightens) its private directory itself.
         EntryLock::try_acquire(&self.dir, &self.lock_path())
     }
 
@@ -345,7 +406,7 @@ impl TokenCache {
     fn write_entry_file(&self, entry: &StoredEntry) -> anyhow::Result<()> {
         let path = self.entry_path();
         // Closed first: Windows refuses to rename a file over one this process holds open (see
-        // `private_file::rename_over`), and the stamp belongs to the new file (`set_entry_stamp`).
+        // `atomic_file::Staged::commit`), and the stamp belongs to the new file (`set_entry_stamp`).
         self.last_read.borrow_mut().take();
         private_file::write_private(&self.dir, &path, &entry.to_json()).map_err(|err| {
             fail(
@@ -429,6 +490,6 @@ fn read_entry_file(path: &Path) -> Result<StoredEntry, ReadError> {
 fn keyring_failed(failure: &store_failure::KeyringFailure) -> anyhow::Error {
     fail(
         Exit::Cache,
-        failure.message(store_failure::Os::current(), "the cache entry"),
+        failure.message(Os::current(), "the cache entry"),
     )
 }

@@ -12,15 +12,15 @@
 //! (`private_file`), and stays on this machine. This is how Azure's own tools keep their token
 //! cache on Windows (the Azure CLI's `msal_token_cache.bin`, through the MSAL extensions).
 //!
-//! The file is written and read like every other cache file (`private_file`: atomic replace,
-//! bounded reads). A blob that does not decrypt (copied from another user or machine, or after an
+//! [`ProtectedFiles`] is this store behind the stores' one interface (`store::SecretStore`), as
+//! the keyring crate's stores are (`keyring_store.rs`). The file is written and read like every
+//! other cache file (`private_file`: atomic replace, bounded reads). A blob that does not decrypt (copied from another user or machine, or after an
 //! administrator reset the user's password) is a miss, replaced by the next save.
 //!
 //! DPAPI exists only on Windows; unit tests elsewhere run this store over a reversible stand-in
 //! for it (`not_dpapi`), so that the file handling is tested on every platform.
 
-use super::Store;
-use super::store_failure::{Fault, StoreFailure};
+use super::store::{Fault, SecretStore, Store, StoreFailure};
 use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
 use std::io;
@@ -38,80 +38,88 @@ pub(crate) fn path(root: &Path, account: &str) -> PathBuf {
         .join(format!("{}.dpapi", account.replace(':', ".")))
 }
 
-/// Encrypts `value` and replaces the file of `account` with it.
-pub(super) fn write(root: &Path, account: &str, value: &Secret) -> Result<(), StoreFailure> {
-    let blob = protect(value.expose().as_bytes()).map_err(|err| {
-        StoreFailure::new(
-            Store::Dpapi,
-            fault_of_io(&err),
-            format!("CryptProtectData: {err}"),
-        )
-    })?;
-    let file = path(root, account);
-    private_file::write_private(root, &file, &blob).map_err(|err| {
-        StoreFailure::new(
-            Store::Dpapi,
-            fault_of_io(&err),
-            format!("cannot write {}: {err}", file.display()),
-        )
-    })
+/// The DPAPI store of the cache rooted at `root`: one file per item.
+pub(super) struct ProtectedFiles<'a> {
+    pub(super) root: &'a Path,
 }
 
-/// The secret of `account`; `Ok(None)` when there is no file, or one that is not a blob this
-/// user can decrypt.
-pub(super) fn read(root: &Path, account: &str) -> Result<Option<Secret>, StoreFailure> {
-    let file = path(root, account);
-    let blob = match private_file::read(&file, MAX_BLOB_BYTES) {
-        Ok(blob) => blob,
-        Err(ReadError::NotFound) => return Ok(None),
-        Err(ReadError::Corrupt(reason)) => {
-            crate::debug!(1, "ignoring {}: {reason}", file.display());
-            return Ok(None);
-        }
-        Err(ReadError::Foreign(reason)) => {
-            return Err(StoreFailure::new(
-                Store::Dpapi,
-                Fault::AccessDenied,
-                format!("{}: {reason}", file.display()),
-            ));
-        }
-        Err(ReadError::Io(err)) => {
-            return Err(StoreFailure::new(
-                Store::Dpapi,
-                fault_of_io(&err),
-                format!("cannot read {}: {err}", file.display()),
-            ));
-        }
-    };
-    match unprotect(&blob).map(String::from_utf8) {
-        Ok(Ok(text)) => Ok(Some(Secret::new(text))),
-        Ok(Err(_)) => {
-            crate::debug!(1, "ignoring {}: not text", file.display());
-            Ok(None)
-        }
-        Err(err) => {
-            crate::debug!(
-                1,
-                "ignoring {}: it does not decrypt for this user ({err})",
-                file.display()
-            );
-            Ok(None)
-        }
-    }
-}
-
-/// Deletes the file of `account` and what killed writers of it left; a missing file is fine.
-pub(super) fn delete(root: &Path, account: &str) -> Result<(), StoreFailure> {
-    let file = path(root, account);
-    private_file::remove_with_leftovers(&file)
-        .map(|_| ())
-        .map_err(|err| {
+impl SecretStore for ProtectedFiles<'_> {
+    /// Encrypts `value` and replaces the file of `account` with it.
+    fn put(&self, account: &str, value: &Secret) -> Result<(), StoreFailure> {
+        let blob = protect(value.expose().as_bytes()).map_err(|err| {
             StoreFailure::new(
                 Store::Dpapi,
                 fault_of_io(&err),
-                format!("cannot delete {}: {err}", file.display()),
+                format!("CryptProtectData: {err}"),
+            )
+        })?;
+        let file = path(self.root, account);
+        private_file::write_private(self.root, &file, &blob).map_err(|err| {
+            StoreFailure::new(
+                Store::Dpapi,
+                fault_of_io(&err),
+                format!("cannot write {}: {err}", file.display()),
             )
         })
+    }
+
+    /// The secret of `account`; `Ok(None)` when there is no file, or one that is not a blob
+    /// this user can decrypt.
+    fn get(&self, account: &str) -> Result<Option<Secret>, StoreFailure> {
+        let file = path(self.root, account);
+        let blob = match private_file::read(&file, MAX_BLOB_BYTES) {
+            Ok(blob) => blob,
+            Err(ReadError::NotFound) => return Ok(None),
+            Err(ReadError::Corrupt(reason)) => {
+                crate::debug!(1, "ignoring {}: {reason}", file.display());
+                return Ok(None);
+            }
+            Err(ReadError::Foreign(reason)) => {
+                return Err(StoreFailure::new(
+                    Store::Dpapi,
+                    Fault::AccessDenied,
+                    format!("{}: {reason}", file.display()),
+                ));
+            }
+            Err(ReadError::Io(err)) => {
+                return Err(StoreFailure::new(
+                    Store::Dpapi,
+                    fault_of_io(&err),
+                    format!("cannot read {}: {err}", file.display()),
+                ));
+            }
+        };
+        match unprotect(&blob).map(String::from_utf8) {
+            Ok(Ok(text)) => Ok(Some(Secret::new(text))),
+            Ok(Err(_)) => {
+                crate::debug!(1, "ignoring {}: not text", file.display());
+                Ok(None)
+            }
+            Err(err) => {
+                crate::debug!(
+                    1,
+                    "ignoring {}: it does not decrypt for this user ({err})",
+                    file.display()
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// Deletes the file of `account` and what killed writers of it left; a missing file is
+    /// fine.
+    fn remove(&self, account: &str) -> Result<(), StoreFailure> {
+        let file = path(self.root, account);
+        private_file::remove_with_leftovers(&file)
+            .map(|_| ())
+            .map_err(|err| {
+                StoreFailure::new(
+                    Store::Dpapi,
+                    fault_of_io(&err),
+                    format!("cannot delete {}: {err}", file.display()),
+                )
+            })
+    }
 }
 
 fn fault_of_io(err: &io::Error) -> Fault {
@@ -270,11 +278,15 @@ mod not_dpapi {
 mod tests {
     use super::*;
 
+    fn store(root: &tempfile::TempDir) -> ProtectedFiles<'_> {
+        ProtectedFiles { root: root.path() }
+    }
+
     #[test]
     fn a_secret_round_trips_through_its_file_and_is_not_in_it_in_the_clear() {
         let root = tempfile::tempdir().unwrap();
         let secret = Secret::new("rt-".repeat(700));
-        write(root.path(), "k:refresh", &secret).unwrap();
+        store(&root).put("k:refresh", &secret).unwrap();
         let file = path(root.path(), "k:refresh");
         assert_eq!(file, root.path().join("dpapi").join("k.refresh.dpapi"));
         let bytes = std::fs::read(&file).unwrap();
@@ -282,13 +294,13 @@ mod tests {
             !bytes.windows(6).any(|w| w == b"rt-rt-"),
             "plain text on disk"
         );
-        assert_eq!(read(root.path(), "k:refresh").unwrap(), Some(secret));
+        assert_eq!(store(&root).get("k:refresh").unwrap(), Some(secret));
         assert_eq!(private_file::temp_files_left_in(file.parent().unwrap()), 0);
 
-        delete(root.path(), "k:refresh").unwrap();
+        store(&root).remove("k:refresh").unwrap();
         assert!(!file.exists());
-        assert_eq!(read(root.path(), "k:refresh").unwrap(), None);
-        delete(root.path(), "k:refresh").unwrap();
+        assert_eq!(store(&root).get("k:refresh").unwrap(), None);
+        store(&root).remove("k:refresh").unwrap();
     }
 
     #[test]
@@ -297,9 +309,9 @@ mod tests {
         let file = path(root.path(), "k");
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, b"someone else's blob").unwrap();
-        assert_eq!(read(root.path(), "k").unwrap(), None);
-        write(root.path(), "k", &Secret::new("new")).unwrap();
-        assert_eq!(read(root.path(), "k").unwrap(), Some(Secret::new("new")));
+        assert_eq!(store(&root).get("k").unwrap(), None);
+        store(&root).put("k", &Secret::new("new")).unwrap();
+        assert_eq!(store(&root).get("k").unwrap(), Some(Secret::new("new")));
     }
 
     #[test]
@@ -307,7 +319,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         // A regular file where the directory should be: not even root can write below it.
         std::fs::write(root.path().join(DIR), b"").unwrap();
-        let err = write(root.path(), "k", &Secret::new("the-secret-value")).unwrap_err();
+        let err = store(&root)
+            .put("k", &Secret::new("the-secret-value"))
+            .unwrap_err();
         assert_eq!(err.store, Store::Dpapi);
         assert_eq!(err.fault, Fault::Failed);
         assert!(err.detail.starts_with("cannot write "), "{err:?}");

@@ -1,6 +1,6 @@
 //! The cache's entries as a list, for `kubecred status` and `kubecred logout --all`: what each
-//! is for (issuer, client, account, subject), where it lives, how long its tokens last and
-//! whether it holds a refresh token — never a token.
+//! is for (issuer, client, account, subject), where it lives, how long its tokens last, whether
+//! it holds a refresh token and what is noted about it ([`Session::state`]) — never a token.
 //!
 //! A file entry (`auto`, `disk`) is `tokens/<key>.json`. A `keyring` entry lives only in the OS
 //! keyring, which cannot be listed (the keyring crate looks items up by name only), so its save
@@ -8,8 +8,9 @@
 //! and expiries. It is written and removed with the keyring item; it is what `status` shows, as of
 //! the last save (a kernel keyring forgets its items at reboot; the next get-token logs in).
 
-use super::keyring_store::Store;
-use super::store_failure::Os;
+use super::entry_state::{EntryState, StateFile};
+use super::keyring_store::item_location;
+use super::store::{Os, Store};
 use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
 use super::{CacheKey, TokenCache, read_entry_file};
 use crate::private_file::{self, ReadError};
@@ -43,6 +44,14 @@ pub struct Session {
     pub unreadable: Option<String>,
 }
 
+impl Session {
+    /// What is noted about the entry's current tokens (`dir`: the cache root; see
+    /// [`TokenCache::state`]).
+    pub(crate) fn state(&self, dir: &Path) -> EntryState {
+        StateFile::of(dir, &self.key).read(self.obtained_at)
+    }
+}
+
 /// One place that holds some of an entry's tokens, for `status`: which tokens, in which store
 /// (`None`: the plain private file), and where that is in the platform's terms (a path, or the
 /// keyring item's name).
@@ -68,7 +77,7 @@ pub fn secrets_of(dir: &Path, session: &Session) -> Vec<SecretPiece> {
         (SessionPlace::Keyring { store }, _) => vec![SecretPiece {
             holds: "all_tokens",
             store: Some(store),
-            location: store.location_on(os, dir, key),
+            location: item_location(store, os, dir, key),
         }],
         (SessionPlace::File, RefreshPlace::Keyring(store)) => vec![
             SecretPiece {
@@ -79,7 +88,7 @@ pub fn secrets_of(dir: &Path, session: &Session) -> Vec<SecretPiece> {
             SecretPiece {
                 holds: "refresh_token",
                 store: Some(store),
-                location: store.location_on(os, dir, &format!("{key}:refresh")),
+                location: item_location(store, os, dir, &format!("{key}:refresh")),
             },
         ],
         (SessionPlace::File, RefreshPlace::Entry) => vec![SecretPiece {
@@ -236,12 +245,7 @@ fn from_index(key: CacheKey, record: KeyringIndex) -> Session {
 }
 
 fn unreadable(key: CacheKey, place: SessionPlace, reason: ReadError) -> Session {
-    let reason = match reason {
-        ReadError::NotFound => "gone".to_string(),
-        ReadError::Corrupt(reason) => reason,
-        ReadError::Foreign(reason) => reason,
-        ReadError::Io(err) => err.to_string(),
-    };
+    let reason = reason.to_string();
     Session {
         key,
         place,

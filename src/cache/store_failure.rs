@@ -8,101 +8,13 @@
 //! keyring on Linux, the Keychain on macOS, DPAPI and the Credential Manager on Windows.
 //!
 //! The OS is a parameter ([`Os`]) of everything that words a message, rather than a `cfg!` inside
-//! it, so that the wording of every platform is unit-tested on any machine. Reading a keyring
+//! it, so that the wording of every platform is unit-tested on any machine. One store's failure
+//! ([`StoreFailure`]: which store, its [`Fault`], the detail) is defined with the stores
+//! (`store.rs`); here is what several of them mean together, and the advice. Reading a keyring
 //! crate error takes the platform's own error types (their codes), so that part is `cfg`'d; the
 //! code tables it feeds are plain functions, tested everywhere too.
 
-use super::keyring_store::Store;
-
-/// The platforms whose stores and advice differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Os {
-    Linux,
-    Mac,
-    Windows,
-    /// FreeBSD and OpenBSD: a Secret Service only.
-    OtherUnix,
-    /// No OS keyring kubecred can use.
-    Unsupported,
-}
-
-impl Os {
-    /// The platform this kubecred was built for.
-    pub(crate) const fn current() -> Os {
-        if cfg!(target_os = "linux") {
-            Os::Linux
-        } else if cfg!(any(target_os = "macos", target_os = "ios")) {
-            Os::Mac
-        } else if cfg!(windows) {
-            Os::Windows
-        } else if cfg!(any(target_os = "freebsd", target_os = "openbsd")) {
-            Os::OtherUnix
-        } else {
-            Os::Unsupported
-        }
-    }
-}
-
-/// What went wrong with one store, in the terms the advice depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fault {
-    /// The store is not there or did not answer.
-    Unreachable,
-    /// It answered and refused: the secret is larger than it takes (or than its quota has left).
-    TooLarge,
-    /// It answered and refused: it is locked (or its unlock prompt was dismissed).
-    Locked,
-    /// It answered and refused this program or this user.
-    AccessDenied,
-    /// It answered with another failure.
-    Failed,
-}
-
-impl Fault {
-    fn is_refusal(self) -> bool {
-        self != Fault::Unreachable
-    }
-
-    /// The refusal in a word or two (after "refused …:").
-    fn phrase(self) -> &'static str {
-        match self {
-            Fault::Unreachable => "not reachable",
-            Fault::TooLarge => "too large",
-            Fault::Locked => "locked",
-            Fault::AccessDenied => "access denied",
-            Fault::Failed => "an error",
-        }
-    }
-}
-
-/// One store's failure. `detail` is one line and never holds a secret (it comes from error
-/// types' `Display`, from I/O errors and from our own words).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StoreFailure {
-    pub(crate) store: Store,
-    pub(crate) fault: Fault,
-    pub(crate) detail: String,
-}
-
-impl StoreFailure {
-    pub(crate) fn new(store: Store, fault: Fault, detail: impl Into<String>) -> StoreFailure {
-        let detail = detail.into().replace(['\n', '\r'], " ");
-        StoreFailure {
-            store,
-            fault,
-            detail,
-        }
-    }
-
-    /// "<store>: <detail>", or "<store> refused it, <phrase>: <detail>" for a refusal.
-    fn describe(&self, os: Os) -> String {
-        let name = self.store.name_on(os);
-        match self.fault {
-            Fault::Unreachable => format!("{name}: {}", self.detail),
-            fault => format!("{name} refused it, {}: {}", fault.phrase(), self.detail),
-        }
-    }
-}
+use super::store::{Fault, Os, Store, StoreFailure};
 
 /// Why no store did what was asked: one failure per store tried, in the order tried. Empty when
 /// the platform has no store at all.
@@ -422,17 +334,6 @@ mod tests {
         assert!(advice(Os::Linux, Fault::TooLarge).contains("--cache-storage auto"));
     }
 
-    #[test]
-    fn store_names_are_the_platforms_own() {
-        assert_eq!(
-            Store::Native.name_on(Os::Windows),
-            "Windows Credential Manager"
-        );
-        assert_eq!(Store::Native.name_on(Os::Mac), "macOS Keychain");
-        assert_eq!(Store::Dpapi.name_on(Os::Windows), "DPAPI file store");
-        assert_eq!(Store::Keyutils.name_on(Os::Linux), "kernel keyring");
-    }
-
     fn failure(store: Store, fault: Fault, detail: &str) -> StoreFailure {
         StoreFailure::new(store, fault, detail)
     }
@@ -596,11 +497,5 @@ mod tests {
         assert_eq!(keyutils(KeyutilsCode::Denied), Fault::AccessDenied);
         assert_eq!(keyutils(KeyutilsCode::NoKeyring), Fault::Unreachable);
         assert_eq!(keyutils(KeyutilsCode::Other), Fault::Failed);
-    }
-
-    #[test]
-    fn details_stay_on_one_line() {
-        let one = StoreFailure::new(Store::SecretService, Fault::Failed, "a\nb\rc");
-        assert_eq!(one.detail, "a b c");
     }
 }

@@ -12,7 +12,7 @@
 //! optional and additive, so the version stays 2: an older kubecred ignores the field (serde
 //! skips unknown fields) and an entry written before it existed reads as "unknown".
 
-use super::keyring_store::Store;
+use super::store::Store;
 use crate::secret::Secret;
 use crate::tokens::{Identity, Tokens};
 use chrono::{DateTime, Utc};

@@ -143,7 +143,7 @@ fn cache_files_are_0600_in_0700_directories() {
     assert_eq!(mode(&cache.entry_path()), 0o600);
     assert_eq!(mode(&cache.lock_path()), 0o600);
     assert_eq!(
-        cache.state_path("cooldown").parent(),
+        cache.state_path().parent(),
         Some(dir.path().join("state").as_path())
     );
 }

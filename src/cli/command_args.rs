@@ -20,6 +20,13 @@ pub struct LoginArgs {
         value_parser = BoolishValueParser::new()
     )]
     pub print_token_info: bool,
+
+    /// Where the browser is, finish a login that kubecred started on another machine (over SSH):
+    /// open this authorization URL, which that kubecred printed, take the redirect here, and
+    /// print one line on stdout to paste back there. Needs no issuer or client; logs in nobody
+    /// here and stores nothing. (No KUBECRED_* variable: a URL of one login, never a setting.)
+    #[arg(long, value_name = "URL", conflicts_with = "print_token_info")]
+    pub remote_bootstrap: Option<String>,
 }
 
 /// `kubecred logout`: the settings of one entry, or `--all`.

@@ -13,12 +13,17 @@ use crate::cli::{LogoutArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::config::{self, Config};
 use crate::grants::Revocation;
+use std::ffi::OsString;
 
-pub(super) fn run(args: &LogoutArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+pub(super) fn run(
+    args: &LogoutArgs,
+    argv: &[OsString],
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<String>> {
     if args.all {
-        return all(&args.token, clock);
+        return all(&args.token, argv, clock);
     }
-    let config = resolve(&args.token, Run::ByPerson)?;
+    let config = resolve(&args.token, Run::ByPerson, argv)?;
     let cache = TokenCache::new(&config);
     let what = describe(&config.issuer_as_given, &config.client.id, &config.account);
     let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
@@ -125,28 +130,26 @@ fn differences(about: &EntryAbout, config: &Config) -> Vec<String> {
 
 /// Every entry under the cache directory, each revoked at its own provider (recorded in the
 /// entry) with the TLS settings given on this command line.
-fn all(args: &TokenArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+fn all(args: &TokenArgs, argv: &[OsString], clock: &dyn Clock) -> anyhow::Result<Option<String>> {
     let dir = crate::config::resolve_cache_dir(&args.cache)?;
     let sessions = list_sessions(&dir)?;
     if sessions.is_empty() {
         crate::log::notice(format!("no cached logins in {}", dir.display()));
     }
     for session in &sessions {
-        let revoke_with =
-            session
-                .about
-                .as_ref()
-                .and_then(|about| match settings_for(args, &dir, session) {
-                    Ok(config) => Some(config),
-                    Err(err) => {
-                        crate::log::notice(format!(
-                            "warning: cannot revoke the refresh token at {}: {}",
-                            about.issuer,
-                            crate::error::one_line(&err)
-                        ));
-                        None
-                    }
-                });
+        let revoke_with = session.about.as_ref().and_then(|about| {
+            match settings_for(args, &dir, session, argv) {
+                Ok(config) => Some(config),
+                Err(err) => {
+                    crate::log::notice(format!(
+                        "warning: cannot revoke the refresh token at {}: {}",
+                        about.issuer,
+                        crate::error::one_line(&err)
+                    ));
+                    None
+                }
+            }
+        });
         let lock_timeout = revoke_with.as_ref().map_or_else(
             || {
                 config::default_lock_timeout(
@@ -176,6 +179,7 @@ fn settings_for(
     args: &TokenArgs,
     dir: &std::path::Path,
     session: &Session,
+    argv: &[OsString],
 ) -> anyhow::Result<Config> {
     let about = session
         .about
@@ -189,7 +193,7 @@ fn settings_for(
     args.issuer_url = Some(about.issuer.clone());
     args.client_id = Some(about.client_id.clone());
     args.cache.cache_dir = Some(dir.to_path_buf());
-    resolve(&args, Run::ByPerson)
+    resolve(&args, Run::ByPerson, argv)
 }
 
 fn describe(issuer: &str, client_id: &str, account: &Option<String>) -> String {

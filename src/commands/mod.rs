@@ -12,35 +12,52 @@ mod get_token;
 mod login;
 mod logout;
 mod setup;
+mod stanza;
 mod status;
 mod whoami;
 
 use crate::acquire;
-use crate::cli::{Cli, Command, TokenArgs};
+use crate::cli::{Cli, Command, LoginArgs, TokenArgs};
 use crate::clock::SystemClock;
 use crate::config::{Config, Environment};
 use crate::env_vars;
 use crate::exec_credential::ExecInfo;
+use std::ffi::OsString;
 
-/// Runs one command; returns what to print on stdout, if anything.
-pub fn run(cli: Cli) -> anyhow::Result<Option<String>> {
+/// Runs one command, parsed from the process's command line `argv`; returns what to print on
+/// stdout, if anything.
+pub fn run(cli: Cli, argv: &[OsString]) -> anyhow::Result<Option<String>> {
     let clock = SystemClock;
     match cli.command {
-        Command::GetToken(args) => get_token::run(&resolve(&args, Run::ByKubectl)?, &clock),
+        Command::GetToken(args) => {
+            get_token::run(&resolve(&args, Run::ByKubectl, argv)?, argv, &clock)
+        }
+        Command::Login(LoginArgs {
+            remote_bootstrap: Some(url),
+            token,
+            ..
+        }) => {
+            let (settings, verbose) =
+                crate::config::resolve_relay_side(&token, &Environment::of_process(argv))?;
+            crate::log::set_level(verbose);
+            login::remote_bootstrap(&url, &settings)
+        }
         Command::Login(args) => login::run(
-            &resolve(&args.token, Run::ByPerson)?,
+            &resolve(&args.token, Run::ByPerson, argv)?,
             args.print_token_info,
             &clock,
         ),
-        Command::Logout(args) => logout::run(&args, &clock),
+        Command::Logout(args) => logout::run(&args, argv, &clock),
         Command::Status(args) => status::run(&args, &clock),
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
-        Command::Setup(args) => setup::run(&args, &resolve(&args.token, Run::ByPerson)?, &clock),
-        Command::Whoami(args) => whoami::run(&args, &clock),
+        Command::Setup(args) => {
+            setup::run(&args, &resolve(&args.token, Run::ByPerson, argv)?, &clock)
+        }
+        Command::Whoami(args) => whoami::run(&args, argv, &clock),
         Command::ConvertKubeconfig(args) => convert::run(&args, &clock),
         Command::RenewAhead(args) => {
-            let config = resolve(&args.token, Run::ByKubectl)?;
+            let config = resolve(&args.token, Run::ByKubectl, argv)?;
             acquire::renew_in_background(&config, args.lock_fd, &clock)?;
             Ok(None)
         }
@@ -58,8 +75,8 @@ enum Run {
     ByPerson,
 }
 
-/// The settings of this run, with the log level set from them.
-fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
+/// The settings of this run (`argv`: its command line), with the log level set from them.
+fn resolve(args: &TokenArgs, run: Run, argv: &[OsString]) -> anyhow::Result<Config> {
     let raw = match std::env::var(env_vars::KUBERNETES_EXEC_INFO) {
         Ok(raw) => Some(raw),
         Err(std::env::VarError::NotPresent) => None,
@@ -77,12 +94,7 @@ fn resolve(args: &TokenArgs, run: Run) -> anyhow::Result<Config> {
         use std::io::IsTerminal;
         exec.interactive = std::io::stdin().is_terminal();
     }
-    resolve_with(args, exec)
-}
-
-/// The settings of this run for a given exec info (`whoami` builds it from a kubeconfig).
-fn resolve_with(args: &TokenArgs, exec: ExecInfo) -> anyhow::Result<Config> {
-    let config = Config::resolve(args, &Environment::from_process(), exec)?;
+    let config = Config::resolve(args, &Environment::of_process(argv), exec)?;
     crate::log::set_level(config.verbose);
     Ok(config)
 }

@@ -3,10 +3,12 @@
 //! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
 //! directory only, and carries no secret.
 
-use crate::acquire::{EntryState, StateFile};
-use crate::cache::{RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of};
+use crate::cache::{
+    EntryState, RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of,
+};
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
+use crate::duration::display_time;
 use crate::text::printable_brief;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -81,17 +83,12 @@ struct RenewalFailedJson {
     retry_at: Option<DateTime<Utc>>,
 }
 
-/// The notes about an entry's current tokens (`acquire/entry_state.rs`).
-fn state_of(dir: &Path, session: &Session) -> EntryState {
-    StateFile::in_dir(dir, &session.key).read(session.obtained_at)
-}
-
 fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     let entries: Vec<JsonEntry> = sessions
         .iter()
         .map(|session| {
             let about = session.about.as_ref();
-            let state = state_of(dir, session);
+            let state = session.state(dir);
             JsonEntry {
                 key: session.key.as_str(),
                 issuer: about.map(|a| a.issuer.as_str()),
@@ -196,7 +193,7 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     let notes: Vec<String> = sessions
         .iter()
         .zip(&rows)
-        .flat_map(|(session, row)| notes_below_table(&state_of(dir, session), &row[0], &row[4]))
+        .flat_map(|(session, row)| notes_below_table(&session.state(dir), &row[0], &row[4]))
         .collect();
     if !notes.is_empty() {
         text.push('\n');
@@ -208,23 +205,22 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
 /// The lines about one entry's state under the table: a refused refresh token, and a failed
 /// background renewal with when the next one may start.
 fn notes_below_table(state: &EntryState, issuer: &str, subject: &str) -> Vec<String> {
-    let when = |at: &DateTime<Utc>| at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
     let mut lines = Vec::new();
     if let Some(refused) = &state.refresh_refused {
         lines.push(format!(
             "the provider refused the refresh token for {issuer} ({subject}) at {}: {}; the cached token is used until it runs out, then a login is needed\n",
-            when(&refused.at),
+            display_time(refused.at),
             printable_brief(&refused.reason, 300)
         ));
     }
     if let Some(failed) = state.renewal.as_ref().and_then(|r| r.failed.as_ref()) {
         let next = match &failed.retry_at {
-            Some(at) => format!("next try after {}", when(at)),
+            Some(at) => format!("next try after {}", display_time(*at)),
             None => "not retried in the background for this token".to_string(),
         };
         lines.push(format!(
             "the background renewal for {issuer} ({subject}) failed at {} ({} in a row; {next}): {}\n",
-            when(&failed.note.at),
+            display_time(failed.note.at),
             failed.attempts,
             printable_brief(&failed.note.reason, 300)
         ));

@@ -9,24 +9,30 @@
 //! claims above it on stderr, nothing on stdout.
 
 use super::claims_table;
+use super::stanza::{self, Unresolved};
 use crate::acquire;
 use crate::authn_config::{self, AuthenticationConfiguration};
-use crate::cli::{Cli, Command, WhoamiArgs};
+use crate::cli::WhoamiArgs;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::{Exit, fail};
 use crate::exec_credential::{ClusterInfo, ExecInfo, V1, V1BETA1};
 use crate::kubeconfig;
+use std::ffi::OsString;
 use std::fmt::Write;
 
-pub(super) fn run(args: &WhoamiArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
+pub(super) fn run(
+    args: &WhoamiArgs,
+    argv: &[OsString],
+    clock: &dyn Clock,
+) -> anyhow::Result<Option<String>> {
     // Read first: a file with a mistake is reported before any login.
     let authn = args
         .authentication_config
         .as_deref()
         .map(AuthenticationConfiguration::load)
         .transpose()?;
-    let (config, source) = settings(args)?;
+    let (config, source) = settings(args, argv)?;
     let tokens = acquire::tokens(&config, clock)?;
     let claims = claims_table::of_credential(&config, &tokens)?;
     let now = clock.now();
@@ -75,70 +81,43 @@ pub(super) fn run(args: &WhoamiArgs, clock: &dyn Clock) -> anyhow::Result<Option
     }
 }
 
-/// The settings to use, and a line saying where they came from.
-fn settings(args: &WhoamiArgs) -> anyhow::Result<(Config, String)> {
+/// The settings to use (`command_line`: this run's), and a line saying where they came from.
+fn settings(args: &WhoamiArgs, command_line: &[OsString]) -> anyhow::Result<(Config, String)> {
     if args.token.issuer_url.is_some() {
-        let config = super::resolve(&args.token, super::Run::ByPerson)?;
+        let config = super::resolve(&args.token, super::Run::ByPerson, command_line)?;
         return Ok((config, "Settings: from the command line".into()));
     }
     let files = kubeconfig::paths(args.kubeconfig.as_deref());
-    let stanza = kubeconfig::exec_stanza(&files, args.context.as_deref())?;
-    // The stanza's env reaches kubecred as process environment, exactly as kubectl passes it.
-    // Set before anything reads the environment; the process is single-threaded here.
-    for (name, value) in &stanza.env {
-        // SAFETY: whoami runs on one thread, and sets these before anything reads the environment.
-        unsafe { std::env::set_var(name, value) };
-    }
-    let mut argv = vec!["kubecred".to_string()];
-    argv.extend(stanza.args.iter().cloned());
-    let token_args = match Cli::try_parse_command_line(&argv) {
-        Ok(Cli {
-            command: Command::GetToken(token_args),
-        }) => token_args,
-        Ok(_) => return Err(not_get_token(&stanza)),
-        Err(err) => {
-            return Err(fail(
+    let found = kubeconfig::read_context_exec(&files, args.context.as_deref())?;
+    // The stanza's env over this process's, as kubectl gives it to kubecred (read, not set).
+    let whose = format!(
+        "the exec args of user {:?} (context {:?})",
+        found.user, found.context
+    );
+    let config = stanza::resolve(&found.exec.args, &found.exec.env, exec_info(&found)).map_err(
+        |refused| match refused {
+            Unresolved::NotGetToken => fail(
                 Exit::Input,
-                format!(
-                    "the exec args of user {:?} (context {:?}) do not parse: {}",
-                    stanza.user,
-                    stanza.context,
-                    crate::cli::usage_error_line(
-                        &err,
-                        &argv
-                            .iter()
-                            .map(std::ffi::OsString::from)
-                            .collect::<Vec<_>>()
-                    )
-                ),
-            ));
-        }
-    };
-    let exec = exec_info(&stanza);
-    let config = super::resolve_with(&token_args, exec)?;
+                format!("{whose} do not run `kubecred get-token`"),
+            ),
+            Unresolved::Usage(line) => fail(Exit::Input, format!("{whose} do not parse: {line}")),
+            Unresolved::Settings(err) => err,
+        },
+    )?;
+    crate::log::set_level(config.verbose);
     let source = format!(
         "Settings: kubeconfig context {:?}, user {:?} (exec {})",
-        stanza.context, stanza.user, stanza.command
+        found.context, found.user, found.exec.command
     );
     Ok((config, source))
 }
 
-fn not_get_token(stanza: &kubeconfig::ExecStanza) -> anyhow::Error {
-    fail(
-        Exit::Input,
-        format!(
-            "the exec args of user {:?} (context {:?}) do not run `kubecred get-token`",
-            stanza.user, stanza.context
-        ),
-    )
-}
-
 /// What kubectl would put in KUBERNETES_EXEC_INFO for this stanza (a person runs whoami, so a
 /// terminal on stdin makes the session interactive, as with `login`).
-fn exec_info(stanza: &kubeconfig::ExecStanza) -> ExecInfo {
+fn exec_info(stanza: &kubeconfig::ContextExec) -> ExecInfo {
     use std::io::IsTerminal;
     ExecInfo {
-        api_version: if stanza.api_version.as_deref() == Some(V1) {
+        api_version: if stanza.exec.api_version.as_deref() == Some(V1) {
             V1
         } else {
             V1BETA1

@@ -53,25 +53,41 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// This process's environment, reading its command line again: for a caller that was not
+    /// handed it ([`Environment::of_process`]).
     pub fn from_process() -> Self {
+        Environment::of_process(&std::env::args_os().collect::<Vec<_>>())
+    }
+
+    /// This process's environment, with `argv` the command line it was run with (read once, at
+    /// the top: `process.rs`).
+    pub fn of_process(argv: &[std::ffi::OsString]) -> Self {
+        Self::with_variables(|name| std::env::var_os(name), argv)
+    }
+
+    /// The environment whose variables `var` answers (a kubeconfig stanza's `env` over this
+    /// process's: `whoami`, `convert-kubeconfig`), with `argv` the command line that runs it.
+    pub fn with_variables(
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+        argv: &[std::ffi::OsString],
+    ) -> Self {
+        let text = |name: &str| var(name).and_then(|value| value.into_string().ok());
         let secret = |name| {
-            std::env::var(name)
-                .ok()
+            text(name)
                 .filter(|value| !value.trim().is_empty())
                 .map(Secret::new)
         };
-        let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
         Environment {
-            verbose: std::env::var(env_vars::KUBECRED_VERBOSE).ok(),
-            browser: std::env::var(env_vars::BROWSER).ok(),
+            verbose: text(env_vars::KUBECRED_VERBOSE),
+            browser: text(env_vars::BROWSER),
             password: secret(env_vars::KUBECRED_PASSWORD),
             client_private_key: secret(env_vars::KUBECRED_CLIENT_PRIVATE_KEY),
-            secrets_on_command_line: secret_flags_on_command_line(&argv),
+            secrets_on_command_line: secret_flags_on_command_line(argv),
             proxy: ProxyEnvironment {
                 variables: env_vars::PROXY_VARIABLES
                     .iter()
                     .flatten()
-                    .filter_map(|name| Some((*name, Secret::new(std::env::var(name).ok()?))))
+                    .filter_map(|name| Some((*name, Secret::new(text(name)?))))
                     .collect(),
                 system_settings: true,
             },
@@ -121,6 +137,20 @@ impl Config {
             account,
         })
     }
+}
+
+/// What `kubecred login --remote-bootstrap` reads: the login settings (browser, listener
+/// addresses, time limit) and the verbosity. The side of a relayed login where the browser is
+/// talks to no provider, so it needs no issuer and no client, and reads nothing else.
+pub fn resolve_relay_side(
+    args: &TokenArgs,
+    env: &Environment,
+) -> anyhow::Result<(LoginSettings, u8)> {
+    let kubelogin = kubelogin::resolve(&args.kubelogin)?;
+    Ok((
+        resolve_login(args, env, &kubelogin)?,
+        resolve_verbosity(args, env),
+    ))
 }
 
 fn input(message: impl Into<String>) -> anyhow::Error {

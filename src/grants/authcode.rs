@@ -1,19 +1,25 @@
 //! The authorization code grant with PKCE (RFC 6749 §4.1, RFC 7636, RFC 8252 for native apps):
 //! through the browser and a loopback listener (with the paste fallback on an interactive
 //! terminal), or `authcode-keyboard`, where the user pastes the code.
+//!
+//! Where no browser opened here, the person is also offered the relayed login: the command to
+//! run where a browser and kubecred are (`kubecred login --remote-bootstrap '<URL>'`), which
+//! takes the redirect there and prints a line to paste here. The code is then exchanged here,
+//! with the PKCE verifier that never left this machine and the redirect URI the other machine
+//! listened on (`callback::AuthorizationResponse::relayed_redirect_uri`).
 
 use super::errors::token_error;
 use super::{OAuthClient, ProviderClient};
 use crate::config::BrowserChoice;
 use crate::error::{Exit, fail};
 use crate::http::Replay;
-use crate::login::callback::ExpectedResponse;
+use crate::login::callback::{AuthorizationResponse, ExpectedResponse};
 use crate::login::listener::{self, CallbackListener};
 use crate::login::{browser, paste, progress, wait};
-use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl};
 use std::time::Instant;
+use url::Url;
 
 impl ProviderClient<'_> {
     /// Whether to use PKCE: on unless turned off, or unless discovery lists methods without S256.
@@ -74,14 +80,27 @@ impl ProviderClient<'_> {
         Ok((url, state, nonce, verifier))
     }
 
+    /// Exchanges the code of `response`, naming the redirect URI it was issued for: the one
+    /// `client` sent, or the relayed login's.
     fn exchange_code(
         &self,
         client: &OAuthClient,
-        code: &Secret,
+        response: &AuthorizationResponse,
         verifier: Option<oauth2::PkceCodeVerifier>,
         nonce: &str,
     ) -> anyhow::Result<Tokens> {
-        let mut request = client.exchange_code(AuthorizationCode::new(code.expose().to_string()));
+        let relayed;
+        let client = match &response.relayed_redirect_uri {
+            Some(redirect) => {
+                relayed = client
+                    .clone()
+                    .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
+                &relayed
+            }
+            None => client,
+        };
+        let code = response.code.expose().to_string();
+        let mut request = client.exchange_code(AuthorizationCode::new(code));
         if let Some(verifier) = verifier {
             request = request.set_pkce_verifier(verifier);
         }
@@ -105,7 +124,12 @@ impl ProviderClient<'_> {
     /// Authorization code + PKCE through the browser and a one-shot loopback listener, with the
     /// paste fallback when the session is interactive.
     pub fn authcode(&self) -> anyhow::Result<Tokens> {
-        let deadline = Instant::now() + self.config.login.auth_timeout;
+        self.authcode_until(Instant::now() + self.config.login.auth_timeout)
+    }
+
+    /// [`authcode`](Self::authcode), ending at `deadline` (`auto` going on after a refused device
+    /// flow keeps the whole login within --auth-timeout).
+    pub(super) fn authcode_until(&self, deadline: Instant) -> anyhow::Result<Tokens> {
         // A certificate that cannot serve fails before a port is taken or a browser opened.
         let tls = self
             .config
@@ -127,6 +151,9 @@ impl ProviderClient<'_> {
                 .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
         );
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
+        let expected = self
+            .expected_response(&state)
+            .redirected_to(listener.redirect_url());
         let paste = paste::stdin_is_interactive(self.config.exec.interactive)
             .then(paste::PasteSource::spawn_stdin);
         let opened = browser::open(url.as_str(), &self.config.login.browser)?;
@@ -140,16 +167,23 @@ impl ProviderClient<'_> {
             ));
         }
         if paste.is_some() {
-            crate::log::notice(
-                "or paste the code (or the whole URL the browser was sent to) here and press Enter",
-            );
+            if opened {
+                crate::log::notice(
+                    "or paste the code (or the whole URL the browser was sent to) here and press Enter",
+                );
+            } else {
+                offer_relay(&url);
+                crate::log::notice(
+                    "or paste the code (or the whole URL the browser was sent to, or the line `kubecred login --remote-bootstrap` printed) here and press Enter",
+                );
+            }
         }
         // No spinner while stdin takes a pasted code: its redraws would garble the typed line.
         let _spinner = paste
             .is_none()
             .then(|| progress::Spinner::start("waiting for the login in the browser", deadline));
-        let code = wait::for_code(listener, paste, self.expected_response(&state), deadline)?;
-        self.exchange_code(&client, &code, verifier, &nonce)
+        let response = wait::for_code(listener, paste, expected, deadline)?;
+        self.exchange_code(&client, &response, verifier, &nonce)
     }
 
     /// What the authorization response must carry: our state, and the provider's `iss` when it
@@ -167,18 +201,56 @@ impl ProviderClient<'_> {
     /// `acquire::preflight_login` has already refused sessions without a terminal.
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
-        let redirect = self.config.login.redirect_url.to_string();
-        let client = self.oauth_client().set_redirect_uri(
-            RedirectUrl::new(redirect.clone())
-                .map_err(|err| fail(Exit::Input, format!("redirect URL {redirect}: {err}")))?,
-        );
+        let redirect = &self.config.login.redirect_url;
+        let client = self
+            .oauth_client()
+            .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
-        browser::open(url.as_str(), &self.config.login.browser)?;
-        let code = wait::read_code(
+        if !browser::open(url.as_str(), &self.config.login.browser)? {
+            offer_relay(&url);
+        }
+        let response = wait::read_code(
             paste::PasteSource::spawn_stdin(),
-            self.expected_response(&state),
+            self.expected_response(&state).redirected_to(redirect),
             deadline,
         )?;
-        self.exchange_code(&client, &code, verifier, &nonce)
+        self.exchange_code(&client, &response, verifier, &nonce)
+    }
+}
+
+/// Where no browser opened here: the relayed login, one command to run where a browser and
+/// kubecred are (as gcloud's `--no-browser` offers), whose output is pasted here.
+fn offer_relay(url: &Url) {
+    crate::log::notice(format!(
+        "or, where a browser and kubecred are, run: {}",
+        relay_command(url)
+    ));
+}
+
+/// `kubecred login --remote-bootstrap '<URL>'`, quoted for a POSIX shell (the URL's `&` would
+/// otherwise end the command there).
+fn relay_command(url: &Url) -> String {
+    let quoted = url.as_str().replace('\'', "'\\''");
+    format!("kubecred login --remote-bootstrap '{quoted}'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_relay_command_quotes_the_whole_url_for_a_shell() {
+        let url = Url::parse("https://idp.example/auth?response_type=code&state=s").unwrap();
+        assert_eq!(
+            relay_command(&url),
+            "kubecred login --remote-bootstrap 'https://idp.example/auth?response_type=code&state=s'"
+        );
+        // A quote cannot end the quoting early (the URL parser encodes it in a query, not in a
+        // path).
+        let quoted = Url::parse("https://idp.example/it's/auth?x=1").unwrap();
+        assert_eq!(
+            relay_command(&quoted),
+            "kubecred login --remote-bootstrap 'https://idp.example/it'\\''s/auth?x=1'"
+        );
     }
 }

@@ -1,20 +1,52 @@
 //! The device authorization grant (RFC 8628): show a URL, a code and a QR code on stderr, open
 //! the browser when there is one, then poll the token endpoint until the user approves, the code
-//! expires or `--auth-timeout` passes.
+//! expires or `--auth-timeout` passes. A provider that refuses the flow itself, at the start or
+//! at the poll (`device_refusal.rs`), is told apart from every other failure, and remembered
+//! (`oidc::device_flow_memory`), so that `--grant-type auto` can go on with the login that works.
 
 use super::ProviderClient;
-use super::errors::{describe_server_error, token_error};
+use super::device_refusal::{DeviceFlowRefused, Step, refusal};
+use super::errors::{describe_server_error, request_error, token_error};
 use crate::config::BrowserChoice;
 use crate::error::{Exit, fail};
-use crate::http::Replay;
+use crate::http::{OAuthCall, Replay, RequestFailure};
 use crate::login::{browser, device_display};
 use crate::tokens::Tokens;
-use oauth2::{PkceCodeChallenge, RequestTokenError, StandardDeviceAuthorizationResponse};
+use oauth2::{
+    ErrorResponseType, PkceCodeChallenge, RequestTokenError, StandardDeviceAuthorizationResponse,
+    StandardErrorResponse,
+};
+use std::fmt;
 use std::time::{Duration, Instant};
+
+/// Why a device flow gave no tokens.
+pub(super) enum DeviceFlowFailure {
+    /// The provider refused the flow itself, at the start or at the poll.
+    Refused(DeviceFlowRefused),
+    /// Anything else, worded: the person's denial, a timeout, an outage, a wrong setting.
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for DeviceFlowFailure {
+    fn from(err: anyhow::Error) -> DeviceFlowFailure {
+        DeviceFlowFailure::Failed(err)
+    }
+}
 
 impl ProviderClient<'_> {
     /// The device authorization grant (RFC 8628): show a URL, a code and a QR code, then poll.
     pub fn device_code(&self) -> anyhow::Result<Tokens> {
+        self.device_flow(None).map_err(|failure| match failure {
+            DeviceFlowFailure::Refused(refused) => {
+                refused.into_error(&self.provider.metadata.issuer, &self.config.client.id, None)
+            }
+            DeviceFlowFailure::Failed(err) => err,
+        })
+    }
+
+    /// The device flow, with `announce` said once the provider has given a code (`auto`'s
+    /// choice: a refusal at the start gets a line of its own instead).
+    pub(super) fn device_flow(&self, announce: Option<&str>) -> Result<Tokens, DeviceFlowFailure> {
         let client = self.oauth_client();
         let mut request = client
             .exchange_device_code()
@@ -46,13 +78,19 @@ impl ProviderClient<'_> {
         let start_call = self.oauth_call("the device authorization request", Replay::Safe);
         let details: StandardDeviceAuthorizationResponse =
             request.request(&start_call).map_err(|err| {
-                token_error(
-                    err,
-                    "device authorization",
-                    &self.provider.metadata.issuer,
-                    &start_call,
-                )
+                self.refused_or(err, Step::Authorization, &start_call, |err| {
+                    request_error(
+                        err,
+                        "device authorization request",
+                        &self.provider.metadata.issuer,
+                        &start_call,
+                        None,
+                    )
+                })
             })?;
+        if let Some(announce) = announce {
+            crate::log::notice(announce);
+        }
         let complete = details
             .verification_uri_complete()
             .map(|uri| uri.secret().to_string());
@@ -99,7 +137,7 @@ impl ProviderClient<'_> {
                 |interval| std::thread::sleep(poll_sleep(interval, give_up_at, Instant::now())),
                 Some(auth_timeout.min(details.expires_in())),
             )
-            .map_err(|err| match err {
+            .map_err(|err| self.refused_or(err, Step::Poll, &poll_call, |err| match err {
                 RequestTokenError::ServerResponse(err) => {
                     let code = err.error().to_string();
                     if code == "expired_token" && limited_by_us && started.elapsed() >= auth_timeout {
@@ -133,10 +171,48 @@ impl ProviderClient<'_> {
                     &self.provider.metadata.issuer,
                     &poll_call,
                 ),
-            });
+            }));
         drop(spinner); // Cleared before any message about the outcome.
         let response = response?;
-        self.tokens_from(response, None, None, requested_at)
+        Ok(self.tokens_from(response, None, None, requested_at)?)
+    }
+
+    /// The provider's refusal of the device flow itself, remembered for this issuer and client;
+    /// any other failure worded by `word`. An answer of 5xx or 429 is an outage whatever its
+    /// body says, never a refusal.
+    fn refused_or<T: ErrorResponseType + fmt::Display>(
+        &self,
+        err: RequestTokenError<RequestFailure, StandardErrorResponse<T>>,
+        step: Step,
+        call: &OAuthCall,
+        word: impl FnOnce(RequestTokenError<RequestFailure, StandardErrorResponse<T>>) -> anyhow::Error,
+    ) -> DeviceFlowFailure {
+        let client_error = call
+            .last_answer()
+            .is_none_or(|answer| answer.status.is_client_error());
+        if let RequestTokenError::ServerResponse(response) = &err
+            && client_error
+            && let Some(meaning) = refusal(
+                step,
+                &response.error().to_string(),
+                response.error_description().map(String::as_str),
+            )
+        {
+            let refused = DeviceFlowRefused {
+                step,
+                said: describe_server_error(response),
+                meaning,
+            };
+            crate::oidc::device_flow_memory::remember(
+                &self.config.cache.dir,
+                &self.config.issuer,
+                &self.config.client.id,
+                &refused.said,
+                self.clock.now(),
+            );
+            return DeviceFlowFailure::Refused(refused);
+        }
+        DeviceFlowFailure::Failed(word(err))
     }
 }
 

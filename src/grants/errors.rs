@@ -42,6 +42,24 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
     call: &OAuthCall,
     forbidden_hint: Option<&str>,
 ) -> anyhow::Error {
+    request_error(
+        err,
+        &format!("{grant} token request"),
+        issuer,
+        call,
+        forbidden_hint,
+    )
+}
+
+/// One line for a failed request to the provider that is not a token request (the device
+/// authorization request), `request` naming it: "device authorization request".
+pub(super) fn request_error<T: ErrorResponseType + fmt::Display>(
+    err: RequestTokenError<RequestFailure, StandardErrorResponse<T>>,
+    request: &str,
+    issuer: &str,
+    call: &OAuthCall,
+    forbidden_hint: Option<&str>,
+) -> anyhow::Error {
     let answered = call.last_answer();
     let status_of = |answer: &Option<AnswerSummary>| {
         answer
@@ -59,7 +77,7 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
             .filter(|_| answer.status == reqwest::StatusCode::FORBIDDEN)
             .unwrap_or_else(|| crate::http::status_hint(answer.status));
         return outage(format!(
-            "the {grant} token request to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
+            "the {request} to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
             answer.described,
         ));
     }
@@ -72,7 +90,7 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
                 .filter(|a| a.status.is_server_error() || a.status.as_u16() == 429)
             {
                 return outage(format!(
-                    "the {grant} token request to {issuer} answered {}: {}; {}",
+                    "the {request} to {issuer} answered {}: {}; {}",
                     answer.described,
                     describe_server_error(&response),
                     crate::http::status_hint(answer.status)
@@ -93,17 +111,17 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
             fail(
                 Exit::Provider,
                 format!(
-                    "{issuer} refused the {grant} token request: {}; {hint}",
+                    "{issuer} refused the {request}: {}; {hint}",
                     describe_server_error(&response)
                 ),
             )
         }
-        RequestTokenError::Request(failure) => outage(format!(
-            "the {grant} token request to {issuer} failed: {failure}"
-        )),
+        RequestTokenError::Request(failure) => {
+            outage(format!("the {request} to {issuer} failed: {failure}"))
+        }
         // The body may hold tokens: name the place of the problem, never echo the body.
         RequestTokenError::Parse(err, _body) => outage(format!(
-            "the {grant} response from {issuer} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
+            "the answer of {issuer} to the {request} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
             status_of(&answered),
             printable_brief(&err.path().to_string(), 100)
         )),
@@ -111,7 +129,7 @@ pub(super) fn token_error_with_forbidden_hint<T: ErrorResponseType + fmt::Displa
         RequestTokenError::Other(message) => {
             let hint = "is the issuer URL right?";
             outage(format!(
-                "the {grant} token request to {issuer} answered {}{}: {}; {hint}",
+                "the {request} to {issuer} answered {}{}: {}; {hint}",
                 status_of(&answered),
                 answered
                     .as_ref()

@@ -4,7 +4,7 @@
 //!
 //! [`ProviderClient`] is the provider as the grants see it; each grant is a file of its own
 //! (`client_credentials.rs`, `refresh.rs`, `authcode.rs`, `device.rs`; `revoke.rs` for logout), and `errors.rs` words
-//! the provider's refusals; `answers.rs` mends providers' token answers before `oauth2` reads
+//! the provider's refusals (`device_refusal.rs` tells a refused device flow apart); `answers.rs` mends providers' token answers before `oauth2` reads
 //! them. Everything here talks to the network: it runs only after the cache
 //! missed and the entry's lock is held (see `acquire/`).
 
@@ -13,6 +13,7 @@ mod authcode;
 mod client_auth;
 mod client_credentials;
 mod device;
+mod device_refusal;
 mod errors;
 mod federated;
 mod password;
@@ -26,11 +27,15 @@ pub use revoke::Revocation;
 
 use crate::clock::Clock;
 use crate::config::{BrowserChoice, ClientAuth, Config, Grant};
+use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
+use crate::oidc::device_flow_memory;
 use crate::secret::Secret;
 use crate::tokens::{Identity, Tokens, access_token_expiry};
 use chrono::{DateTime, Utc};
+use device::DeviceFlowFailure;
+use device_refusal::Step;
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
     BasicTokenType,
@@ -42,6 +47,7 @@ use oauth2::{
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Instant;
 
 /// The `id_token` an OpenID Provider adds to token responses.
 #[derive(Clone, Serialize, Deserialize)]
@@ -290,6 +296,12 @@ impl ProviderClient<'_> {
     /// without a display, no launcher) and the provider offers the device flow, which works from
     /// a browser anywhere; then that, said in one line. Decided after discovery, so that the
     /// cache key (which names `authcode` for auto) is the same wherever the login happens.
+    ///
+    /// Where the provider refuses the device flow (at the start, or at the poll after the person
+    /// signed in: `device_refusal.rs`), or refused it lately (`oidc::device_flow_memory`), and a
+    /// terminal can take a pasted code, the browser login goes on with the code pasted (or
+    /// relayed), said in one line, within the same --auth-timeout; with no terminal, the
+    /// refusal is the error, saying where a login can happen.
     fn automatic_login(&self) -> anyhow::Result<Tokens> {
         let why = match &self.config.login.browser {
             BrowserChoice::System => crate::login::browser::cannot_open_here(),
@@ -308,25 +320,75 @@ impl ProviderClient<'_> {
             self.config.client.auth,
             ClientAuth::None | ClientAuth::Secret { .. }
         );
-        if device_flow_offered && client_fits {
-            crate::log::notice(format!(
-                "no browser can open here ({why}), so --grant-type auto uses the device flow, which {} offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise",
-                self.provider.metadata.issuer
-            ));
-            return self.device_code();
+        if !(device_flow_offered && client_fits) {
+            crate::debug!(
+                1,
+                "no browser can open here ({why}), and the device flow is not an option ({}): the browser login, with the code pasted",
+                if device_flow_offered {
+                    "the client authenticates with a key or an assertion"
+                } else {
+                    "the provider's discovery lists no device_authorization_endpoint"
+                }
+            );
+            return self.authcode();
         }
-        crate::debug!(
-            1,
-            "no browser can open here ({why}), and the device flow is not an option ({}): the browser login, with the code pasted",
-            if device_flow_offered {
-                "the client authenticates with a key or an assertion"
-            } else {
-                "the provider's discovery lists no device_authorization_endpoint"
+        let issuer = &self.provider.metadata.issuer;
+        let can_paste = crate::login::paste::stdin_is_interactive(self.config.exec.interactive);
+        if let Some(refusal) = device_flow_memory::remembered(
+            &self.config.cache.dir,
+            &self.config.issuer,
+            &self.config.client.id,
+            self.clock.now(),
+        ) {
+            let ago = refusal
+                .refused_at()
+                .and_then(|at| (self.clock.now() - at).to_std().ok())
+                .map(crate::duration::display_elapsed)
+                .unwrap_or_else(|| "lately".into());
+            let refused = format!(
+                "{issuer} refused the device flow for this client {ago} ago ({})",
+                refusal.said
+            );
+            if !can_paste {
+                return Err(fail(
+                    Exit::Login,
+                    format!("no browser can open here ({why}), {refused}, and {NO_PASTE_HERE}"),
+                ));
             }
+            crate::log::notice(format!(
+                "no browser can open here ({why}), and {refused}, so --grant-type auto uses the browser login with the code pasted here; pass --grant-type device-code to try the device flow again"
+            ));
+            return self.authcode();
+        }
+        let deadline = Instant::now() + self.config.login.auth_timeout;
+        let announce = format!(
+            "no browser can open here ({why}), so --grant-type auto uses the device flow, which {issuer} offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise"
         );
-        self.authcode()
+        let refused = match self.device_flow(Some(&announce)) {
+            Ok(tokens) => return Ok(tokens),
+            Err(DeviceFlowFailure::Failed(err)) => return Err(err),
+            Err(DeviceFlowFailure::Refused(refused)) => refused,
+        };
+        if !can_paste {
+            let why_not = format!("no browser can open here ({why}) and {NO_PASTE_HERE}");
+            return Err(refused.into_error(issuer, &self.config.client.id, Some(&why_not)));
+        }
+        let (said, meaning) = (&refused.said, refused.meaning);
+        let remembered_for = format!("{} days", device_flow_memory::REMEMBERED_FOR.num_days());
+        crate::log::notice(match refused.step {
+            Step::Authorization => format!(
+                "no browser can open here ({why}), and {issuer} refused the device flow for this client ({said}): {meaning}; so --grant-type auto goes on with the browser login, the code pasted here (for the next {remembered_for} too)"
+            ),
+            Step::Poll => format!(
+                "{issuer} refused the device login after you signed in ({said}): {meaning}; so --grant-type auto goes on with the browser login, the code pasted here (for the next {remembered_for} too)"
+            ),
+        });
+        self.authcode_until(deadline)
     }
 }
+
+/// Why a login that needs a pasted code cannot happen in this session, and where it can.
+const NO_PASTE_HERE: &str = "this session cannot take a pasted code (stdin is not a terminal kubectl handed over); run `kubecred login` with the same flags in a terminal, or set interactiveMode: IfAvailable in the kubeconfig's exec stanza";
 
 /// A token endpoint answer parsed as the oauth2 client parses it, with the expiry worked out and
 /// the OAuth error worded: the `token_response` fuzz target (`crate::fuzzing`).

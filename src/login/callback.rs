@@ -7,11 +7,13 @@
 //! and in constant time, so nothing that lacks this login's state can end it; then the `iss`
 //! parameter (RFC 9207), which must name the provider the login went to when it is present, and
 //! must be present when the provider's discovery document says it sends it; and a provider
-//! error becomes one line with a next step. There is no I/O here but the notices `settle`
-//! prints on stderr.
+//! error becomes one line with a next step. A relayed login's line (`relay_line.rs`) is judged
+//! the same way, and its redirect URI must be this login's but for the port. There is no I/O here
+//! but the notices `settle` prints on stderr.
 
 use crate::error::{Exit, fail};
 use crate::log::notice;
+use crate::login::relay_line;
 use crate::secret::Secret;
 use crate::text::printable_brief;
 use url::Url;
@@ -24,6 +26,23 @@ pub struct ExpectedResponse {
     /// The issuer the request went to, and whether it announced the `iss` parameter
     /// (`authorization_response_iss_parameter_supported`); `None`: no issuer to compare with.
     issuer: Option<(String, bool)>,
+    /// The redirect URI the request named, which a relayed line's must match but for the port;
+    /// `None`: any loopback http redirect URI.
+    redirect: Option<Url>,
+}
+
+/// The authorization response of this login, as far as the code exchange (or, on the machine
+/// of a relayed login's browser, the relay line) needs it.
+#[derive(Debug)]
+pub struct AuthorizationResponse {
+    pub code: Secret,
+    /// The `iss` parameter as the response carried it (RFC 9207); already checked when the login
+    /// knows its issuer.
+    pub iss: Option<String>,
+    /// The redirect URI the code was issued for when it is not the one this login sent: a
+    /// relayed login, whose browser was redirected to another kubecred's listener. The exchange
+    /// must name this one.
+    pub relayed_redirect_uri: Option<Url>,
 }
 
 impl ExpectedResponse {
@@ -33,7 +52,14 @@ impl ExpectedResponse {
         ExpectedResponse {
             state: state.to_string(),
             issuer: Some((issuer.to_string(), iss_parameter_supported)),
+            redirect: None,
         }
+    }
+
+    /// The same, for a request that named `redirect` as its redirect URI.
+    pub fn redirected_to(mut self, redirect: &Url) -> ExpectedResponse {
+        self.redirect = Some(redirect.clone());
+        self
     }
 }
 
@@ -43,6 +69,7 @@ impl From<&str> for ExpectedResponse {
         ExpectedResponse {
             state: state.to_string(),
             issuer: None,
+            redirect: None,
         }
     }
 }
@@ -51,7 +78,7 @@ impl From<&str> for ExpectedResponse {
 #[derive(Debug)]
 pub(crate) enum Verdict {
     /// The authorization code of our login.
-    Code(Secret),
+    Code(AuthorizationResponse),
     /// Not from our login: state missing or different. Ignored, with a notice.
     Refused(&'static str),
     /// The provider's error for our login (`error=access_denied&error_description=...`).
@@ -61,6 +88,9 @@ pub(crate) enum Verdict {
     },
     /// Our state, but neither a code nor an error.
     Incomplete,
+    /// A relay line that cannot serve this login (another version, a redirect URI that is not
+    /// this login's): ignored, with a notice saying why.
+    Unusable(String),
     /// Our state, but the `iss` parameter names another issuer (`Some`), or is missing although
     /// the provider announced it (`None`): a mix-up attack or a misconfiguration (RFC 9207).
     WrongIssuer(Option<String>),
@@ -88,6 +118,12 @@ pub(crate) fn interpret_pasted(
     if line.is_empty() {
         return None;
     }
+    if let Some(relayed) = relay_line::parse(line) {
+        return Some(match relayed {
+            Ok(relayed) => relayed_verdict(&relayed, expected),
+            Err(why) => Verdict::Unusable(why),
+        });
+    }
     if let Ok(url) = Url::parse(line) {
         // `Url::parse` also accepts `abc:def`, which could be a code: only a real redirect counts.
         if url.query().is_some() || matches!(url.scheme(), "http" | "https") {
@@ -98,7 +134,55 @@ pub(crate) fn interpret_pasted(
         // Codes are single words (RFC 6749 §A.11); this is something else pasted by mistake.
         return Some(Verdict::Incomplete);
     }
-    Some(Verdict::Code(Secret::new(line)))
+    Some(Verdict::Code(AuthorizationResponse {
+        code: Secret::new(line),
+        iss: None,
+        relayed_redirect_uri: None,
+    }))
+}
+
+/// What a relay line means for this login: read like a redirect that must carry the state,
+/// and, for a code, the redirect URI it was issued for, which must be this login's but for the
+/// port (RFC 8252 §7.3: the other kubecred listened where it could).
+fn relayed_verdict(relayed: &relay_line::Relayed, expected: &ExpectedResponse) -> Verdict {
+    match classify(relayed.pairs(), expected, StateRule::Required) {
+        Verdict::Code(mut response) => {
+            match relayed_redirect(relayed.redirect_uri.as_deref(), expected.redirect.as_ref()) {
+                Ok(redirect) => {
+                    response.relayed_redirect_uri = Some(redirect);
+                    Verdict::Code(response)
+                }
+                Err(why) => Verdict::Unusable(why),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The redirect URI of a relay line, if it can stand for `sent`: http on a loopback host, and
+/// the same as `sent` (when known) but for the port.
+fn relayed_redirect(raw: Option<&str>, sent: Option<&Url>) -> Result<Url, String> {
+    let raw = raw.ok_or("the relay line names no redirect_uri")?;
+    let shown = || printable_brief(raw, 200).into_owned();
+    let relayed =
+        Url::parse(raw).map_err(|_| format!("its redirect_uri {:?} is not a URL", shown()))?;
+    if relayed.scheme() != "http" || !crate::config::is_loopback_host(&relayed) {
+        return Err(format!(
+            "its redirect_uri {:?} is not an http address on this machine's loopback",
+            shown()
+        ));
+    }
+    if let Some(sent) = sent {
+        let mut same_port = relayed.clone();
+        let _ = same_port.set_port(sent.port());
+        if same_port != *sent {
+            return Err(format!(
+                "its redirect_uri {:?} is not this login's ({sent}) with another port: the line was printed for another login",
+                shown()
+            ));
+        }
+    }
+    Ok(relayed)
 }
 
 /// Where a verdict came from, for the wording of the notices.
@@ -110,7 +194,10 @@ pub(crate) enum Origin {
 
 /// Ends the wait with the code or the provider's error, or tells the user why a callback was
 /// ignored and keeps waiting (`Ok(None)`).
-pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<Secret>> {
+pub(crate) fn settle(
+    verdict: Verdict,
+    origin: Origin,
+) -> anyhow::Result<Option<AuthorizationResponse>> {
     let what = match origin {
         Origin::Browser => "a login callback",
         Origin::Paste => "the pasted text",
@@ -129,6 +216,12 @@ pub(crate) fn settle(verdict: Verdict, origin: Origin) -> anyhow::Result<Option<
         Verdict::Incomplete => {
             notice(format!(
                 "ignored {what}: it holds neither a code nor an error; still waiting for this login"
+            ));
+            Ok(None)
+        }
+        Verdict::Unusable(why) => {
+            notice(format!(
+                "ignored {what}: {why}; still waiting for this login"
             ));
             Ok(None)
         }
@@ -180,8 +273,8 @@ pub(crate) fn classify<'a>(
     // RFC 9207 §2.4: a present iss must match, whatever the provider announced; a missing one
     // is refused only from a provider that announced it. Error responses included.
     if let Some((issuer, announced)) = &expected.issuer {
-        match iss {
-            Some(iss) if iss != *issuer => return Verdict::WrongIssuer(Some(iss)),
+        match &iss {
+            Some(iss) if iss != issuer => return Verdict::WrongIssuer(Some(iss.clone())),
             None if *announced => return Verdict::WrongIssuer(None),
             _ => {}
         }
@@ -190,7 +283,11 @@ pub(crate) fn classify<'a>(
         return Verdict::Denied { error, description };
     }
     match code {
-        Some(code) if !code.is_empty() => Verdict::Code(Secret::new(code)),
+        Some(code) if !code.is_empty() => Verdict::Code(AuthorizationResponse {
+            code: Secret::new(code),
+            iss,
+            relayed_redirect_uri: None,
+        }),
         _ => Verdict::Incomplete,
     }
 }
@@ -249,7 +346,7 @@ mod tests {
 
     fn code_of(verdict: Option<Verdict>) -> String {
         match verdict {
-            Some(Verdict::Code(code)) => code.expose().to_string(),
+            Some(Verdict::Code(response)) => response.code.expose().to_string(),
             other => panic!("expected a code, got {other:?}"),
         }
     }
@@ -337,6 +434,114 @@ mod tests {
             "{text}"
         );
         assert_eq!(crate::error::exit_code_of(&err), Exit::Login);
+    }
+
+    /// A login at the test issuer that sent `http://localhost:8000/callback`.
+    fn relaying_login() -> ExpectedResponse {
+        ExpectedResponse::new(STATE, "https://op.example", false)
+            .redirected_to(&Url::parse("http://localhost:8000/callback").unwrap())
+    }
+
+    fn relay(state: &str, redirect: &str, iss: Option<&str>) -> String {
+        relay_line::render(
+            state,
+            &Secret::new("the-code"),
+            &Url::parse(redirect).unwrap(),
+            iss,
+        )
+    }
+
+    #[test]
+    fn a_relay_line_gives_the_code_and_the_redirect_it_was_issued_for() {
+        for rule in [StateRule::Required, StateRule::IfPresent] {
+            let line = relay(STATE, "http://localhost:49152/callback", None);
+            let Some(Verdict::Code(response)) = interpret_pasted(&line, &relaying_login(), rule)
+            else {
+                panic!("{line} not taken");
+            };
+            assert_eq!(response.code.expose(), "the-code");
+            assert_eq!(
+                response.relayed_redirect_uri.unwrap().as_str(),
+                "http://localhost:49152/callback"
+            );
+        }
+        // A pasted address is no relay: the redirect URI stays the one sent.
+        let pasted = format!("http://localhost:8000/callback?code=c&state={STATE}");
+        let Some(Verdict::Code(response)) =
+            interpret_pasted(&pasted, &relaying_login(), StateRule::Required)
+        else {
+            panic!("{pasted} not taken");
+        };
+        assert!(response.relayed_redirect_uri.is_none());
+    }
+
+    #[test]
+    fn a_relay_line_of_another_login_is_refused_and_the_wait_goes_on() {
+        let other = relay("another-login", "http://localhost:49152/callback", None);
+        for rule in [StateRule::Required, StateRule::IfPresent] {
+            let verdict = interpret_pasted(&other, &relaying_login(), rule).unwrap();
+            assert!(matches!(verdict, Verdict::Refused(_)), "{verdict:?}");
+            assert!(settle(verdict, Origin::Paste).unwrap().is_none());
+        }
+        let stateless =
+            "kubecred-relay:v1?code=c&redirect_uri=http%3A%2F%2Flocalhost%3A1%2Fcallback";
+        assert!(matches!(
+            interpret_pasted(stateless, &relaying_login(), StateRule::IfPresent),
+            Some(Verdict::Refused("it carries no state"))
+        ));
+    }
+
+    #[test]
+    fn a_relay_line_whose_redirect_is_not_this_logins_is_unusable() {
+        let unusable = |redirect: &str| match interpret_pasted(
+            &relay(STATE, redirect, None),
+            &relaying_login(),
+            StateRule::Required,
+        ) {
+            Some(Verdict::Unusable(why)) => why,
+            other => panic!("{redirect}: {other:?}"),
+        };
+        assert!(unusable("http://localhost:49152/other").contains("is not this login's"));
+        assert!(unusable("http://127.0.0.1:49152/callback").contains("is not this login's"));
+        assert!(unusable("https://localhost:49152/callback").contains("not an http address"));
+        assert!(unusable("http://app.example:80/callback").contains("not an http address"));
+        let without = format!("kubecred-relay:v1?state={STATE}&code=c");
+        assert!(matches!(
+            interpret_pasted(&without, &relaying_login(), StateRule::Required),
+            Some(Verdict::Unusable(why)) if why.contains("names no redirect_uri")
+        ));
+        // A later version is named, and the wait goes on.
+        let later = interpret_pasted(
+            "kubecred-relay:v9?x",
+            &relaying_login(),
+            StateRule::Required,
+        );
+        assert!(matches!(&later, Some(Verdict::Unusable(why)) if why.contains("\"v9\"")));
+        assert!(settle(later.unwrap(), Origin::Paste).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_relay_lines_iss_is_checked_like_a_redirects() {
+        let line = relay(
+            STATE,
+            "http://localhost:1/callback",
+            Some("https://evil.example"),
+        );
+        assert!(matches!(
+            interpret_pasted(&line, &relaying_login(), StateRule::Required),
+            Some(Verdict::WrongIssuer(Some(iss))) if iss == "https://evil.example"
+        ));
+        let ours = relay(
+            STATE,
+            "http://localhost:1/callback",
+            Some("https://op.example"),
+        );
+        let Some(Verdict::Code(response)) =
+            interpret_pasted(&ours, &relaying_login(), StateRule::Required)
+        else {
+            panic!("{ours} not taken");
+        };
+        assert_eq!(response.iss.as_deref(), Some("https://op.example"));
     }
 
     #[test]

@@ -21,18 +21,31 @@
 //! each connection is a TLS one (rustls through tokio-rustls, within the same per-connection
 //! deadline): for providers that accept only https redirect URIs. The certificate is the user's,
 //! one their browser trusts for `localhost`; kubecred makes none.
+//!
+//! The parts: this file binds and serves; `addresses.rs` picks the addresses (the first free one,
+//! both loopback families for `localhost`) and words a failure to bind; `page.rs` reads one
+//! request head, routes it and writes the page; `tls.rs` reads the https callback's certificate.
 
-use crate::config::CallbackTls;
+mod addresses;
+mod page;
+mod tls;
+
+#[cfg(any(test, fuzzing))]
+pub(crate) use page::{Route, route};
+pub use tls::tls_config;
+
 use crate::debug;
 use crate::error::{Exit, fail};
-use crate::login::callback::{ExpectedResponse, StateRule, Verdict, classify};
+use crate::login::callback::{ExpectedResponse, Verdict};
+use addresses::{bind_address, no_address_left};
+use page::{answer, read_request_head};
 use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use url::Url;
@@ -40,8 +53,6 @@ use url::Url;
 /// How long one turn of [`Serving::next_callback`] serves before the wait looks at its other
 /// sources (a pasted line). Connections are served the moment they arrive, whatever this is.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
-/// A request head (request line and headers) larger than this is not a browser's callback.
-const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// A connection gets this long, in total, to send its request head and read the answer.
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections served at the same time, so a local program opening connections in a loop cannot
@@ -49,9 +60,6 @@ const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// without sending its request is closed to make room (see `admit`): idle junk must never lock
 /// out the real browser, whose request arrives the moment it connects.
 const MAX_CONNECTIONS_IN_FLIGHT: usize = 16;
-/// With port 0 and a `localhost` redirect, the free port picked on one family may be taken on
-/// the other: pick again this many times before giving up on that address.
-const ANY_PORT_ATTEMPTS: usize = 5;
 
 /// Listening sockets for one login, and the redirect URI that points at them.
 pub struct CallbackListener {
@@ -59,6 +67,9 @@ pub struct CallbackListener {
     redirect: Url,
     /// Serves every connection over TLS when set.
     tls: Option<TlsAcceptor>,
+    /// For `kubecred login --remote-bootstrap`: the code goes on to another machine, and the
+    /// page says where to look for the line to paste there.
+    relaying: bool,
 }
 
 impl std::fmt::Debug for CallbackListener {
@@ -67,73 +78,9 @@ impl std::fmt::Debug for CallbackListener {
             .field("sockets", &self.sockets)
             .field("redirect", &self.redirect)
             .field("tls", &self.tls.is_some())
+            .field("relaying", &self.relaying)
             .finish()
     }
-}
-
-/// The TLS configuration of an https callback, from `--local-server-cert` (a PEM certificate,
-/// with its chain) and `--local-server-key` (its PEM private key). Read when a login starts.
-pub fn tls_config(files: &CallbackTls) -> anyhow::Result<Arc<rustls::ServerConfig>> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let read = |flag: &str, path: &std::path::Path| {
-        std::fs::read(path).map_err(|err| {
-            fail(
-                Exit::Input,
-                format!("reading {flag} {}: {err}", path.display()),
-            )
-        })
-    };
-    let cert_pem = read("--local-server-cert", &files.cert)?;
-    let key_pem = read("--local-server-key", &files.key)?;
-    let chain = CertificateDer::pem_slice_iter(&cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .ok()
-        .filter(|chain| !chain.is_empty())
-        .ok_or_else(|| {
-            fail(
-                Exit::Input,
-                format!(
-                    "--local-server-cert {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-                    files.cert.display()
-                ),
-            )
-        })?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|_| {
-        fail(
-            Exit::Input,
-            format!(
-                "--local-server-key {} holds no PEM private key (PKCS#8, PKCS#1 or SEC1: -----BEGIN PRIVATE KEY-----)",
-                files.key.display()
-            ),
-        )
-    })?;
-    let mut config =
-        rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .and_then(|builder| builder.with_no_client_auth().with_single_cert(chain, key))
-            .map_err(|err| {
-                fail(
-                    Exit::Input,
-                    format!(
-                        "--local-server-cert {} and --local-server-key {} cannot serve TLS ({err}); give a certificate and the private key that belongs to it",
-                        files.cert.display(),
-                        files.key.display()
-                    ),
-                )
-            })?;
-    // The listener speaks HTTP/1.1 only.
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
-}
-
-/// Why one configured address could not be used.
-enum BindProblem {
-    /// Someone else listens there (or on its twin in the other family, named here).
-    InUse {
-        twin: Option<SocketAddr>,
-    },
-    Other(io::Error),
 }
 
 impl CallbackListener {
@@ -185,6 +132,7 @@ impl CallbackListener {
                         sockets,
                         redirect,
                         tls: None,
+                        relaying: false,
                     });
                 }
                 Err(problem) => problems.push((address, problem)),
@@ -199,9 +147,21 @@ impl CallbackListener {
         self
     }
 
+    /// Serves the login of another machine (a relayed login): the success page sends the
+    /// person back to the terminal for the line to paste there.
+    pub fn relaying(mut self) -> Self {
+        self.relaying = true;
+        self
+    }
+
     /// The redirect URI to send to the provider: the configured one with the bound port.
     pub fn redirect_uri(&self) -> String {
         self.redirect.to_string()
+    }
+
+    /// [`redirect_uri`](Self::redirect_uri), parsed.
+    pub fn redirect_url(&self) -> &Url {
+        &self.redirect
     }
 
     /// The addresses actually listened on (one, or two for a `localhost` redirect).
@@ -241,6 +201,7 @@ impl CallbackListener {
                 callback_path: self.redirect.path().to_string(),
                 heads_read: Mutex::new(Vec::new()),
                 tls: self.tls,
+                relaying: self.relaying,
             }),
             runtime,
         })
@@ -274,6 +235,8 @@ struct PageContext {
     heads_read: Mutex<Vec<u64>>,
     /// The https callback's TLS, when set.
     tls: Option<TlsAcceptor>,
+    /// See [`CallbackListener::relaying`].
+    relaying: bool,
 }
 
 impl Serving {
@@ -419,265 +382,12 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     }
     verdict
 }
-
-/// Binds `address` and, for a `localhost` redirect, the same port on the other family.
-fn bind_address(address: SocketAddr, with_twin: bool) -> Result<Vec<TcpListener>, BindProblem> {
-    let attempts = if with_twin && address.port() == 0 {
-        ANY_PORT_ATTEMPTS
-    } else {
-        1
-    };
-    let mut busy_twin = None;
-    for _ in 0..attempts {
-        let primary = TcpListener::bind(address).map_err(|err| match err.kind() {
-            io::ErrorKind::AddrInUse => BindProblem::InUse { twin: None },
-            _ => BindProblem::Other(err),
-        })?;
-        if !with_twin {
-            return Ok(vec![primary]);
-        }
-        let port = primary.local_addr().map_err(BindProblem::Other)?.port();
-        let twin = SocketAddr::new(other_loopback_family(address.ip()), port);
-        // Binding [::1] needs no IPV6_V6ONLY: that option only matters for the wildcard `::`,
-        // and a socket bound to ::1 never receives IPv4 traffic.
-        match TcpListener::bind(twin) {
-            Ok(twin_socket) => return Ok(vec![primary, twin_socket]),
-            Err(err) if err.kind() == io::ErrorKind::AddrInUse => {
-                // Someone else would receive the callback of a browser that resolves localhost
-                // to the twin family: this port is not ours to use.
-                debug!(
-                    1,
-                    "{twin} is in use, so {address} is not usable for a localhost redirect"
-                );
-                busy_twin = Some(twin);
-            }
-            Err(err) => {
-                // Typically IPv6 disabled (EADDRNOTAVAIL, EAFNOSUPPORT). Nobody can listen there,
-                // and browsers fall back to the family that answers.
-                debug!(
-                    1,
-                    "not listening on {twin} as well ({err}); {address} alone serves localhost"
-                );
-                return Ok(vec![primary]);
-            }
-        }
-    }
-    Err(BindProblem::InUse { twin: busy_twin })
-}
-
-fn other_loopback_family(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        IpAddr::V6(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-    }
-}
-
-/// The error when every configured address failed, naming each of them.
-fn no_address_left(problems: &[(SocketAddr, BindProblem)]) -> anyhow::Error {
-    let any_port = match problems.first() {
-        Some((address, _)) => SocketAddr::new(address.ip(), 0),
-        None => SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
-    };
-    let all_in_use = problems
-        .iter()
-        .all(|(_, problem)| matches!(problem, BindProblem::InUse { .. }));
-    if all_in_use {
-        let names: Vec<String> = problems
-            .iter()
-            .map(|(address, problem)| match problem {
-                BindProblem::InUse { twin: Some(twin) } => {
-                    format!("{address} (with {twin}, for localhost)")
-                }
-                _ => address.to_string(),
-            })
-            .collect();
-        let verb = if names.len() == 1 { "is" } else { "are all" };
-        return fail(
-            Exit::Login,
-            format!(
-                "cannot listen for the login callback: {} {verb} in use; close the other program or pass --listen-address {any_port}",
-                names.join(", ")
-            ),
-        );
-    }
-    let reasons: Vec<String> = problems
-        .iter()
-        .map(|(address, problem)| match problem {
-            BindProblem::InUse { .. } => format!("{address}: in use"),
-            BindProblem::Other(err) => format!("{address}: {err}"),
-        })
-        .collect();
-    fail(
-        Exit::Login,
-        format!(
-            "cannot listen for the login callback ({}); pass a --listen-address this machine allows, e.g. {any_port}",
-            reasons.join("; ")
-        ),
-    )
-}
-
 /// The list's lock; a task that panicked while holding it left a list that is still usable.
 fn lock(list: &Mutex<Vec<u64>>) -> std::sync::MutexGuard<'_, Vec<u64>> {
     list.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The whole HTTP answer to a request head, and the verdict to hand over (`None`: not a
-/// callback at all, such as a favicon).
-fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict>) {
-    let verdict = match route(head, &page.callback_path, &page.expected) {
-        Route::BadRequest => {
-            let html = html_page(
-                "400 Bad Request",
-                "Bad request",
-                "This is kubecred's login listener.",
-            );
-            return (html, None);
-        }
-        Route::NotTheCallback => {
-            // Favicons and the like: not a callback, no notice.
-            let html = html_page(
-                "404 Not Found",
-                "Not found",
-                "This is kubecred's login listener.",
-            );
-            return (html, None);
-        }
-        Route::Callback(verdict) => verdict,
-    };
-    let html = match &verdict {
-        Verdict::Code(_) => html_page(
-            "200 OK",
-            "Logged in",
-            "Logged in. You may close this tab and return to your terminal.",
-        ),
-        Verdict::Refused(_) => html_page(
-            "400 Bad Request",
-            "Login callback refused",
-            "kubecred refused this callback: it does not carry the state of the login in progress \
-             (it may belong to another login, or be a forgery). Return to your terminal.",
-        ),
-        Verdict::Denied { error, description } => {
-            let detail = description
-                .as_deref()
-                .map(|text| format!(" ({})", html_escape(text)))
-                .unwrap_or_default();
-            html_page(
-                "200 OK",
-                "Login failed",
-                &format!(
-                    "The identity provider refused the login: {}{detail}. Return to your terminal for what to do next.",
-                    html_escape(error)
-                ),
-            )
-        }
-        Verdict::Incomplete => html_page(
-            "400 Bad Request",
-            "Login callback incomplete",
-            "This callback carries neither a code nor an error. Return to your terminal.",
-        ),
-        Verdict::WrongIssuer(_) => html_page(
-            "400 Bad Request",
-            "Login response refused",
-            "kubecred refused this login response: it does not name the identity provider the login went to. Return to your terminal.",
-        ),
-    };
-    (html, Some(verdict))
-}
-
-/// Reads up to the blank line that ends the request head, at most [`MAX_REQUEST_HEAD`] bytes.
-/// A GET has no body, so this is the whole request. The caller bounds the time.
-async fn read_request_head<S: AsyncRead + Unpin>(stream: &mut S) -> io::Result<String> {
-    let mut head = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
-    loop {
-        let read = stream.read(&mut chunk).await?;
-        if read == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "closed before a full request",
-            ));
-        }
-        head.extend_from_slice(&chunk[..read]);
-        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
-            return Ok(String::from_utf8_lossy(&head).into_owned());
-        }
-        if head.len() > MAX_REQUEST_HEAD {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "request head too large",
-            ));
-        }
-    }
-}
-
-/// What a request to the listener is.
-pub(crate) enum Route {
-    /// Not an HTTP/1 request line with an origin-form target.
-    BadRequest,
-    /// Another method or path (a favicon, say).
-    NotTheCallback,
-    /// A GET of the redirect path: what its query amounts to.
-    Callback(Verdict),
-}
-
-/// Judges a request head (no I/O: the fuzz targets call it too).
-pub(crate) fn route(head: &str, callback_path: &str, expected: &ExpectedResponse) -> Route {
-    let Some((method, target)) = parse_request_line(head) else {
-        return Route::BadRequest;
-    };
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if method != "GET" || path != callback_path {
-        return Route::NotTheCallback;
-    }
-    Route::Callback(classify(
-        url::form_urlencoded::parse(query.as_bytes()),
-        expected,
-        StateRule::Required,
-    ))
-}
-
-/// `GET /callback?code=... HTTP/1.1` → ("GET", "/callback?code=..."); origin-form targets only.
-fn parse_request_line(head: &str) -> Option<(&str, &str)> {
-    let mut parts = head.lines().next()?.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || !target.starts_with('/') || !version.starts_with("HTTP/1.") {
-        return None;
-    }
-    Some((method, target))
-}
-
-/// A complete small HTML answer. `body` must already be escaped.
-fn html_page(status: &str, title: &str, body: &str) -> Vec<u8> {
-    let page = format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
-         <body><h1>{title}</h1><p>{body}</p></body></html>\n"
-    );
-    // The page loads nothing, and with the code in its URL it must not be cached or leak it in
-    // a Referer; the CSP makes any markup that slipped through the escaping inert.
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nX-Content-Type-Options: nosniff\r\n\
-         Content-Security-Policy: default-src 'none'\r\nConnection: close\r\n\r\n{page}",
-        page.len()
-    )
-    .into_bytes()
-}
-
-/// Escapes text for HTML element content and attribute values.
-pub(crate) fn html_escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
-}
-
+#[cfg(test)]
+use page::html_escape;
 #[cfg(test)]
 pub(crate) mod tests;

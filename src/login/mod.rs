@@ -10,14 +10,23 @@
 //! The authorization code arrives in one of two ways, and the modules depend on each other in one
 //! direction only: `wait` (whichever comes first, until the deadline) uses `listener` (binds,
 //! serves, hands over the callbacks) and `paste` (reads lines); `listener` and `wait` use
-//! `callback` (what a callback or a pasted line means); `callback` and `paste` use no sibling.
+//! `callback` (what a callback or a pasted line means); `callback` uses only `relay_line`, and
+//! `paste` and `relay_line` use no sibling.
 //! `progress` is the spinner (time left, on a terminal) that `grants/` shows while a person is
 //! awaited and nothing reads stdin.
+//!
+//! A relayed login (SSH without a browser) has two sides: the remote kubecred waits as above,
+//! and takes a pasted relay line (`relay_line`: the format, read by `callback`) as well;
+//! `bootstrap` is the other side, `kubecred login --remote-bootstrap` where the browser is,
+//! which takes the redirect on its own listener and prints that line (it uses `listener`,
+//! `browser`, `wait` and `relay_line`).
 
+pub mod bootstrap;
 pub mod browser;
 pub mod callback;
 pub mod device_display;
 pub mod listener;
 pub mod paste;
 pub mod progress;
+pub mod relay_line;
 pub mod wait;

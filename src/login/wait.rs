@@ -10,11 +10,10 @@
 use crate::debug;
 use crate::error::{Exit, fail};
 use crate::login::callback::{
-    ExpectedResponse, Origin, StateRule, Verdict, interpret_pasted, settle,
+    AuthorizationResponse, ExpectedResponse, Origin, StateRule, Verdict, interpret_pasted, settle,
 };
 use crate::login::listener::{CallbackListener, Serving};
 use crate::login::paste::{PasteSource, Pasted};
-use crate::secret::Secret;
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +22,7 @@ pub const CODE_PROMPT: &str =
     "kubecred: paste the code (or the whole URL the browser was sent to): ";
 
 /// Serves the login callback on `listener` until the callback for this login arrives, and
-/// returns its code. The sockets close when it returns.
+/// returns its response (the code). The sockets close when it returns.
 ///
 /// A callback whose `state` is missing or wrong is answered with 400 and ignored: it did not
 /// come from the login we started (another tab, or a forgery), and a web page must not be able
@@ -35,7 +34,7 @@ pub fn for_code(
     paste: Option<PasteSource>,
     expected: impl Into<ExpectedResponse>,
     deadline: Instant,
-) -> anyhow::Result<Secret> {
+) -> anyhow::Result<AuthorizationResponse> {
     let expected = expected.into();
     let listener = listener.serve(expected.clone())?;
     wait(Sources::Browser { listener, paste }, &expected, deadline)
@@ -48,7 +47,7 @@ pub fn read_code(
     source: impl Into<Option<PasteSource>>,
     expected: impl Into<ExpectedResponse>,
     deadline: Instant,
-) -> anyhow::Result<Secret> {
+) -> anyhow::Result<AuthorizationResponse> {
     let Some(source) = source.into() else {
         return Err(fail(
             Exit::Login,
@@ -86,7 +85,7 @@ fn wait(
     mut sources: Sources,
     expected: &ExpectedResponse,
     deadline: Instant,
-) -> anyhow::Result<Secret> {
+) -> anyhow::Result<AuthorizationResponse> {
     let budget = deadline.saturating_duration_since(Instant::now());
     let keyboard = matches!(sources, Sources::Keyboard(_));
     let rule = if keyboard {
@@ -123,8 +122,8 @@ fn wait(
             },
             Arrival::Deadline => return Err(timed_out(&sources, budget)),
         };
-        if let Some(code) = verdict.map(|v| settle(v, origin)).transpose()?.flatten() {
-            return Ok(code);
+        if let Some(response) = verdict.map(|v| settle(v, origin)).transpose()?.flatten() {
+            return Ok(response);
         }
     }
 }

@@ -4,8 +4,10 @@
 //! The discovery document and the JWKS are cached on disk under `<cache dir>/oidc/`, named by
 //! the SHA-256 of the issuer URL, for [`DISCOVERY_TTL`] and [`JWKS_TTL`]: with a warm cache a
 //! token refresh costs exactly one round trip (the token endpoint). None of this runs on the
-//! cache-hit path.
+//! cache-hit path. Beside them, `device_flow_memory.rs` keeps what a provider said of the device
+//! flow for one client, when it refused it.
 
+pub mod device_flow_memory;
 mod discovery;
 mod id_token;
 mod jwks;

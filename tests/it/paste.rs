@@ -8,54 +8,15 @@
 
 #![cfg(target_os = "linux")]
 
-use crate::support::terminal::{Running, Stdin, URL_WAIT};
+use crate::support::terminal::{Running, Stdin, URL_WAIT, copy_callback_url};
 use crate::support::*;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use url::Url;
 
-/// How long a `browser.mjs` run may take on a loaded machine (it gives up by itself after 60 s).
-const BROWSER_WAIT: Duration = Duration::from_secs(90);
 /// How long kubecred may take to finish once the paste is in (or its own timeout is due).
 const EXIT_WAIT: Duration = Duration::from_secs(60);
 /// The logins' own bound: generous, the test's waits above end a stuck run first.
 const AUTH_TIMEOUT: &str = "--auth-timeout=120s";
-
-/// Signs in as alice in headless Chromium and returns the callback URL the provider redirected
-/// to, which never reached kubecred (`browser.mjs --action copy`).
-fn copy_callback_url(login_url: &Url) -> Url {
-    let mut browser = Command::new("node")
-        .arg(repo_root().join("tests/support/browser.mjs"))
-        .args(["--action", "copy", "--login", "alice"])
-        .arg(login_url.as_str())
-        .env("TESTBED_BROWSER_TIMEOUT", "60")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting node tests/support/browser.mjs");
-    let deadline = Instant::now() + BROWSER_WAIT;
-    while browser.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            let _ = browser.kill();
-            let output = browser.wait_with_output().unwrap();
-            panic!(
-                "browser.mjs --action copy ran longer than {BROWSER_WAIT:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let output = browser.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.lines().count() == 1,
-        "browser.mjs --action copy: {:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Url::parse(stdout.trim()).unwrap_or_else(|err| panic!("{stdout}: {err}"))
-}
 
 fn param(url: &Url, name: &str) -> String {
     url.query_pairs()
@@ -222,6 +183,50 @@ fn authcode_keyboard_takes_the_pasted_url_and_refuses_another_logins() {
         .success()
         .never_shows(&[&param(&callback, "code")]);
     assert_logged_in_as_alice(&bed, &run);
+}
+
+#[test]
+fn pasted_lines_of_another_login_or_version_are_set_aside_and_say_why() {
+    // No browser: the lines are made up, as a person pasting the wrong one would bring them.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let login_url = kubecred.login_url();
+    let redirect = param(&login_url, "redirect_uri");
+    let relay_line = |state: &str, redirect: &str| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("state", state)
+            .append_pair("code", "a-code")
+            .append_pair("redirect_uri", redirect)
+            .append_pair("iss", &bed.issuer);
+        format!("kubecred-relay:v1?{}", query.finish())
+    };
+    let state = param(&login_url, "state");
+    let mut said_to = |pasted: &str| {
+        kubecred.paste(pasted);
+        kubecred.stderr_line_with("the pasted text", URL_WAIT)
+    };
+    assert_eq!(
+        said_to("kubecred-relay:v2?state=s&code=c"),
+        "kubecred: ignored the pasted text: it is a relay line of version \"v2\", and this kubecred reads v1; run the same kubecred version on both machines; still waiting for this login"
+    );
+    assert_eq!(
+        said_to(&relay_line(&state, "http://localhost:49152/other")),
+        format!(
+            "kubecred: ignored the pasted text: its redirect_uri \"http://localhost:49152/other\" is not this login's ({redirect}) with another port: the line was printed for another login; still waiting for this login"
+        )
+    );
+    assert_eq!(
+        said_to(&relay_line(
+            "another-login",
+            "http://localhost:49152/callback"
+        )),
+        "kubecred: refused the pasted text: its state is not the one this login sent (it belongs to another login, or is forged); still waiting for this login"
+    );
+    kubecred.assert_still_waiting(&bed);
 }
 
 /// Writes, as soon as the login URL is out, a line that would end the login if kubecred read it:

@@ -1,7 +1,10 @@
 //! Logins where developers actually sit. An SSH session in a terminal (a pseudo-terminal,
 //! `SSH_CONNECTION`/`SSH_TTY` set, no display) gets the device flow by itself, approved in headless
 //! Chromium "on the laptop"; the same session at a provider without the device flow gets the
-//! browser login with the paste prompt. In WSL, stand-ins for `wslview`, `cmd.exe`,
+//! browser login with the paste prompt. A client the provider refuses the device flow (at the
+//! start, or at the poll after the sign-in, as Conditional Access does) goes on with the pasted
+//! login, and the next login goes straight there; the relayed login runs a second kubecred
+//! "on the laptop" (another HOME) that takes the redirect and prints the line pasted back. In WSL, stand-ins for `wslview`, `cmd.exe`,
 //! `powershell.exe` and `explorer.exe` on PATH record their arguments and read them the way the
 //! real program would (cmd's `%VAR%` expansion, carets and `&`; PowerShell's -EncodedCommand and
 //! quotes) before handing the URL to Chromium: each login completes only if the whole URL got
@@ -11,7 +14,7 @@
 
 #![cfg(target_os = "linux")]
 
-use crate::support::terminal::{Running, Stdin, URL_WAIT};
+use crate::support::terminal::{Running, Stdin, URL_WAIT, copy_callback_url};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -25,14 +28,19 @@ const EXIT_WAIT: Duration = Duration::from_secs(90);
 /// `get-token` with `--grant-type auto` (the default) on a terminal in an SSH session from
 /// 192.0.2.10, as sshd sets it up (and no display: the test's environment has none).
 fn in_ssh_session(env: &TestEnv, bed: &Testbed) -> Running {
+    in_ssh_session_with(env, bed, &[&format!("--client-id={PUBLIC_CLIENT}")])
+}
+
+/// [`in_ssh_session`] with `extra` arguments (the client, the grant).
+fn in_ssh_session_with(env: &TestEnv, bed: &Testbed, extra: &[&str]) -> Running {
     let mut command = env.kubecred(&[
         "get-token",
         &format!("--issuer-url={}", bed.issuer),
-        &format!("--client-id={PUBLIC_CLIENT}"),
         "--listen-address=127.0.0.1:0",
         "--auth-timeout=120s",
     ]);
     command
+        .args(extra)
         .env("SSH_CONNECTION", "192.0.2.10 50022 192.0.2.20 22")
         .env("SSH_CLIENT", "192.0.2.10 50022 22")
         .env("SSH_TTY", "/dev/pts/3");
@@ -324,4 +332,309 @@ fn an_https_callback_completes_a_login_at_a_client_that_takes_only_https() {
         Some(format!("https://localhost:{port}/callback").as_str())
     );
     assert_eq!(bed.stats()["token"]["authorization_code"], 1);
+}
+
+/// The authorization URL of a browser login that could not open a browser here.
+fn visit_url(kubecred: &mut Running) -> url::Url {
+    let line = kubecred.stderr_line_with("if it does not open, visit ", URL_WAIT);
+    let at = line.find("visit ").unwrap() + "visit ".len();
+    url::Url::parse(&line[at..]).unwrap_or_else(|err| panic!("{line}: {err}"))
+}
+
+fn param(url: &url::Url, name: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// Every regular file under `dir`, read as text (lossily), with its path.
+fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            found.extend(files_under(&path));
+        } else if kind.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            found.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_client_refused_the_device_flow_gets_the_pasted_login_and_keeps_it() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let client = format!("--client-id={NO_DEVICE_CLIENT}");
+    let mut kubecred = in_ssh_session_with(&env, &bed, &[&client]);
+    let why = kubecred.stderr_line_with("refused the device flow", URL_WAIT);
+    assert_eq!(
+        why,
+        format!(
+            "kubecred: no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset), and {} refused the device flow for this client (invalid_request (urn:ietf:params:oauth:grant-type:device_code is not allowed for this client)): the provider does not allow this client the device flow; so --grant-type auto goes on with the browser login, the code pasted here (for the next 7 days too)",
+            bed.issuer
+        )
+    );
+    let login_url = visit_url(&mut kubecred);
+    kubecred.stderr_line_with("paste the code (or the whole URL", URL_WAIT);
+    let callback = copy_callback_url(&login_url);
+    kubecred.assert_still_waiting(&bed);
+    kubecred.paste(callback.as_str());
+    let code = param(&callback, "code").unwrap();
+    let run = kubecred.finish(EXIT_WAIT).success().never_shows(&[&code]);
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    // One line about the choice, not the device flow's announcement as well.
+    assert_eq!(
+        run.stderr().matches("--grant-type auto").count(),
+        1,
+        "{}",
+        run.stderr()
+    );
+    let stats = bed.stats();
+    assert_eq!(stats["device_authorization"], 1, "{stats}");
+    assert_eq!(stats["authorization"], 1, "{stats}");
+    assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
+    assert_eq!(stats["token"]["total"], 1, "{stats}");
+
+    // The next login goes straight to the pasted login: no device authorization request.
+    env.kubecred(&["logout", &format!("--issuer-url={}", bed.issuer), &client])
+        .run()
+        .success();
+    let mut again = in_ssh_session_with(&env, &bed, &[&client]);
+    let line = again.stderr_line_with("refused the device flow", URL_WAIT);
+    let expected_start = format!(
+        "kubecred: no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset), and {} refused the device flow for this client ",
+        bed.issuer
+    );
+    assert!(line.starts_with(&expected_start), "{line}");
+    assert!(
+        line.ends_with(" ago (invalid_request (urn:ietf:params:oauth:grant-type:device_code is not allowed for this client)), so --grant-type auto uses the browser login with the code pasted here; pass --grant-type device-code to try the device flow again"),
+        "{line}"
+    );
+    again.stderr_line_with("paste the code (or the whole URL", URL_WAIT);
+    assert_eq!(bed.stats()["device_authorization"], 1);
+}
+
+#[test]
+fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_code() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let remote_env = TestEnv::new();
+    let client = format!("--client-id={NO_DEVICE_CLIENT}");
+    let mut remote = in_ssh_session_with(&remote_env, &bed, &[&client]);
+    let login_url = visit_url(&mut remote);
+    let offer = remote.stderr_line_with("--remote-bootstrap", URL_WAIT);
+    assert_eq!(
+        offer,
+        format!(
+            "kubecred: or, where a browser and kubecred are, run: kubecred login --remote-bootstrap '{login_url}'"
+        )
+    );
+    remote.stderr_line_with(
+        "the line `kubecred login --remote-bootstrap` printed",
+        URL_WAIT,
+    );
+    // The URL carries an S256 challenge, and never the verifier.
+    assert_eq!(
+        param(&login_url, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert!(param(&login_url, "code_challenge").is_some_and(|c| c.len() >= 43));
+    assert!(param(&login_url, "code_verifier").is_none(), "{login_url}");
+    let remote_redirect = url::Url::parse(&param(&login_url, "redirect_uri").unwrap()).unwrap();
+
+    // "The laptop": another HOME, the scripted browser, the URL as the person copied it.
+    let laptop = TestEnv::new();
+    let relay = run_bounded(
+        &mut laptop.kubecred(&[
+            "login",
+            "--remote-bootstrap",
+            login_url.as_str(),
+            &format!("--browser-command={}", browser_command()),
+        ]),
+        EXIT_WAIT,
+    )
+    .success()
+    .stderr_contains("signed in; paste this line into the kubecred waiting on the remote machine");
+    let line = relay.stdout().trim().to_string();
+    assert!(line.starts_with("kubecred-relay:v1?"), "{line}");
+    assert_eq!(relay.stdout().lines().count(), 1, "{}", relay.stdout());
+    // The remote holds its own port here (one machine plays both): the laptop moved on.
+    relay.stderr_contains(&format!(
+        "{remote_redirect} is in use here, so the browser is sent to"
+    ));
+    assert_eq!(bed.total_token_requests(), 0, "the laptop redeemed nothing");
+
+    // A line of another login is refused, and the remote keeps waiting.
+    let relayed = url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap();
+    let state = param(&relayed, "state").unwrap();
+    let foreign = line.replacen(&format!("state={state}"), "state=another-login", 1);
+    remote.paste(&foreign);
+    remote.stderr_line_with(
+        "refused the pasted text: its state is not the one this login sent",
+        URL_WAIT,
+    );
+    remote.assert_still_waiting(&bed);
+
+    remote.paste(&line);
+    let code = param(&relayed, "code").unwrap();
+    let run = remote.finish(EXIT_WAIT).success().never_shows(&[&code]);
+    let token = run.token();
+    assert_eq!(jwt_claims(&token)["sub"], "alice");
+    let stats = bed.stats();
+    assert_eq!(stats["authorization"], 1, "{stats}");
+    assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
+    assert_eq!(stats["token"]["total"], 1, "{stats}");
+
+    // Nothing of the login on the laptop: no token, no code, no cache entry.
+    let entry = files_under(&remote_env.cache_dir().join("tokens"))
+        .into_iter()
+        .map(|(_, text)| serde_json::from_str::<Value>(&text).unwrap())
+        .next()
+        .expect("the remote's cache entry");
+    let mut secrets = vec![token.clone(), code.clone()];
+    for pointer in ["/id_token", "/access_token", "/refresh/refresh_token"] {
+        let secret = entry.pointer(pointer).and_then(Value::as_str);
+        secrets.push(
+            secret
+                .unwrap_or_else(|| panic!("{pointer} in {entry}"))
+                .to_string(),
+        );
+    }
+    for (path, text) in files_under(laptop.dir.path()) {
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{} holds a secret",
+                path.display()
+            );
+        }
+    }
+    assert!(!laptop.cache_dir().join("tokens").exists());
+}
+
+#[test]
+fn a_device_flow_refused_at_the_poll_says_so_and_auto_goes_on_with_the_pasted_login() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start_with(json!({"devicePollRefusal": {
+        "error": "invalid_grant",
+        "error_description": "AADSTS53003: Access has been blocked by Conditional Access policies. The access policy does not allow token issuance.",
+        "error_codes": [53003],
+    }}));
+    let what = format!(
+        "{} refused the device login after you signed in (invalid_grant (AADSTS53003: Access has been blocked by Conditional Access policies. The access policy does not allow token issuance.)): a Conditional Access policy blocks this sign-in (AADSTS53003), as one blocking the device code flow does",
+        bed.issuer
+    );
+
+    // --grant-type device-code: the clear message, exit 4.
+    let env = TestEnv::new();
+    let mut kubecred = in_ssh_session_with(
+        &env,
+        &bed,
+        &[
+            &format!("--client-id={PUBLIC_CLIENT}"),
+            "--grant-type=device-code",
+        ],
+    );
+    let line = kubecred.stderr_line_with("to log in, open ", URL_WAIT);
+    approve_elsewhere(device_url(&line));
+    let run = kubecred.finish(EXIT_WAIT).failure(4);
+    assert_eq!(
+        run.stderr().lines().last().unwrap(),
+        format!(
+            "kubecred: error: {what}; log in with --grant-type auto or authcode-keyboard (the code pasted), or ask the provider's administrators to allow this client the device flow"
+        )
+    );
+
+    // auto in the terminal: the same line as a notice, then the pasted login completes.
+    bed.reset_stats();
+    let env = TestEnv::new();
+    let mut kubecred = in_ssh_session(&env, &bed);
+    let line = kubecred.stderr_line_with("to log in, open ", URL_WAIT);
+    approve_elsewhere(device_url(&line));
+    let notice = kubecred.stderr_line_with("refused the device login", URL_WAIT);
+    assert_eq!(
+        notice,
+        format!(
+            "kubecred: {what}; so --grant-type auto goes on with the browser login, the code pasted here (for the next 7 days too)"
+        )
+    );
+    let login_url = visit_url(&mut kubecred);
+    kubecred.stderr_line_with("paste the code (or the whole URL", URL_WAIT);
+    let callback = copy_callback_url(&login_url);
+    kubecred.paste(callback.as_str());
+    let run = kubecred.finish(EXIT_WAIT).success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    let stats = bed.stats();
+    assert_eq!(stats["device_authorization"], 1, "{stats}");
+    assert_eq!(stats["token"]["authorization_code"], 1, "{stats}");
+}
+
+/// The verification URL on the device flow's "to log in, open …" line.
+fn device_url(line: &str) -> &str {
+    line.split_whitespace()
+        .find(|word| word.starts_with("http"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+}
+
+#[test]
+fn a_refused_device_flow_with_no_terminal_to_paste_into_says_where_a_login_can_happen() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // A terminal kubectl did not hand over (interactiveMode Never): nothing can be pasted.
+    let start = || {
+        let mut command = env.kubecred(&[
+            "get-token",
+            &format!("--issuer-url={}", bed.issuer),
+            &format!("--client-id={NO_DEVICE_CLIENT}"),
+            "--listen-address=127.0.0.1:0",
+            // The second run shows the remembered refusal, not the cool-down after the first.
+            "--login-cooldown=0s",
+        ]);
+        command
+            .env("SSH_CONNECTION", "192.0.2.10 50022 192.0.2.20 22")
+            .env("SSH_TTY", "/dev/pts/3");
+        Running::start(command, Stdin::Terminal, false)
+    };
+    let where_to = "this session cannot take a pasted code (stdin is not a terminal kubectl handed over); run `kubecred login` with the same flags in a terminal, or set interactiveMode: IfAvailable in the kubeconfig's exec stanza";
+    let run = start().finish(EXIT_WAIT).failure(3);
+    assert_eq!(
+        run.stderr(),
+        format!(
+            "kubecred: error: {} refused the device flow for the client {NO_DEVICE_CLIENT} (invalid_request (urn:ietf:params:oauth:grant-type:device_code is not allowed for this client)): the provider does not allow this client the device flow; no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset) and {where_to}\n",
+            bed.issuer
+        )
+    );
+    // Remembered: the next run asks the provider nothing and says the same at once.
+    let run = start().finish(EXIT_WAIT).failure(4);
+    let line = run.stderr();
+    assert!(
+        line.starts_with(&format!(
+            "kubecred: error: no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset), {} refused the device flow for this client ",
+            bed.issuer
+        )),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(
+            " ago (invalid_request (urn:ietf:params:oauth:grant-type:device_code is not allowed for this client)), and {where_to}\n"
+        )),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1, "{line}");
+    let stats = bed.stats();
+    assert_eq!(stats["device_authorization"], 1, "{stats}");
+    assert_eq!(stats["authorization"], 0, "{stats}");
 }

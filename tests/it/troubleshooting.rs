@@ -125,6 +125,48 @@ const WITNESSES: &[(&str, Witness)] = &[
         ),
     ),
     (
+        "… refused the device flow for the client … (…): …",
+        Triggered(Bed(device_flow_refused)),
+    ),
+    (
+        "no browser can open here (…), … refused the device flow for this client … ago (…), and …",
+        Test(
+            "tests/it/remote_login.rs::a_refused_device_flow_with_no_terminal_to_paste_into_says_where_a_login_can_happen",
+        ),
+    ),
+    (
+        "… refused the device login after you signed in (… AADSTS53003 …)",
+        Test(
+            "tests/it/remote_login.rs::a_device_flow_refused_at_the_poll_says_so_and_auto_goes_on_with_the_pasted_login",
+        ),
+    ),
+    (
+        "ignored the pasted text: it is a relay line of version \"…\"",
+        Test(
+            "tests/it/paste.rs::pasted_lines_of_another_login_or_version_are_set_aside_and_say_why",
+        ),
+    ),
+    (
+        "… its redirect_uri … is not this login's …",
+        Test(
+            "tests/it/paste.rs::pasted_lines_of_another_login_or_version_are_set_aside_and_say_why",
+        ),
+    ),
+    (
+        "refused the pasted text: its state is not the one this login sent …",
+        Test(
+            "tests/it/paste.rs::pasted_lines_of_another_login_or_version_are_set_aside_and_say_why",
+        ),
+    ),
+    (
+        "--remote-bootstrap \"…\" is not a whole authorization request: it has no …",
+        Triggered(Local(bootstrap_url_cut_at_an_ampersand)),
+    ),
+    (
+        "… is in use here, so the browser is sent to http://localhost:…",
+        Triggered(Local(bootstrap_port_in_use)),
+    ),
+    (
         "… invalid_scope … check --scope",
         Source("the test provider grants client credentials whatever the scope"),
     ),
@@ -353,12 +395,6 @@ const WITNESSES: &[(&str, Witness)] = &[
     (
         "kubecred: the client credentials token request to … failed: …; using the cached token, valid until …",
         Triggered(Local(stale_if_error)),
-    ),
-    (
-        "kubecred: no browser can open here (an SSH session, DISPLAY and WAYLAND_DISPLAY unset), so --grant-type auto uses the device flow, which … offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise",
-        Test(
-            "tests/it/remote_login.rs::an_ssh_session_in_a_terminal_gets_the_device_flow_by_itself",
-        ),
     ),
 ];
 
@@ -852,6 +888,40 @@ fn keyboard_without_a_terminal(env: &TestEnv) -> Run {
     .failure(4)
 }
 
+/// The authorization URL as a shell leaves it when the `&` after `response_type=code` ends the
+/// command: no client_id, redirect_uri or state.
+fn bootstrap_url_cut_at_an_ampersand(env: &TestEnv) -> Run {
+    env.kubecred(&[
+        "login",
+        "--remote-bootstrap",
+        "https://idp.example/auth?response_type=code",
+    ])
+    .run()
+    .failure(1)
+}
+
+/// A relayed login whose redirect port is taken where the browser is: kubecred listens on
+/// another and says so (then nobody signs in; the wait ends at --auth-timeout).
+fn bootstrap_port_in_use(env: &TestEnv) -> Run {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let url = format!(
+        "https://idp.example/auth?response_type=code&client_id=kubernetes&state=s1&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256&redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback"
+    );
+    let run = env
+        .kubecred(&[
+            "login",
+            "--remote-bootstrap",
+            &url,
+            "--browser-command=true",
+            "--auth-timeout=1s",
+        ])
+        .run()
+        .failure(4);
+    drop(taken);
+    run
+}
+
 fn extension_of_the_wrong_type(env: &TestEnv) -> Run {
     let info = json!({
         "kind": "ExecCredential",
@@ -1000,6 +1070,14 @@ fn callback_port_in_use(env: &TestEnv, bed: &Testbed) -> Run {
     let run = env.kubecred_owned(&args).run().failure(4);
     drop(taken);
     run
+}
+
+/// `--grant-type device-code` for a client the provider does not allow the device flow.
+fn device_flow_refused(env: &TestEnv, bed: &Testbed) -> Run {
+    let mut args = device_args(bed);
+    args.retain(|arg| !arg.starts_with("--client-id"));
+    args.push(format!("--client-id={NO_DEVICE_CLIENT}"));
+    env.kubecred_owned(&args).run().failure(3)
 }
 
 /// A device-flow login nobody approves (login.rs's, without its browser).

@@ -64,6 +64,10 @@ const DEFAULTS = {
   tokenResponsePatch: null, // e.g. {"access_token": ""}: merged into every successful token response
   discoveryPatch: null, // merged into the discovery document (a member set to null stays, as null)
   deviceResponsePatch: null, // merged into the device authorization answer (a member set to null is left out)
+  // e.g. {"error": "invalid_grant", "error_description": "AADSTS53003: …", "error_codes": [53003]}:
+  // the answer (400) to every device code poll that would have given tokens, as a policy applied
+  // after the sign-in does (Entra ID's Conditional Access)
+  devicePollRefusal: null,
   apiRejectedTokens: [], // bearer tokens the API stand-in answers 401 (as if revoked or its keys rotated)
   idTokenSigningAlg: 'RS256', // RS256 | ES256
   accessTokenSigningAlg: 'RS256', // RS256 | ES256 (JWT access tokens)
@@ -84,7 +88,7 @@ const RUNTIME_KEYS = new Set([
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
-  'deviceResponsePatch',
+  'deviceResponsePatch', 'devicePollRefusal',
 ]);
 
 function parseOptions() {
@@ -351,6 +355,16 @@ const CLIENTS = [
     redirect_uris: REDIRECT_URIS,
   },
   {
+    // A public client the provider refuses the device flow (no device_code grant), while
+    // discovery still lists the device authorization endpoint, as real providers do.
+    client_id: 'kubecred-no-device',
+    application_type: 'native',
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: REDIRECT_URIS,
+  },
+  {
     client_id: 'kubecred-confidential',
     client_secret: 'testbed-confidential-secret',
     application_type: 'native',
@@ -584,6 +598,12 @@ function testbedMiddleware() {
     if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.tokenResponsePatch
       && ctx.body && typeof ctx.body === 'object') {
       ctx.body = { ...ctx.body, ...cfg.tokenResponsePatch };
+    }
+    if (method === 'POST' && p === '/token' && ctx.status === 200 && cfg.devicePollRefusal
+      && new URLSearchParams(ctx.req.body ?? '').get('grant_type') === 'urn:ietf:params:oauth:grant-type:device_code') {
+      ctx.status = 400;
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { ...cfg.devicePollRefusal };
     }
     // RFC 8628 clients default to 5 s between polls when `interval` is absent (oidc-provider
     // omits it); a short interval keeps device-flow tests fast.

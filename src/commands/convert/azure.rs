@@ -31,8 +31,8 @@
 //! syntax, and variables of the stanza's `env` win over flags, unless
 //! `--disable-environment-override`.
 
-use super::sources::{Conversion, Plan, Tokens};
-use crate::secret::Secret;
+use super::plan::{Conversion, Plan, Tokens};
+use crate::kubeconfig::EnvVar;
 
 /// Entra's scope for an API: its ID with `/.default` (Azure's `GetScope`).
 const DEFAULT_SCOPE_SUFFIX: &str = "/.default";
@@ -293,10 +293,10 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
         format!("--client-id={client_id}"),
         format!("--scope={scope}"),
     ];
-    let mut env_out: Vec<(String, Secret)> = env
+    let mut env_out: Vec<EnvVar> = env
         .iter()
         .filter(|(name, _)| !(name.starts_with("AAD_") || name.starts_with("AZURE_")))
-        .map(|(name, value)| (name.clone(), Secret::new(value.clone())))
+        .map(|(name, value)| EnvVar::new(name, value))
         .collect();
     let mut notes = Vec::new();
     let person = |args: &mut Vec<String>, grant: &str| {
@@ -327,7 +327,7 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
             match from_env(&["AAD_USER_PRINCIPAL_PASSWORD", "AZURE_PASSWORD"])
                 .or_else(|| settings.get("password").map(String::from))
             {
-                Some(password) => env_out.push(("KUBECRED_PASSWORD".into(), Secret::new(password))),
+                Some(password) => env_out.push(EnvVar::new("KUBECRED_PASSWORD", password)),
                 None => notes.push(
                     "the password is asked for at the first login (or set KUBECRED_PASSWORD)"
                         .into(),
@@ -350,7 +350,7 @@ fn convert(args: &[String], env: &[(String, String)]) -> Result<Conversion, Stri
                 .or_else(|| settings.get("client-secret").map(String::from))
                 .ok_or_else(|| at_run_time("client secret"))?;
             args.push("--grant-type=client-credentials".into());
-            env_out.push(("KUBECRED_CLIENT_SECRET".into(), Secret::new(secret)));
+            env_out.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
             Tokens::NotNeeded
         }
         _ => {
@@ -450,7 +450,7 @@ mod tests {
         let env: Vec<(&str, &str)> = c
             .env
             .iter()
-            .map(|(n, v)| (n.as_str(), v.expose()))
+            .map(|var| (var.name.as_str(), var.value.expose()))
             .collect();
         assert_eq!(
             env,

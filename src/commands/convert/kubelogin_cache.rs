@@ -13,7 +13,7 @@
 //! scopes), the newest is taken. The claims are read unverified here only to choose: what is
 //! carried is verified before it is cached (`acquire::adopt`).
 
-use super::sources::KubeloginStorage;
+use super::plan::KubeloginStorage;
 use crate::acquire::Carried;
 use crate::private_file::{self, ReadError};
 use crate::secret::Secret;

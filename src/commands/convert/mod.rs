@@ -4,20 +4,21 @@
 //!
 //! In three steps, so that nothing is half done:
 //! 1. **Read and plan, writing nothing.** Every file (`--kubeconfig`, else each of `$KUBECONFIG`,
-//!    else `~/.kube/config`) is parsed first: one that cannot be is the one error line, before
-//!    any change. Each user is planned (`sources.rs`, `azure.rs`) and its new stanza resolved
-//!    through `Config::resolve` with the stanza's args and env, exactly as get-token will
-//!    resolve it — so the cache entry the tokens go to is the one get-token will read, and a
-//!    stanza kubecred would refuse is never written. A user is changed in the file that defines
-//!    it (kubectl uses the first definition of a name; later ones are left alone and said so).
+//!    else `~/.kube/config`: `kubeconfig::Kubeconfig`) is parsed first: one that cannot be is
+//!    the one error line, before any change. Each user is planned (`plan.rs`, made by
+//!    `sources.rs` and `azure.rs`) and its new stanza resolved with the stanza's args and env
+//!    exactly as get-token will resolve it when kubectl runs it (`stanza::resolve`) — so the
+//!    cache entry the tokens go to is the one get-token will read, and a stanza kubecred would
+//!    refuse is never written. A user is changed in the file that defines it (kubectl uses the
+//!    first definition of a name; later ones are left alone and said so).
 //! 2. **Carry the tokens** (`acquire::adopt`: verified, saved under the entry's lock, with the
 //!    configured storage): from the kubeconfig (auth-provider) or kubelogin's cache
 //!    (`kubelogin_cache.rs`). A user whose tokens cannot be checked now (the provider is
 //!    unreachable) is left unconverted — its tokens would be lost otherwise — to be converted by
 //!    the next run.
-//! 3. **Write** every changed file together (`file_replace.rs`: a 0600 backup beside each, atomic
-//!    replace, the mode kept; all or none), each edited in place where its layout allows
-//!    (`kubeconfig_edit.rs`).
+//! 3. **Write** every changed file together (`Kubeconfig::write`: a 0600 backup beside each,
+//!    atomic replace, the mode kept; all or none), each user's `exec` the typed stanza
+//!    (`stanza::kubecred_stanza`), each file edited in place where its layout allows.
 //!
 //! The report (stdout: kubectl never runs this) has one line per user — converted, with what
 //! was carried or why not, or skipped and why — and one per file. `--dry-run` does steps 1 and
@@ -26,44 +27,49 @@
 
 mod azure;
 mod kubelogin_cache;
+mod plan;
 mod sources;
 
+use super::stanza::{self, Unresolved};
 use crate::acquire::{self, Adopted, Carried};
-use crate::cli::{Cli, Command, ConvertArgs};
+use crate::cli::ConvertArgs;
 use crate::clock::Clock;
-use crate::config::{Config, Environment};
+use crate::config::Config;
 use crate::error::{Exit, fail, one_line};
 use crate::exec_credential::{ExecInfo, V1};
-use crate::file_replace::{self, Replacement};
-use crate::kubeconfig;
-use crate::kubeconfig_edit::{Document, Layout, Section};
-use crate::secret::Secret;
+use crate::kubeconfig::{self, Change, ExecStanza, Kubeconfig, Layout, LoadError, Section};
 use chrono::{DateTime, Utc};
+use plan::{Conversion, Plan, Tokens};
 use serde_norway::{Mapping, Value};
-use sources::{Conversion, Plan, Tokens};
 use std::fmt::Write;
-use std::path::PathBuf;
 
 pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Option<String>> {
     let mut files = load(args)?;
     let mut users = select(&files, &args.users)?;
     let (command, command_note) = stanza_command();
 
-    // 1. Plans and settings. The stanza's env is set in this process's environment while its
-    //    settings are resolved: nothing else runs yet (no keyring thread, no request).
+    // 1. Plans and settings.
     for user in &mut users {
         let step = std::mem::replace(&mut user.step, Step::Skipped(String::new()));
         user.step = match step {
-            Step::Planned(conversion) => match resolve_stanza(&conversion.args, &conversion.env) {
-                Ok(config) => Step::Ready {
-                    conversion,
-                    config: Box::new(config),
-                },
-                Err(err) => Step::Skipped(format!(
-                    "kubecred would refuse the converted stanza: {}",
-                    one_line(&err)
-                )),
-            },
+            Step::Planned(conversion) => {
+                match stanza::resolve(&conversion.args, &conversion.env, ExecInfo::absent()) {
+                    Ok(config) => Step::Ready {
+                        conversion,
+                        config: Box::new(config),
+                    },
+                    Err(refused) => Step::Skipped(format!(
+                        "kubecred would refuse the converted stanza: {}",
+                        match refused {
+                            Unresolved::NotGetToken => {
+                                "the converted stanza does not run get-token".into()
+                            }
+                            Unresolved::Usage(line) => line,
+                            Unresolved::Settings(err) => one_line(&err),
+                        }
+                    )),
+                }
+            }
             other => other,
         };
     }
@@ -84,41 +90,17 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         let Step::Ready { conversion, config } = &user.step else {
             continue;
         };
-        let doc = &mut files[user.file].doc;
-        let body = doc
-            .entries(Section::Users)
-            .into_iter()
-            .find(|(name, _)| *name == user.name)
-            .and_then(|(_, body)| body.cloned());
+        let body = files.entry(Section::Users, &user.name).cloned();
         let exec = exec_stanza(&command, conversion, config);
-        doc.set_entry(Section::Users, &user.name, with_exec(body, exec));
+        files.set_entry(Section::Users, &user.name, with_exec(body, exec.to_value()));
     }
-    let mut replacements = Vec::new();
-    let mut changes = Vec::new();
-    for (index, file) in files.iter().enumerate().filter(|(_, f)| f.doc.changed()) {
-        let (text, layout) = file.doc.render();
-        replacements.push(Replacement {
-            path: file.path.clone(),
-            content: text.into_bytes(),
-        });
-        changes.push(Change {
-            file: index,
-            layout,
-            backup: None,
-        });
-    }
-    let written = if args.dry_run || replacements.is_empty() {
-        Vec::new()
+    let changes = if args.dry_run {
+        files.changes()
     } else {
-        let stamp = clock.now().format("%Y%m%dT%H%M%SZ").to_string();
-        file_replace::replace_all(&replacements, &stamp)
+        files
+            .write(clock.now())
             .map_err(|failure| fail(Exit::Input, failure.to_string()))?
     };
-
-    // `replace_all` answers in the order it was given.
-    for (change, done) in changes.iter_mut().zip(written) {
-        change.backup = done.backup;
-    }
     Ok(Some(report(
         &files,
         &users,
@@ -126,20 +108,6 @@ pub(super) fn run(args: &ConvertArgs, clock: &dyn Clock) -> anyhow::Result<Optio
         args.dry_run,
         command_note,
     )))
-}
-
-/// A file to be changed: how it is written, and its backup once it is.
-struct Change {
-    /// Index into the files.
-    file: usize,
-    layout: Layout,
-    backup: Option<PathBuf>,
-}
-
-/// A kubeconfig file read for conversion.
-struct File {
-    path: PathBuf,
-    doc: Document,
 }
 
 /// One user of the files, and how far its conversion got.
@@ -165,44 +133,43 @@ enum Step {
 }
 
 /// The files kubectl would read, each parsed; none changed yet.
-fn load(args: &ConvertArgs) -> anyhow::Result<Vec<File>> {
-    let mut paths = kubeconfig::paths(args.kubeconfig.as_deref());
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|path| seen.insert(path.clone()));
-    let mut files = Vec::new();
-    for path in &paths {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            // kubectl skips the files of KUBECONFIG that do not exist.
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound && args.kubeconfig.is_none() => {
-                continue;
-            }
-            Err(err) => {
-                return Err(fail(
-                    Exit::Input,
-                    format!(
-                        "cannot read the kubeconfig {}: {err}; nothing was changed",
-                        path.display()
-                    ),
-                ));
-            }
-        };
-        let doc = Document::parse(&text).map_err(|reason| {
-            fail(
-                Exit::Input,
-                format!(
-                    "the kubeconfig {} cannot be read ({reason}); nothing was changed: fix that file (kubectl cannot read it either), or leave it out of KUBECONFIG",
-                    path.display()
-                ),
-            )
-        })?;
-        files.push(File {
-            path: path.clone(),
-            doc,
-        });
+fn load(args: &ConvertArgs) -> anyhow::Result<Kubeconfig> {
+    let paths = kubeconfig::paths(args.kubeconfig.as_deref());
+    let files = Kubeconfig::load(&paths).map_err(|err| match err {
+        LoadError::Unreadable { path, error } => fail(
+            Exit::Input,
+            format!(
+                "cannot read the kubeconfig {}: {error}; nothing was changed",
+                path.display()
+            ),
+        ),
+        LoadError::Invalid { path, reason } => fail(
+            Exit::Input,
+            format!(
+                "the kubeconfig {} cannot be read ({reason}); nothing was changed: fix that file (kubectl cannot read it either), or leave it out of KUBECONFIG",
+                path.display()
+            ),
+        ),
+    })?;
+    // kubectl skips the files of KUBECONFIG that do not exist; one named by --kubeconfig must.
+    if args.kubeconfig.is_some()
+        && let Some(file) = files.files().first()
+        && let Some(error) = &file.missing
+    {
+        return Err(fail(
+            Exit::Input,
+            format!(
+                "cannot read the kubeconfig {}: {error}; nothing was changed",
+                file.path.display()
+            ),
+        ));
     }
-    if files.is_empty() {
-        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    if files.files().iter().all(|f| f.missing.is_some()) {
+        let shown: Vec<String> = files
+            .files()
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
         return Err(fail(
             Exit::Input,
             format!(
@@ -216,18 +183,18 @@ fn load(args: &ConvertArgs) -> anyhow::Result<Vec<File>> {
 
 /// The users to look at, in the files' order, each planned (or skipped); `--user` names must
 /// all exist.
-fn select(files: &[File], wanted: &[String]) -> anyhow::Result<Vec<User>> {
+fn select(files: &Kubeconfig, wanted: &[String]) -> anyhow::Result<Vec<User>> {
     let mut users = Vec::new();
     let mut first_file: std::collections::HashMap<String, usize> = Default::default();
-    for (index, file) in files.iter().enumerate() {
-        for (name, body) in file.doc.entries(Section::Users) {
+    for (index, file) in files.files().iter().enumerate() {
+        for (name, body) in file.entries(Section::Users) {
             if !wanted.is_empty() && !wanted.contains(&name) {
                 continue;
             }
             let step = match first_file.get(&name) {
                 Some(first) => Step::Skipped(format!(
                     "kubectl uses its definition in {}",
-                    files[*first].path.display()
+                    files.files()[*first].path.display()
                 )),
                 None => {
                     first_file.insert(name.clone(), index);
@@ -251,7 +218,12 @@ fn select(files: &[File], wanted: &[String]) -> anyhow::Result<Vec<User>> {
         .map(|name| format!("{:?}", crate::text::printable(name)))
         .collect();
     if !missing.is_empty() {
-        let shown: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+        let shown: Vec<String> = files
+            .files()
+            .iter()
+            .filter(|f| f.missing.is_none())
+            .map(|f| f.path.display().to_string())
+            .collect();
         return Err(fail(
             Exit::Input,
             format!(
@@ -277,47 +249,6 @@ fn stanza_command() -> (String, Option<String>) {
         "note: neither kubecred nor kubectl-kubecred on PATH is this binary, so the converted users run {path}; put kubecred on PATH to keep them working when that file moves"
     );
     (path, Some(note))
-}
-
-/// The settings get-token will resolve for a stanza of `args` and `env`: the stanza's env set
-/// as kubectl sets it (over this process's environment), restored afterwards.
-fn resolve_stanza(args: &[String], env: &[(String, Secret)]) -> anyhow::Result<Config> {
-    let saved: Vec<(String, Option<std::ffi::OsString>)> = env
-        .iter()
-        .map(|(name, _)| (name.clone(), std::env::var_os(name)))
-        .collect();
-    for (name, value) in env {
-        // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
-        unsafe { std::env::set_var(name, value.expose()) };
-    }
-    let mut argv = vec!["kubecred".to_string()];
-    argv.extend(args.iter().cloned());
-    let resolved = match Cli::try_parse_command_line(&argv) {
-        Ok(Cli {
-            command: Command::GetToken(token_args),
-        }) => Config::resolve(
-            &token_args,
-            &Environment::from_process(),
-            ExecInfo::absent(),
-        ),
-        Ok(_) => Err(fail(
-            Exit::Input,
-            "the converted stanza does not run get-token",
-        )),
-        Err(err) => {
-            let argv: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
-            Err(fail(Exit::Input, crate::cli::usage_error_line(&err, &argv)))
-        }
-    };
-    for (name, value) in saved.into_iter().rev() {
-        match value {
-            // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
-            Some(value) => unsafe { std::env::set_var(&name, value) },
-            // SAFETY: convert-kubeconfig runs on one thread (no runtime or renewal thread is alive here).
-            None => unsafe { std::env::remove_var(&name) },
-        }
-    }
-    resolved
 }
 
 /// The user's tokens into kubecred's cache (or, in a dry run, what would go there): the report
@@ -431,45 +362,22 @@ fn utc(time: DateTime<Utc>) -> String {
     time.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-/// The user's new `exec`: kubecred, with the conversion's args and env.
-fn exec_stanza(command: &str, conversion: &Conversion, config: &Config) -> Value {
-    let mut exec = Mapping::new();
-    exec.insert("apiVersion".into(), V1.into());
-    exec.insert("command".into(), command.into());
-    exec.insert(
-        "args".into(),
-        Value::Sequence(conversion.args.iter().map(|a| a.as_str().into()).collect()),
-    );
-    if !conversion.env.is_empty() {
-        let env = conversion
-            .env
-            .iter()
-            .map(|(name, value)| {
-                let mut var = Mapping::new();
-                var.insert("name".into(), name.as_str().into());
-                var.insert("value".into(), value.expose().into());
-                Value::Mapping(var)
-            })
-            .collect();
-        exec.insert("env".into(), Value::Sequence(env));
-    }
-    // A person may be asked to log in (browser, device code, a pasted code): kubectl then hands
-    // over its terminal when it has one. A grant without a person reads nothing.
-    let mode = if config.grant.is_user_login() {
-        "IfAvailable"
-    } else {
-        "Never"
-    };
-    exec.insert("interactiveMode".into(), mode.into());
-    exec.insert(
-        "installHint".into(),
-        format!(
+/// The user's new `exec`: kubecred, with the conversion's args and env, and a hint for a
+/// kubectl that cannot find it.
+fn exec_stanza(command: &str, conversion: &Conversion, config: &Config) -> ExecStanza {
+    ExecStanza {
+        install_hint: Some(format!(
             "kubecred is not installed, or not on PATH. This user was switched to kubecred from {} by `kubecred convert-kubeconfig`: install kubecred (see its README, Install), or restore this kubeconfig from its backup beside it (*.before-kubecred-*).",
             conversion.from
+        )),
+        ..stanza::kubecred_stanza(
+            V1,
+            command.to_string(),
+            conversion.args.clone(),
+            conversion.env.clone(),
+            config.grant.is_user_login(),
         )
-        .into(),
-    );
-    Value::Mapping(exec)
+    }
 }
 
 /// The user's body with `exec` in place of its `auth-provider` or old `exec` (where the first
@@ -497,7 +405,7 @@ fn with_exec(body: Option<Value>, exec: Value) -> Value {
 
 /// The report: per file, one line per user and one for the file.
 fn report(
-    files: &[File],
+    files: &Kubeconfig,
     users: &[User],
     changes: &[Change],
     dry_run: bool,
@@ -505,7 +413,8 @@ fn report(
 ) -> String {
     let mut out = String::new();
     let mut converted = 0;
-    for (index, file) in files.iter().enumerate() {
+    let existing = files.files().iter().enumerate();
+    for (index, file) in existing.filter(|(_, f)| f.missing.is_none()) {
         let _ = writeln!(out, "{}", file.path.display());
         let mut any = false;
         for user in users.iter().filter(|u| u.file == index) {
@@ -553,7 +462,8 @@ fn report(
                 }
             );
         }
-        let _ = match (&change.backup, dry_run) {
+        let backup = change.written.as_ref().and_then(|w| w.backup.as_ref());
+        let _ = match (backup, dry_run) {
             (_, true) => writeln!(out, "  would be written (--dry-run: nothing was)"),
             (Some(backup), false) => writeln!(out, "  written; backup: {}", backup.display()),
             (None, false) => writeln!(out, "  written"),

@@ -4,67 +4,19 @@
 //! read by kubecred's own parser, which knows kubelogin's names, and written back in kubecred's),
 //! and Azure's kubelogin (`azure.rs`). Everything else is left alone, with the reason.
 //!
-//! No I/O here but reading nothing: a plan is made from the user's entry alone; the tokens are
-//! found and carried by the caller.
+//! No I/O here but reading nothing: a plan (`plan.rs`) is made from the user's entry alone; the
+//! tokens are found and carried by the caller.
 
 use super::azure;
+use super::plan::{Conversion, KubeloginStorage, Plan, Tokens};
 use crate::acquire::Carried;
 use crate::cli::{self, CacheStorageArg, GrantTypeArg, TokenArgs};
+use crate::kubeconfig::EnvVar;
 use crate::kubelogin;
 use crate::secret::Secret;
 use serde_norway::Value;
 use std::ffi::OsString;
 use std::path::PathBuf;
-
-/// What to do with one user.
-#[derive(Debug)]
-pub(super) enum Plan {
-    Convert(Conversion),
-    /// Left as it is, and why.
-    Skip(String),
-}
-
-/// A user's kubecred stanza, and where its tokens are.
-#[derive(Debug)]
-pub(super) struct Conversion {
-    /// What the user ran: `auth-provider oidc`, `int128/kubelogin`, `Azure kubelogin (spn)`.
-    pub from: String,
-    /// The stanza's `args`, `get-token` first, in kubecred's flag names.
-    pub args: Vec<String>,
-    /// The stanza's `env`: what the old stanza had (minus what became flags), and the secrets
-    /// that must not be on a command line.
-    pub env: Vec<(String, Secret)>,
-    pub tokens: Tokens,
-    /// Said under the user's line: flags dropped, values moved.
-    pub notes: Vec<String>,
-}
-
-/// Where a converted user's tokens are.
-#[derive(Debug)]
-pub(super) enum Tokens {
-    /// In the kubeconfig itself (auth-provider).
-    InKubeconfig(Carried),
-    /// In int128/kubelogin's token cache.
-    KubeloginCache {
-        dir: PathBuf,
-        storage: KubeloginStorage,
-        /// `--oidc-use-access-token`: kubelogin's cache then holds the access token where the
-        /// ID token would be; only its refresh token is carried.
-        access_token: bool,
-    },
-    /// Nowhere kubecred can read them, and why.
-    Unreadable(&'static str),
-    /// None are needed: the grant needs no person.
-    NotNeeded,
-}
-
-/// `--token-cache-storage` of a kubelogin stanza.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum KubeloginStorage {
-    Disk,
-    Keyring,
-    None,
-}
 
 /// The plan for the user whose entry body (`user:`) is `body`.
 pub(super) fn plan(body: Option<&Value>) -> Plan {
@@ -159,7 +111,7 @@ fn auth_provider(provider: &Value) -> Plan {
     };
     let mut env = Vec::new();
     if let Some(secret) = text("client-secret") {
-        env.push(("KUBECRED_CLIENT_SECRET".to_string(), Secret::new(secret)));
+        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
     }
     let known = [
         "idp-issuer-url",
@@ -189,7 +141,7 @@ fn auth_provider(provider: &Value) -> Plan {
     let secret = |key: &str| text(key).map(Secret::new);
     Plan::Convert(Conversion {
         from: "auth-provider oidc".into(),
-        args: super::super::setup::exec_args(&args),
+        args: super::super::stanza::exec_args(&args),
         env,
         tokens: Tokens::InKubeconfig(Carried {
             id_token: secret("id-token"),
@@ -305,17 +257,20 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
         Some(CacheStorageArg::None) => KubeloginStorage::None,
         _ => KubeloginStorage::Disk,
     };
-    let mut env: Vec<(String, Secret)> = old_env
+    let mut env: Vec<EnvVar> = old_env
         .into_iter()
-        .map(|(name, value)| (name, Secret::new(value)))
+        .map(|(name, value)| EnvVar::new(name, value))
         .collect();
     let mut notes = Vec::new();
     if let Some(secret) = args.client_secret.take() {
-        env.push(("KUBECRED_CLIENT_SECRET".into(), Secret::new(secret)));
+        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
         notes.push("moved --oidc-client-secret from the command line to the stanza's env (KUBECRED_CLIENT_SECRET)".into());
     }
     if let Some(password) = converted.password {
-        env.push(("KUBECRED_PASSWORD".into(), password));
+        env.push(EnvVar {
+            name: "KUBECRED_PASSWORD".into(),
+            value: password,
+        });
         notes.push(
             "moved --password from the command line to the stanza's env (KUBECRED_PASSWORD)".into(),
         );
@@ -326,7 +281,7 @@ fn int128(mut words: Vec<String>, old_env: Vec<(String, String)>) -> Plan {
             converted.dropped.join(", ")
         ));
     }
-    let mut new_args = super::super::setup::exec_args(&args);
+    let mut new_args = super::super::stanza::exec_args(&args);
     new_args.extend(converted.args);
     if args.force_refresh {
         new_args.push("--force-refresh".into());
@@ -451,8 +406,8 @@ mod tests {
             ]
         );
         assert_eq!(c.env.len(), 1);
-        assert_eq!(c.env[0].0, "KUBECRED_CLIENT_SECRET");
-        assert_eq!(c.env[0].1.expose(), "s3cret");
+        assert_eq!(c.env[0].name, "KUBECRED_CLIENT_SECRET");
+        assert_eq!(c.env[0].value.expose(), "s3cret");
         assert!(!c.args.iter().any(|a| a.contains("s3cret")));
         let Tokens::InKubeconfig(carried) = c.tokens else {
             panic!()
@@ -491,7 +446,7 @@ mod tests {
                 ],
                 "{command}"
             );
-            assert_eq!(c.env[0].0, "KUBECRED_CLIENT_SECRET");
+            assert_eq!(c.env[0].name, "KUBECRED_CLIENT_SECRET");
             let Tokens::KubeloginCache {
                 dir,
                 storage,

@@ -9,12 +9,13 @@
 //! break out of it); shell words are quoted with `shlex`. Sections start with a `# ====` line so
 //! that each can be cut out (the tests do).
 
+use super::super::stanza::{exec_args, kubecred_stanza};
 use crate::cli::TokenArgs;
 use crate::command_on_path::ExecCommand;
-use clap::ValueEnum;
+use crate::exec_credential::V1BETA1;
+use crate::kubeconfig::{EnvVar, ExecStanza};
 use serde_json::{Map, Value};
 use std::fmt::Write;
-use std::path::Path;
 
 /// The prefix the generated configuration puts before usernames and groups from the provider,
 /// so that they can never collide with `system:` names or another provider's.
@@ -248,144 +249,14 @@ fn rbac_name(subject: &str) -> String {
     name.chars().take(253).collect()
 }
 
-/// `get-token` and the settings given to setup, as a kubeconfig `args` list. Paths become
-/// absolute (kubectl runs the plugin from wherever it is). A client secret given as a value is
-/// never written out, nor are request headers' values (an API key): the stanza gets a
-/// placeholder in `env` instead (see [`exec_env`]).
-pub fn exec_args(args: &TokenArgs) -> Vec<String> {
-    let mut out = vec!["get-token".to_string()];
-    // An empty value is a switch, printed alone: get-token refuses `--use-access-token=true`.
-    let mut flag = |name: &str, value: Option<String>| match value {
-        Some(value) if value.is_empty() => out.push(format!("--{name}")),
-        Some(value) => out.push(format!("--{name}={value}")),
-        None => {}
-    };
-    let path = |p: &Path| {
-        std::path::absolute(p)
-            .unwrap_or_else(|_| p.to_path_buf())
-            .display()
-            .to_string()
-    };
-    let enum_name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
-        v().map(|p| p.get_name().to_string())
-    };
-    flag("issuer-url", args.issuer_url.clone());
-    flag("client-id", args.client_id.clone());
-    flag(
-        "client-secret-file",
-        args.client_secret_file.as_deref().map(path),
-    );
-    for scope in &args.scopes {
-        flag("scope", Some(scope.clone()));
-    }
-    flag(
-        "grant-type",
-        args.grant_type
-            .and_then(|g| enum_name(&|| g.to_possible_value())),
-    );
-    flag("use-access-token", args.use_access_token.then(String::new));
-    flag("audience", args.audience.clone());
-    flag("resource", args.resource.clone());
-    flag(
-        "client-auth-method",
-        args.client_auth_method
-            .and_then(|m| enum_name(&|| m.to_possible_value())),
-    );
-    flag("cache-dir", args.cache.cache_dir.as_deref().map(path));
-    flag(
-        "cache-storage",
-        args.cache_storage
-            .and_then(|s| enum_name(&|| s.to_possible_value())),
-    );
-    for ca in &args.certificate_authority {
-        flag("certificate-authority", Some(path(ca)));
-    }
-    for data in &args.certificate_authority_data {
-        flag("certificate-authority-data", Some(data.clone()));
-    }
-    flag(
-        "insecure-skip-tls-verify",
-        args.insecure_skip_tls_verify.then(String::new),
-    );
-    flag("min-validity", args.min_validity.clone());
-    flag("refresh-ahead", args.refresh_ahead.clone());
-    flag("http-timeout", args.http_timeout.clone());
-    flag("lock-timeout", args.lock_timeout.clone());
-    flag("redirect-url", args.redirect_url.clone());
-    for address in &args.listen_address {
-        flag("listen-address", Some(address.clone()));
-    }
-    flag("pkce", args.pkce.map(|b| b.to_string()));
-    flag("browser-command", args.browser_command.clone());
-    flag(
-        "skip-open-browser",
-        args.skip_open_browser.then(String::new),
-    );
-    flag("auth-timeout", args.auth_timeout.clone());
-    flag("login-cooldown", args.login_cooldown.clone());
-    for param in &args.auth_params {
-        flag("auth-param", Some(param.clone()));
-    }
-    flag(
-        "local-server-cert",
-        args.local_server_cert.as_deref().map(path),
-    );
-    flag(
-        "local-server-key",
-        args.local_server_key.as_deref().map(path),
-    );
-    flag("account", args.account.clone());
-    flag("login-hint", args.login_hint.clone());
-    flag("prompt", args.prompt.clone());
-    let ci = &args.federation;
-    let source = |s: Option<crate::cli::CiTokenSourceArg>| {
-        s.and_then(|s| enum_name(&|| s.to_possible_value()))
-    };
-    flag(
-        "subject-token-file",
-        ci.subject_token_file.as_deref().map(path),
-    );
-    flag("subject-token-env", ci.subject_token_env.clone());
-    flag("subject-token-source", source(ci.subject_token_source));
-    flag("subject-token-audience", ci.subject_token_audience.clone());
-    flag("subject-token-type", ci.subject_token_type.clone());
-    flag("requested-token-type", ci.requested_token_type.clone());
-    flag("token-endpoint", ci.token_endpoint.clone());
-    flag(
-        "client-private-key-file",
-        ci.client_private_key_file.as_deref().map(path),
-    );
-    flag("client-key-id", ci.client_key_id.clone());
-    flag(
-        "client-assertion-file",
-        ci.client_assertion_file.as_deref().map(path),
-    );
-    flag("client-assertion-env", ci.client_assertion_env.clone());
-    flag(
-        "client-assertion-source",
-        source(ci.client_assertion_source),
-    );
-    flag(
-        "client-assertion-audience",
-        ci.client_assertion_audience.clone(),
-    );
-    flag(
-        "gitlab-id-token-variable",
-        ci.gitlab_id_token_variable.clone(),
-    );
-    flag("username", ci.username.clone());
-    flag("password-file", ci.password_file.as_deref().map(path));
-    out
-}
-
 /// The stanza's `env`: placeholders for a client secret given as a value, and for the request
 /// headers' values (each header's name, its value to be filled in).
-pub fn exec_env(args: &TokenArgs) -> Vec<(&'static str, String)> {
+pub fn exec_env(args: &TokenArgs) -> Vec<EnvVar> {
     let mut env = Vec::new();
     if args.client_secret.is_some() {
-        env.push((
+        env.push(EnvVar::new(
             "KUBECRED_CLIENT_SECRET",
-            "<the client secret; better: --client-secret-file>".to_string(),
+            "<the client secret; better: --client-secret-file>",
         ));
     }
     let header_names: Vec<String> = args
@@ -397,9 +268,28 @@ pub fn exec_env(args: &TokenArgs) -> Vec<(&'static str, String)> {
         })
         .collect();
     if !header_names.is_empty() {
-        env.push(("KUBECRED_REQUEST_HEADER", header_names.join(",")));
+        env.push(EnvVar::new(
+            "KUBECRED_REQUEST_HEADER",
+            header_names.join(","),
+        ));
     }
     env
+}
+
+/// The kubeconfig user's exec stanza that sections 4 and 5 print and `--write-kubeconfig`
+/// writes: v1beta1 (the widest client support), this binary by its name on PATH, the settings
+/// setup was given, placeholders for what must not be printed, no cluster info.
+pub fn exec_stanza(inputs: &Inputs) -> ExecStanza {
+    ExecStanza {
+        provide_cluster_info: Some(false),
+        ..kubecred_stanza(
+            V1BETA1,
+            inputs.command.as_command(),
+            exec_args(inputs.args),
+            exec_env(inputs.args),
+            inputs.user_login,
+        )
+    }
 }
 
 /// Why the stanza runs the command it does, as `#` comment lines; nothing for plain `kubecred`.
@@ -419,23 +309,32 @@ pub fn command_note(command: &ExecCommand) -> String {
     }
 }
 
-/// `kubectl config set-credentials` for the user, then pointing the current context at it.
-pub fn set_credentials_command(inputs: &Inputs, interactive_mode: &str) -> String {
+/// `kubectl config set-credentials` for the user of `exec`, then pointing the current context
+/// at it.
+pub fn set_credentials_command(inputs: &Inputs, exec: &ExecStanza) -> String {
     let mut words = vec![
         "kubectl".to_string(),
         "config".into(),
         "set-credentials".into(),
         shell(inputs.user_name),
-        "--exec-api-version=client.authentication.k8s.io/v1beta1".into(),
-        shell(&format!("--exec-command={}", inputs.command.as_command())),
     ];
-    for arg in exec_args(inputs.args) {
+    if let Some(api_version) = &exec.api_version {
+        words.push(shell(&format!("--exec-api-version={api_version}")));
+    }
+    words.push(shell(&format!("--exec-command={}", exec.command)));
+    for arg in &exec.args {
         words.push(shell(&format!("--exec-arg={arg}")));
     }
-    for (name, value) in exec_env(inputs.args) {
-        words.push(shell(&format!("--exec-env={name}={value}")));
+    for var in &exec.env {
+        words.push(shell(&format!(
+            "--exec-env={}={}",
+            var.name,
+            var.value.expose()
+        )));
     }
-    words.push(format!("--exec-interactive-mode={interactive_mode}"));
+    if let Some(mode) = exec.interactive_mode {
+        words.push(format!("--exec-interactive-mode={}", mode.as_str()));
+    }
     format!(
         "# kubectl 1.30+ (--exec-interactive-mode); with an older kubectl, use the YAML of 5.\n{}{}\nkubectl config set-context --current --user={}\n",
         command_note(&inputs.command),
@@ -444,9 +343,19 @@ pub fn set_credentials_command(inputs: &Inputs, interactive_mode: &str) -> Strin
     )
 }
 
-/// The same user as kubeconfig YAML (merge it into ~/.kube/config, or keep it as its own file
-/// in $KUBECONFIG).
-pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
+/// The user of `exec` as kubeconfig YAML (merge it into ~/.kube/config, or keep it as its own
+/// file in $KUBECONFIG): the typed stanza field by field, in its serde order, with comments
+/// that say why (a test reads it back as the same stanza).
+pub fn kubeconfig_user(inputs: &Inputs, exec: &ExecStanza) -> String {
+    let ExecStanza {
+        api_version,
+        command,
+        args,
+        env,
+        interactive_mode,
+        provide_cluster_info,
+        install_hint,
+    } = exec;
     let mut out = String::new();
     let _ = writeln!(out, "apiVersion: v1");
     let _ = writeln!(out, "kind: Config");
@@ -454,32 +363,41 @@ pub fn kubeconfig_user(inputs: &Inputs, interactive_mode: &str) -> String {
     let _ = writeln!(out, "- name: {}", q(inputs.user_name));
     let _ = writeln!(out, "  user:");
     let _ = writeln!(out, "    exec:");
-    let _ = writeln!(
-        out,
-        "      # v1beta1: the widest client support (client-go 1.11+, the Python and JavaScript clients)."
-    );
-    let _ = writeln!(
-        out,
-        "      apiVersion: client.authentication.k8s.io/v1beta1"
-    );
+    if let Some(api_version) = api_version {
+        if api_version == V1BETA1 {
+            let _ = writeln!(
+                out,
+                "      # v1beta1: the widest client support (client-go 1.11+, the Python and JavaScript clients)."
+            );
+        }
+        let _ = writeln!(out, "      apiVersion: {}", scalar(api_version));
+    }
     for line in command_note(&inputs.command).lines() {
         let _ = writeln!(out, "      {line}");
     }
-    let _ = writeln!(out, "      command: {}", q(&inputs.command.as_command()));
-    let _ = writeln!(out, "      args:");
-    for arg in exec_args(inputs.args) {
-        let _ = writeln!(out, "      - {}", q(&arg));
-    }
-    let env = exec_env(inputs.args);
-    if !env.is_empty() {
-        let _ = writeln!(out, "      env:");
-        for (name, value) in env {
-            let _ = writeln!(out, "      - name: {name}");
-            let _ = writeln!(out, "        value: {}", q(&value));
+    let _ = writeln!(out, "      command: {}", q(command));
+    if !args.is_empty() {
+        let _ = writeln!(out, "      args:");
+        for arg in args {
+            let _ = writeln!(out, "      - {}", q(arg));
         }
     }
-    let _ = writeln!(out, "      interactiveMode: {interactive_mode}");
-    let _ = writeln!(out, "      provideClusterInfo: false");
+    if !env.is_empty() {
+        let _ = writeln!(out, "      env:");
+        for var in env {
+            let _ = writeln!(out, "      - name: {}", scalar(&var.name));
+            let _ = writeln!(out, "        value: {}", q(var.value.expose()));
+        }
+    }
+    if let Some(mode) = interactive_mode {
+        let _ = writeln!(out, "      interactiveMode: {}", mode.as_str());
+    }
+    if let Some(provide) = provide_cluster_info {
+        let _ = writeln!(out, "      provideClusterInfo: {provide}");
+    }
+    if let Some(hint) = install_hint {
+        let _ = writeln!(out, "      installHint: {}", q(hint));
+    }
     out
 }
 
@@ -516,6 +434,20 @@ fn q(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
 }
 
+/// A name or version (`KUBECRED_CLIENT_SECRET`, `client.authentication.k8s.io/v1beta1`) as it
+/// reads best: plain when YAML reads it as that same string, else quoted ([`q`]).
+fn scalar(text: &str) -> String {
+    let plain = text.starts_with(|c: char| c.is_ascii_alphabetic())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '_' | '-'))
+        && !matches!(
+            text.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n" | "~"
+        );
+    if plain { text.to_string() } else { q(text) }
+}
+
 fn shell(word: &str) -> String {
     shlex::try_quote(word)
         .map(|w| w.into_owned())
@@ -538,62 +470,55 @@ mod tests {
     #[test]
     fn yaml_strings_cannot_break_out() {
         assert_eq!(q("a\"b\nc: d"), r#""a\"b\nc: d""#);
+        assert_eq!(scalar("KUBECRED_CLIENT_SECRET"), "KUBECRED_CLIENT_SECRET");
+        assert_eq!(scalar("on"), "\"on\"");
+        assert_eq!(scalar("a: b"), "\"a: b\"");
     }
 
-    /// Flags the printed stanza leaves out on purpose: secrets given as values (the stanza gets
-    /// an `env` placeholder instead), one-off switches, and kubelogin's hidden aliases.
-    const NOT_PRINTED: [&str; 5] = [
-        "client-secret",
-        "request-header",
-        "force-refresh",
-        "verbose",
-        "help",
-    ];
-
-    /// Every get-token flag a setup run was given reaches the printed `args`: a flag added to
-    /// `TokenArgs` and forgotten in `exec_args` fails here.
+    /// Section 5 is the typed stanza written out with comments: read back, it is the same
+    /// stanza, whatever the command, the grant and the placeholders.
     #[test]
-    fn every_setting_setup_was_given_is_printed() {
-        use clap::CommandFactory;
-        let command = crate::cli::Cli::command();
-        let get_token = command.find_subcommand("get-token").unwrap();
-        let mut argv = vec!["kubecred".to_string(), "get-token".to_string()];
-        let mut expected = Vec::new();
-        for arg in get_token.get_arguments() {
-            let Some(long) = arg.get_long() else { continue };
-            if arg.is_hide_set() || NOT_PRINTED.contains(&long) {
-                continue;
-            }
-            if !arg.get_action().takes_values() {
-                argv.push(format!("--{long}"));
-            } else {
-                let value = match arg.get_possible_values().first() {
-                    Some(possible) => possible.get_name().to_string(),
-                    None => "/abs/value".to_string(),
-                };
-                argv.push(format!("--{long}={value}"));
-            }
-            expected.push(long.to_string());
-        }
-        let crate::cli::Command::GetToken(args) =
-            <crate::cli::Cli as clap::Parser>::try_parse_from(&argv)
-                .unwrap()
-                .command
-        else {
-            unreachable!()
+    fn the_printed_user_reads_back_as_the_stanza() {
+        let mut args = TokenArgs {
+            issuer_url: Some("https://idp.example/realms/a b".into()),
+            client_id: Some("k8s".into()),
+            scopes: vec!["groups".into(), "\"quoted\": yes".into()],
+            ..Default::default()
         };
-        let printed = exec_args(&args);
-        for long in expected {
+        let claims = Map::new();
+        for (command, user_login, secret) in [
+            (ExecCommand::Name, true, false),
+            (ExecCommand::KubectlPluginName, false, true),
+            (
+                ExecCommand::Path("/opt/kube cred/kubecred".into()),
+                true,
+                true,
+            ),
+        ] {
+            args.client_secret = secret.then(|| "s3cret".to_string());
+            args.request_headers = vec!["X-Api-Key=abc".into()];
+            let inputs = Inputs {
+                args: &args,
+                user_name: "ada: admin",
+                command,
+                claims: &claims,
+                signing_alg: None,
+                client_id: "k8s",
+                ca_pems: &[],
+                user_login,
+            };
+            let stanza = exec_stanza(&inputs);
+            let printed = kubeconfig_user(&inputs, &stanza);
             assert!(
-                printed
-                    .iter()
-                    .any(|a| *a == format!("--{long}") || a.starts_with(&format!("--{long}="))),
-                "--{long} was given to setup but is not in the printed args: {printed:?}"
+                !printed.contains("s3cret") && !printed.contains("abc"),
+                "{printed}"
             );
+            let value: serde_norway::Value = serde_norway::from_str(&printed).unwrap();
+            assert_eq!(value["users"][0]["name"], "ada: admin");
+            let read: ExecStanza =
+                serde_norway::from_value(value["users"][0]["user"]["exec"].clone()).unwrap();
+            assert_eq!(read, stanza, "{printed}");
+            assert_eq!(value["users"][0]["user"], stanza.as_user_body());
         }
-        // And get-token reads back what was printed.
-        let mut again = vec!["kubecred".to_string()];
-        again.extend(printed);
-        <crate::cli::Cli as clap::Parser>::try_parse_from(&again).unwrap();
     }
 }

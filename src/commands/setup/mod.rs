@@ -3,7 +3,8 @@
 //! each on stderr, stopping at the first problem with its cause and fix); log in as `kubecred
 //! login` does and show the token's claims as a table on stderr; then print on stdout what to
 //! configure (`advice.rs`): the API server, RBAC, kubectl and kuberc — and with
-//! `--write-kubeconfig`, write the kubectl part into the kubeconfig (`write.rs`).
+//! `--write-kubeconfig`, write the kubectl part into the kubeconfig (`write.rs`): the same typed
+//! exec stanza (`kubeconfig::ExecStanza`) that sections 4 and 5 print.
 //!
 //! The advice goes to stdout because it is the command's product (`kubecred setup … > setup.txt`);
 //! setup is never what a kubeconfig runs, so stdout carries no ExecCredential here. It is checked
@@ -13,9 +14,6 @@
 mod advice;
 mod diagnose;
 mod write;
-
-/// A kubecred stanza's `args` for get-token's settings (`convert-kubeconfig` writes them too).
-pub(super) use advice::exec_args;
 
 use super::claims_table;
 use crate::acquire;
@@ -136,11 +134,7 @@ pub(super) fn run(
         }
     ));
 
-    let interactive_mode = if inputs.user_login {
-        "IfAvailable"
-    } else {
-        "Never"
-    };
+    let exec = advice::exec_stanza(&inputs);
     let mut out = String::new();
     let mut section = |title: &str, body: &str| {
         let _ = write!(out, "# ==== {title} ====\n{body}\n");
@@ -159,16 +153,18 @@ pub(super) fn run(
     );
     section(
         "4. kubectl: a kubeconfig user that runs kubecred, for the current context",
-        &advice::set_credentials_command(&inputs, interactive_mode),
+        &advice::set_credentials_command(&inputs, &exec),
     );
-    let kubeconfig_user = advice::kubeconfig_user(&inputs, interactive_mode);
-    section("5. kubeconfig: the same user as YAML", &kubeconfig_user);
+    section(
+        "5. kubeconfig: the same user as YAML",
+        &advice::kubeconfig_user(&inputs, &exec),
+    );
     section(
         "6. kubectl 1.35+ with a credential plugin policy in kuberc: allow kubecred",
         &advice::kuberc(&inputs.command),
     );
     if let Some(target) = write_to {
-        let written = target.write(&kubeconfig_user, clock)?;
+        let written = target.write(&exec, clock)?;
         crate::log::stderr(format_args!("{written}"));
     }
     Ok(Some(out))

@@ -1,40 +1,28 @@
 //! `setup --write-kubeconfig`: what setup prints for kubectl, written into the kubeconfig —
-//! the user exactly as section 5 prints it; with `--server`, a cluster (its CA embedded, from
-//! `--cluster-certificate-authority`) and a context of that user, made the current context;
+//! the user of section 5, the same typed stanza; with `--server`, a cluster (its CA embedded,
+//! from `--cluster-certificate-authority`) and a context of that user, made the current context;
 //! without `--server`, the current context (if there is one) pointed at the user, as section 4's
 //! `kubectl config set-context --current` does. So a newcomer goes from nothing to
 //! `kubectl auth whoami` with one command.
 //!
-//! Each entry goes where kubectl would put it: into the file that already defines it, else into
-//! the file kubectl writes new entries to (`--kubeconfig`; else the first existing file of
-//! `$KUBECONFIG`, or its last when none exists; else `~/.kube/config`), which is created if need
-//! be. The writes are convert-kubeconfig's: edited in place (`kubeconfig_edit.rs`), a 0600 backup
-//! beside each file, atomic, all or none (`file_replace.rs`). Everything that can be wrong
-//! (a kubeconfig that does not parse, an unreadable CA file, a server that is not a URL) is
-//! found by [`prepare`], before setup logs in.
+//! Each entry goes where kubectl would put it (`kubeconfig::Kubeconfig`: into the file that
+//! already defines it, else the file kubectl writes new entries to, created if need be), written
+//! as convert-kubeconfig writes: edited in place, a 0600 backup beside each file, atomic, all or
+//! none. Everything that can be wrong (a kubeconfig that does not parse, an unreadable CA file,
+//! a server that is not a URL) is found by [`prepare`], before setup logs in.
 
 use crate::cli::SetupArgs;
 use crate::clock::Clock;
 use crate::error::{Exit, fail};
-use crate::file_replace::{self, Replacement};
-use crate::kubeconfig;
-use crate::kubeconfig_edit::{Document, Layout, Section};
+use crate::kubeconfig::{self, ExecStanza, Kubeconfig, Layout, LoadError, Section};
 use base64::Engine;
 use serde_norway::{Mapping, Value};
-use std::path::PathBuf;
 
 /// What to write, checked before the login.
 pub(super) struct Target {
-    files: Vec<File>,
-    /// Index of the file new entries go to.
-    default: usize,
+    kubeconfig: Kubeconfig,
     user_name: String,
     cluster: Option<Cluster>,
-}
-
-struct File {
-    path: PathBuf,
-    doc: Document,
 }
 
 struct Cluster {
@@ -50,35 +38,16 @@ pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
     }
     let input = |message: String| fail(Exit::Input, message);
     let paths = kubeconfig::paths(args.kubeconfig.as_deref());
-    let mut files = Vec::new();
-    let mut default = None;
-    for path in &paths {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => Some(text),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-            Err(err) => {
-                return Err(input(format!(
-                    "cannot read the kubeconfig {}: {err}; fix its permissions, or pass --kubeconfig",
-                    path.display()
-                )));
-            }
-        };
-        if text.is_some() && default.is_none() {
-            default = Some(files.len());
-        }
-        let doc = Document::parse(text.as_deref().unwrap_or("")).map_err(|reason| {
-            input(format!(
-                "the kubeconfig {} cannot be read ({reason}); fix it, or pass --kubeconfig with another file",
-                path.display()
-            ))
-        })?;
-        files.push(File {
-            path: path.clone(),
-            doc,
-        });
-    }
-    // kubectl's rule for new entries: the first file that exists, else the last one named.
-    let default = default.unwrap_or(files.len().saturating_sub(1));
+    let kubeconfig = Kubeconfig::load(&paths).map_err(|err| match err {
+        LoadError::Unreadable { path, error } => input(format!(
+            "cannot read the kubeconfig {}: {error}; fix its permissions, or pass --kubeconfig",
+            path.display()
+        )),
+        LoadError::Invalid { path, reason } => input(format!(
+            "the kubeconfig {} cannot be read ({reason}); fix it, or pass --kubeconfig with another file",
+            path.display()
+        )),
+    })?;
     let cluster = match &args.server {
         None => None,
         Some(server) => {
@@ -121,27 +90,19 @@ pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
         }
     };
     Ok(Some(Target {
-        files,
-        default,
+        kubeconfig,
         user_name: args.user_name.clone(),
         cluster,
     }))
 }
 
 impl Target {
-    /// Writes the user of `printed_user` (section 5's YAML) and, with `--server`, the cluster and
+    /// Writes the user of `exec` (section 5's stanza) and, with `--server`, the cluster and
     /// context; the line that says what was written where.
-    pub(super) fn write(mut self, printed_user: &str, clock: &dyn Clock) -> anyhow::Result<String> {
-        let printed: Value = serde_norway::from_str(printed_user).map_err(|err| {
-            fail(Exit::Input, format!("kubecred printed a kubeconfig user it cannot read back ({err}); please report this"))
-        })?;
-        let user = printed["users"][0]["user"].clone();
+    pub(super) fn write(mut self, exec: &ExecStanza, clock: &dyn Clock) -> anyhow::Result<String> {
         let mut said = vec![format!("the user {:?}", self.user_name)];
-
-        let file = self.file_for(Section::Users, &self.user_name.clone());
-        self.files[file]
-            .doc
-            .set_entry(Section::Users, &self.user_name, user);
+        let kubeconfig = &mut self.kubeconfig;
+        kubeconfig.set_entry(Section::Users, &self.user_name, exec.as_user_body());
         match self.cluster.take() {
             Some(cluster) => {
                 let mut body = Mapping::new();
@@ -150,41 +111,25 @@ impl Target {
                     let data = base64::engine::general_purpose::STANDARD.encode(pem);
                     body.insert("certificate-authority-data".into(), data.into());
                 }
-                let file = self.file_for(Section::Clusters, &cluster.name);
-                self.files[file]
-                    .doc
-                    .set_entry(Section::Clusters, &cluster.name, Value::Mapping(body));
+                kubeconfig.set_entry(Section::Clusters, &cluster.name, Value::Mapping(body));
                 let mut context = Mapping::new();
                 context.insert("cluster".into(), cluster.name.as_str().into());
                 context.insert("user".into(), self.user_name.as_str().into());
-                let file = self.file_for(Section::Contexts, &cluster.name);
-                self.files[file]
-                    .doc
-                    .set_entry(Section::Contexts, &cluster.name, Value::Mapping(context));
-                let file = self.current_context_file();
-                self.files[file].doc.set_current_context(&cluster.name);
+                kubeconfig.set_entry(Section::Contexts, &cluster.name, Value::Mapping(context));
+                kubeconfig.set_current_context(&cluster.name);
                 said.push(format!(
                     "the cluster and context {:?} (now the current context)",
                     cluster.name
                 ));
             }
-            None => match self.current_context() {
+            None => match kubeconfig.current_context().map(String::from) {
                 Some(current) => {
-                    let file = self.file_for(Section::Contexts, &current);
-                    let body = self.files[file]
-                        .doc
-                        .entries(Section::Contexts)
-                        .into_iter()
-                        .find(|(name, _)| *name == current)
-                        .and_then(|(_, body)| body.cloned());
-                    let mut context = match body {
-                        Some(Value::Mapping(context)) => context,
+                    let mut context = match kubeconfig.entry(Section::Contexts, &current) {
+                        Some(Value::Mapping(context)) => context.clone(),
                         _ => Mapping::new(),
                     };
                     context.insert("user".into(), self.user_name.as_str().into());
-                    self.files[file]
-                        .doc
-                        .set_entry(Section::Contexts, &current, Value::Mapping(context));
+                    kubeconfig.set_entry(Section::Contexts, &current, Value::Mapping(context));
                     said.push(format!("the current context {current:?} now uses it"));
                 }
                 None => said.push(
@@ -194,35 +139,29 @@ impl Target {
             },
         }
 
-        let mut replacements = Vec::new();
-        let mut whole = Vec::new();
-        for file in self.files.iter().filter(|f| f.doc.changed()) {
-            let (text, layout) = file.doc.render();
-            if let Layout::Whole(reason) = layout {
-                whole.push(format!(
-                    "{} was written as a whole: comments and formatting are not kept ({reason})",
-                    file.path.display()
-                ));
-            }
-            replacements.push(Replacement {
-                path: file.path.clone(),
-                content: text.into_bytes(),
-            });
-        }
-        let stamp = clock.now().format("%Y%m%dT%H%M%SZ").to_string();
-        let written = file_replace::replace_all(&replacements, &stamp).map_err(|failure| {
+        let written = kubeconfig.write(clock.now()).map_err(|failure| {
             fail(
                 Exit::Input,
                 format!("{failure} (the login is cached: run setup again with --kubeconfig naming a file you can write)"),
             )
         })?;
-        let places: Vec<String> = written
-            .iter()
-            .map(|w| match &w.backup {
-                Some(backup) => format!("{} (backup: {})", w.path.display(), backup.display()),
-                None => format!("{} (new)", w.path.display()),
-            })
-            .collect();
+        let mut places = Vec::new();
+        let mut whole = Vec::new();
+        for change in &written {
+            let Some(done) = &change.written else {
+                continue;
+            };
+            places.push(match &done.backup {
+                Some(backup) => format!("{} (backup: {})", done.path.display(), backup.display()),
+                None => format!("{} (new)", done.path.display()),
+            });
+            if let Layout::Whole(reason) = &change.layout {
+                whole.push(format!(
+                    "{} was written as a whole: comments and formatting are not kept ({reason})",
+                    kubeconfig.files()[change.file].path.display()
+                ));
+            }
+        }
         let mut line = format!(
             "kubecred: wrote {} to {}; {}\n",
             said[0],
@@ -233,30 +172,5 @@ impl Target {
             line.push_str(&format!("kubecred: note: {note}\n"));
         }
         Ok(line)
-    }
-
-    /// The file that defines `name` in `section` (the first, as kubectl reads them), else the
-    /// file new entries go to.
-    fn file_for(&self, section: Section, name: &str) -> usize {
-        self.files
-            .iter()
-            .position(|f| f.doc.entries(section).iter().any(|(n, _)| n == name))
-            .unwrap_or(self.default)
-    }
-
-    /// The current context: the first file's that sets one.
-    fn current_context(&self) -> Option<String> {
-        self.files
-            .iter()
-            .find_map(|f| f.doc.current_context().map(String::from))
-    }
-
-    /// The file whose `current-context` kubectl reads (the first that sets one), else the file
-    /// new entries go to.
-    fn current_context_file(&self) -> usize {
-        self.files
-            .iter()
-            .position(|f| f.doc.current_context().is_some())
-            .unwrap_or(self.default)
     }
 }

@@ -1,10 +1,13 @@
 //! The listener on its own: binding, the pages it answers, what it hands over. The wait for a
 //! code through a real listener is tested in `wait/tests.rs`, which uses the helpers here.
 
+use super::page::parse_request_line;
 use super::*;
+use crate::config::CallbackTls;
 use crate::error::exit_code_of;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::mpsc;
 
 const STATE: &str = "expected-state-1234";
@@ -171,7 +174,7 @@ fn only_callbacks_are_handed_over_each_with_the_verdict_of_its_page() {
     let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
     assert!(status.contains("200"), "{status}");
     match next() {
-        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        Verdict::Code(response) => assert_eq!(response.code.expose(), "real"),
         other => panic!("expected the code, got {other:?}"),
     }
 }
@@ -213,7 +216,7 @@ fn the_real_callback_gets_through_while_many_idle_connections_wait() {
     let (status, _) = get(address, &format!("/callback?code=real&state={STATE}"));
     assert!(status.contains("200"), "{status}");
     match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
-        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        Verdict::Code(response) => assert_eq!(response.code.expose(), "real"),
         other => panic!("expected the code, got {other:?}"),
     }
     drop(idle);
@@ -311,7 +314,7 @@ fn an_https_callback_is_served_over_tls_and_plain_http_gets_nothing() {
     assert!(status.contains("200"), "{status}");
     assert!(answer.contains("Logged in"), "{answer}");
     match verdicts.recv_timeout(Duration::from_secs(5)).unwrap() {
-        Verdict::Code(code) => assert_eq!(code.expose(), "real"),
+        Verdict::Code(response) => assert_eq!(response.code.expose(), "real"),
         other => panic!("expected the code, got {other:?}"),
     }
 }

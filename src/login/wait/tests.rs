@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::error::exit_code_of;
+use crate::login::callback::AuthorizationResponse;
 use crate::login::listener::tests::{
     default_redirect, get, ip_redirect, ipv6_available, localhost_v4,
 };
@@ -16,7 +17,7 @@ fn start(
     listener: CallbackListener,
     timeout: Duration,
     paste: Option<PasteSource>,
-) -> thread::JoinHandle<anyhow::Result<Secret>> {
+) -> thread::JoinHandle<anyhow::Result<AuthorizationResponse>> {
     let deadline = Instant::now() + timeout;
     thread::spawn(move || for_code(listener, paste, STATE, deadline))
 }
@@ -48,8 +49,8 @@ fn forged_callback_is_refused_then_the_real_one_returns_the_code() {
     assert!(page.contains("Logged in. You may close this tab and return to your terminal."));
     assert!(page.contains("Content-Security-Policy: default-src 'none'"));
 
-    let code = waiting.join().unwrap().unwrap();
-    assert_eq!(code.expose(), "the/code");
+    let response = waiting.join().unwrap().unwrap();
+    assert_eq!(response.code.expose(), "the/code");
 }
 
 #[test]
@@ -93,7 +94,7 @@ fn provider_error_with_a_wrong_state_is_refused_and_the_wait_goes_on() {
     let (status, _) = get(address, "/callback?error=access_denied");
     assert!(status.contains("400"), "{status}");
     get(address, &format!("/callback?code=real&state={STATE}"));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
+    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "real");
 }
 
 #[test]
@@ -117,7 +118,7 @@ fn other_paths_and_methods_get_404_and_do_not_end_the_wait() {
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
 
     get(address, &format!("/callback?code=real&state={STATE}"));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
+    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "real");
 }
 
 #[test]
@@ -131,7 +132,7 @@ fn a_silent_connection_does_not_delay_the_callback() {
     partial.write_all(b"GET /callback?code=half").unwrap();
     let started = Instant::now();
     get(address, &format!("/callback?code=real&state={STATE}"));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "real");
+    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "real");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -189,7 +190,7 @@ fn a_localhost_redirect_is_served_on_both_families() {
     let (status, _) = get(via_v6, "/favicon.ico");
     assert!(status.contains("404"), "{status}");
     get(via_v6, &format!("/callback?code=over-v6&state={STATE}"));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "over-v6");
+    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "over-v6");
 }
 
 #[test]
@@ -200,12 +201,15 @@ fn a_pasted_redirect_url_or_bare_code_completes_the_wait() {
     );
     let paste = PasteSource::from_reader(Cursor::new(pasted));
     let waiting = start(listener, Duration::from_secs(10), Some(paste));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "pasted+1");
+    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "pasted+1");
 
     let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let paste = PasteSource::from_reader(Cursor::new("  bare-code-42  \n"));
     let waiting = start(listener, Duration::from_secs(10), Some(paste));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "bare-code-42");
+    assert_eq!(
+        waiting.join().unwrap().unwrap().code.expose(),
+        "bare-code-42"
+    );
 }
 
 #[test]
@@ -216,28 +220,31 @@ fn a_pasted_url_without_state_is_refused_and_closed_stdin_leaves_the_browser() {
     let waiting = start(listener, Duration::from_secs(10), Some(paste));
     thread::sleep(Duration::from_millis(200));
     get(address, &format!("/callback?code=browser&state={STATE}"));
-    assert_eq!(waiting.join().unwrap().unwrap().expose(), "browser");
+    assert_eq!(waiting.join().unwrap().unwrap().code.expose(), "browser");
 }
 
 // --grant-type authcode-keyboard: pasted lines only, asked for one by one.
 
 #[test]
 fn a_bare_code_is_the_code() {
-    let code = read_code(source("  4/0AbC-d_e.f~g  \n"), STATE, soon()).unwrap();
-    assert_eq!(code.expose(), "4/0AbC-d_e.f~g");
+    let response = read_code(source("  4/0AbC-d_e.f~g  \n"), STATE, soon()).unwrap();
+    assert_eq!(response.code.expose(), "4/0AbC-d_e.f~g");
 }
 
 #[test]
 fn a_full_redirect_url_gives_its_code() {
     let url = format!("http://localhost:8000/callback?state={STATE}&code=c%3D1\n");
     assert_eq!(
-        read_code(source(&url), STATE, soon()).unwrap().expose(),
+        read_code(source(&url), STATE, soon())
+            .unwrap()
+            .code
+            .expose(),
         "c=1"
     );
     // authcode-keyboard: a URL without state is fine, its code is used.
     let url = "https://idp.example/oob?code=shown\n";
     assert_eq!(
-        read_code(source(url), STATE, soon()).unwrap().expose(),
+        read_code(source(url), STATE, soon()).unwrap().code.expose(),
         "shown"
     );
 }
@@ -248,7 +255,10 @@ fn a_forged_url_is_refused_and_asked_for_again() {
         "\nhttp://localhost/callback?code=evil&state=other\nnot a code\nhttp://localhost/callback?code=good&state={STATE}\n"
     );
     assert_eq!(
-        read_code(source(&text), STATE, soon()).unwrap().expose(),
+        read_code(source(&text), STATE, soon())
+            .unwrap()
+            .code
+            .expose(),
         "good"
     );
 }

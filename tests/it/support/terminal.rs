@@ -13,6 +13,45 @@ use url::Url;
 
 /// How long kubecred may take to print the login URL (discovery on loopback).
 pub const URL_WAIT: Duration = Duration::from_secs(30);
+/// How long a `browser.mjs` run may take on a loaded machine (it gives up by itself after 60 s).
+const BROWSER_WAIT: Duration = Duration::from_secs(90);
+
+/// Signs in as alice in headless Chromium and returns the callback URL the provider redirected
+/// to, which never reached kubecred (`browser.mjs --action copy`): the address bar of a browser
+/// on another machine, which the person copies to paste it into kubecred.
+pub fn copy_callback_url(login_url: &Url) -> Url {
+    let mut browser = Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .args(["--action", "copy", "--login", "alice"])
+        .arg(login_url.as_str())
+        .env("TESTBED_BROWSER_TIMEOUT", "60")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting node tests/support/browser.mjs");
+    let deadline = Instant::now() + BROWSER_WAIT;
+    while browser.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = browser.kill();
+            let output = browser.wait_with_output().unwrap();
+            panic!(
+                "browser.mjs --action copy ran longer than {BROWSER_WAIT:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = browser.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.lines().count() == 1,
+        "browser.mjs --action copy: {:?}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Url::parse(stdout.trim()).unwrap_or_else(|err| panic!("{stdout}: {err}"))
+}
 
 /// A pseudo-terminal (POSIX `posix_openpt`, through the `libc` crate), so that
 /// `stdin.is_terminal()` is true in kubecred while its stdout and stderr stay pipes the test

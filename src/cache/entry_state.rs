@@ -1,20 +1,22 @@
 //! What kubecred remembers about one cache entry besides its tokens, in one private file beside
 //! it (`<cache_dir>/state/<key>.json`): the interactive login that failed (the cool-down,
-//! `cooldown.rs`), the refresh token the provider refused (the cached token is then handed out
-//! without a login until it runs out), and how the background renewal fared (`renew_ahead.rs`:
-//! its back-off, and on Windows the renewal a hit has just started).
+//! `acquire/cooldown.rs`), the refresh token the provider refused (the cached token is then
+//! handed out without a login until it runs out), and how the background renewal fared
+//! (`acquire/renew_ahead.rs`: its back-off, and on Windows the renewal a hit has just started).
+//! What the notes mean is decided there; this module keeps the file.
 //!
-//! One type, [`EntryState`]. One reader, [`EntryState::read`], which drops every note older
+//! One type, [`EntryState`]. One reader, [`StateFile::read`], which drops every note older
 //! than the tokens it is read for: a note about tokens that have since been replaced says
-//! nothing about the new ones. One writer, [`EntryState::update`], which takes the entry's lock
-//! as a parameter, so that a read-modify-write never loses a parallel run's note. Saving tokens
-//! clears the file ([`EntryState::clear`], called by `renewal::save`), and so does `logout`.
+//! nothing about the new ones. One writer, [`StateFile::update`], which `TokenCache::update_state`
+//! calls with the entry's lock held, so that a read-modify-write never loses a parallel run's
+//! note. The cache clears the file when it saves new tokens and removes it with the entry
+//! (`TokenCache::save`, `TokenCache::remove`): no caller has to remember to.
 //!
 //! Best effort in every direction: a note that cannot be written is only logged (the failure it
 //! is about matters more), and one that cannot be read is no note. Nothing here may stop a valid
 //! token from being handed out.
 
-use crate::cache::{CacheKey, EntryLock, TokenCache};
+use super::CacheKey;
 use crate::private_file;
 use crate::text::printable_brief;
 use chrono::{DateTime, Utc};
@@ -89,38 +91,32 @@ pub(crate) struct RenewalFailure {
 
 /// The state file of one entry.
 #[derive(Debug, Clone)]
-pub(crate) struct StateFile {
+pub(super) struct StateFile {
     path: PathBuf,
 }
 
 impl StateFile {
-    pub(crate) fn of(cache: &TokenCache) -> StateFile {
+    /// The state file of the entry `key` in the cache directory `dir`.
+    pub(super) fn of(dir: &Path, key: &CacheKey) -> StateFile {
         StateFile {
-            path: cache.state_path(SUFFIX),
-        }
-    }
-
-    /// The state file of the entry `key` in the cache directory `dir` (`status`).
-    pub(crate) fn in_dir(dir: &Path, key: &CacheKey) -> StateFile {
-        StateFile {
-            path: crate::cache::state_path(dir, key, SUFFIX),
+            path: dir.join("state").join(format!("{key}.{SUFFIX}")),
         }
     }
 
     #[cfg(test)]
-    pub(crate) fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The notes that concern tokens obtained at `tokens_obtained_at` (`None`: no tokens, every
     /// note counts): each note dated before them is dropped. A missing or unreadable file is an
     /// empty state.
-    pub(crate) fn read(&self, tokens_obtained_at: Option<DateTime<Utc>>) -> EntryState {
+    pub(super) fn read(&self, tokens_obtained_at: Option<DateTime<Utc>>) -> EntryState {
         let mut state = match private_file::read_json::<EntryState>(&self.path, MAX_STATE_BYTES) {
             Ok(state) => state,
             Err(private_file::ReadError::NotFound) => return EntryState::default(),
             Err(err) => {
-                crate::debug!(1, "ignoring {}: {}", self.path.display(), describe(&err));
+                crate::debug!(1, "ignoring {}: {err}", self.path.display());
                 return EntryState::default();
             }
         };
@@ -134,9 +130,9 @@ impl StateFile {
         state
     }
 
-    /// Changes the notes under the entry's lock: `change` gets what is on file (all of it, old
-    /// notes included) and edits it; an empty result removes the file.
-    pub(crate) fn update(&self, _lock: &EntryLock, change: impl FnOnce(&mut EntryState)) {
+    /// Changes the notes (the caller holds the entry's lock): `change` gets what is on file (all
+    /// of it, old notes included) and edits it; an empty result removes the file.
+    pub(super) fn update(&self, change: impl FnOnce(&mut EntryState)) {
         let mut state = self.read(None);
         change(&mut state);
         if state == EntryState::default() {
@@ -155,7 +151,7 @@ impl StateFile {
 
     /// Forgets every note: tokens were saved, and the notes were about the ones they replace.
     /// A missing file is fine; other problems are only logged.
-    pub(crate) fn clear(&self) {
+    pub(super) fn clear(&self) {
         if let Err(err) = private_file::remove_if_exists(&self.path) {
             crate::debug!(1, "could not remove {}: {err}", self.path.display());
         }
@@ -163,7 +159,7 @@ impl StateFile {
 
     /// Removes every trace of the notes (`logout`): the file, what an interrupted writer left
     /// beside it, and the notes of older kubecred versions.
-    pub(crate) fn remove_all(&self) {
+    pub(super) fn remove_all(&self) {
         let old = OLD_NOTE_SUFFIXES
             .iter()
             .map(|suffix| self.path.with_extension(suffix));
@@ -204,37 +200,20 @@ impl EntryState {
     }
 }
 
-fn describe(err: &private_file::ReadError) -> String {
-    match err {
-        private_file::ReadError::NotFound => "not found".into(),
-        private_file::ReadError::Corrupt(reason) => format!("corrupt ({reason})"),
-        private_file::ReadError::Foreign(reason) => format!("not ours ({reason})"),
-        private_file::ReadError::Io(err) => format!("unreadable ({err})"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
     use std::fs;
-    use std::time::Duration;
 
     fn at(seconds: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + seconds, 0).unwrap()
     }
 
-    fn file_in(dir: &tempfile::TempDir) -> (StateFile, EntryLock) {
-        let file = StateFile {
+    fn file_in(dir: &tempfile::TempDir) -> StateFile {
+        StateFile {
             path: dir.path().join("state").join("entry.json"),
-        };
-        let lock = EntryLock::acquire(
-            dir.path(),
-            &dir.path().join("locks").join("entry.lock"),
-            Duration::ZERO,
-        )
-        .unwrap();
-        (file, lock)
+        }
     }
 
     fn failure(reason: &str, when: i64, retry: Option<i64>) -> RenewalNote {
@@ -251,9 +230,9 @@ mod tests {
     #[test]
     fn notes_round_trip_and_an_empty_state_leaves_no_file() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, lock) = file_in(&dir);
+        let file = file_in(&dir);
         assert_eq!(file.read(None), EntryState::default());
-        file.update(&lock, |state| {
+        file.update(|state| {
             state.login_failed = Some(Note::new("denied", at(10)));
             state.renewal = Some(failure("invalid_client", 20, Some(30)));
         });
@@ -263,15 +242,15 @@ mod tests {
             state.renewal.unwrap().failed.unwrap().retry_at,
             Some(at(30))
         );
-        file.update(&lock, |state| *state = EntryState::default());
+        file.update(|state| *state = EntryState::default());
         assert!(!file.path().exists());
     }
 
     #[test]
     fn notes_older_than_the_tokens_are_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, lock) = file_in(&dir);
-        file.update(&lock, |state| {
+        let file = file_in(&dir);
+        file.update(|state| {
             state.login_failed = Some(Note::new("abandoned", at(10)));
             state.refresh_refused = Some(Note::new("invalid_grant", at(30)));
             state.renewal = Some(failure("server_error", 10, Some(40)));
@@ -287,10 +266,10 @@ mod tests {
     #[test]
     fn clear_removes_the_file_and_remove_all_the_old_versions_notes_too() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, lock) = file_in(&dir);
+        let file = file_in(&dir);
         file.clear(); // Nothing there: fine.
         file.remove_all();
-        file.update(&lock, |state| {
+        file.update(|state| {
             state.login_failed = Some(Note::new("denied", at(10)));
         });
         let old = file.path().with_extension("renewal-failed");
@@ -305,8 +284,8 @@ mod tests {
     #[test]
     fn a_corrupt_or_huge_file_is_no_state() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, lock) = file_in(&dir);
-        file.update(&lock, |state| {
+        let file = file_in(&dir);
+        file.update(|state| {
             state.login_failed = Some(Note::new("denied", at(10)));
         });
         fs::write(file.path(), b"{not json").unwrap();
@@ -314,7 +293,7 @@ mod tests {
         fs::write(file.path(), vec![b' '; 100_000]).unwrap();
         assert_eq!(file.read(None), EntryState::default());
         // The next update starts afresh rather than failing.
-        file.update(&lock, |state| {
+        file.update(|state| {
             state.refresh_refused = Some(Note::new("invalid_grant", at(10)));
         });
         assert!(file.read(None).refresh_refused.is_some());
@@ -323,8 +302,8 @@ mod tests {
     #[test]
     fn reasons_are_kept_on_one_printable_line() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, lock) = file_in(&dir);
-        file.update(&lock, |state| {
+        let file = file_in(&dir);
+        file.update(|state| {
             state.login_failed = Some(Note::new("first line\nsecond \x1b[31mline", at(0)));
         });
         assert_eq!(
@@ -345,11 +324,11 @@ mod tests {
     fn the_file_and_its_new_directory_are_private() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let (file, lock) = file_in(&dir);
+        let file = file_in(&dir);
         let state = file.path().parent().unwrap();
         fs::create_dir(state).unwrap();
         fs::set_permissions(state, fs::Permissions::from_mode(0o755)).unwrap();
-        file.update(&lock, |state| {
+        file.update(|state| {
             state.login_failed = Some(Note::new("denied", at(0)));
         });
         let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;

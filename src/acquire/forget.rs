@@ -1,0 +1,61 @@
+//! Forgetting one entry, for `logout`: its refresh token revoked at the provider (RFC 7009),
+//! then every part of the entry removed (`TokenCache::remove`: the tokens wherever they are,
+//! and what was noted about them), all under the entry's lock so that no parallel run refreshes
+//! (and saves) in between.
+
+use crate::cache::TokenCache;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::grants::{ProviderClient, Revocation};
+
+/// What `logout` did with one entry.
+#[derive(Debug)]
+pub struct Forgotten {
+    /// Whether there was an entry (a readable one) to forget.
+    pub found: bool,
+    pub revocation: RevocationOutcome,
+}
+
+/// What became of an entry's refresh token at the provider.
+#[derive(Debug)]
+pub enum RevocationOutcome {
+    /// The entry had none (client credentials), or the keyring no longer held it.
+    NoRefreshToken,
+    Done(Revocation),
+    /// Not tried: nothing says where the provider is (an entry written before kubecred
+    /// recorded its issuer).
+    NoProvider,
+    /// The provider refused or could not be reached: a warning, the entry went all the same.
+    Failed(anyhow::Error),
+}
+
+/// Forgets one entry: revokes its refresh token at the provider `revoke_with` describes, then
+/// removes every part of the entry.
+pub fn forget(
+    cache: &TokenCache,
+    lock_timeout: std::time::Duration,
+    revoke_with: Option<&Config>,
+    clock: &dyn Clock,
+) -> anyhow::Result<Forgotten> {
+    let lock = cache.lock(lock_timeout)?;
+    let cached = cache.load()?;
+    let refresh_token = match &cached {
+        Some(cached) => cache.refresh_token(cached, &lock)?,
+        None => None,
+    };
+    let revocation = match (refresh_token, revoke_with) {
+        (None, _) => RevocationOutcome::NoRefreshToken,
+        (Some(_), None) => RevocationOutcome::NoProvider,
+        (Some(token), Some(config)) => match ProviderClient::new(config, clock)
+            .and_then(|provider| provider.revoke_refresh_token(&token))
+        {
+            Ok(done) => RevocationOutcome::Done(done),
+            Err(err) => RevocationOutcome::Failed(err),
+        },
+    };
+    cache.remove(&lock)?;
+    Ok(Forgotten {
+        found: cached.is_some(),
+        revocation,
+    })
+}

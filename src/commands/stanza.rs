@@ -1,0 +1,380 @@
+//! kubecred's own exec stanza, from both ends. Written: the stanza `setup` prints and
+//! `setup --write-kubeconfig` and `convert-kubeconfig` put into kubeconfigs
+//! ([`kubecred_stanza`]: get-token's settings as its args, [`exec_args`]; kubectl's terminal
+//! handed over when a person may be asked to log in). Read: the settings a stanza runs with
+//! ([`resolve`]: `whoami`, and `convert-kubeconfig` before it writes one), its args and `env`
+//! resolved as get-token will resolve them when kubectl runs it — in the environment kubectl
+//! gives the plugin, the stanza's `env` over this process's, which is read, never changed.
+
+use crate::cli::{self, TokenArgs};
+use crate::config::{Config, Environment};
+use crate::exec_credential::ExecInfo;
+use crate::kubeconfig::{EnvVar, ExecStanza, InteractiveMode};
+use clap::ValueEnum;
+use std::ffi::OsString;
+use std::path::Path;
+
+/// kubecred as a kubeconfig user's exec stanza: `command` running `args` (get-token first) with
+/// `env`. A person may be asked to log in (browser, device code, a pasted code) when
+/// `user_login`: kubectl then hands over its terminal when it has one; a grant without a person
+/// reads nothing.
+pub(super) fn kubecred_stanza(
+    api_version: &str,
+    command: String,
+    args: Vec<String>,
+    env: Vec<EnvVar>,
+    user_login: bool,
+) -> ExecStanza {
+    ExecStanza {
+        api_version: Some(api_version.to_string()),
+        command,
+        args,
+        env,
+        interactive_mode: Some(if user_login {
+            InteractiveMode::IfAvailable
+        } else {
+            InteractiveMode::Never
+        }),
+        provide_cluster_info: None,
+        install_hint: None,
+    }
+}
+
+/// `get-token` and the settings given (to setup, or read from another plugin's stanza by
+/// convert-kubeconfig), as a kubeconfig `args` list. Paths become absolute (kubectl runs the
+/// plugin from wherever it is). A client secret given as a value is never written out, nor are
+/// request headers' values (an API key): setup's stanza gets a placeholder in `env` instead
+/// (`setup/advice.rs`, `exec_env`), convert's the secret itself.
+pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
+    let mut out = vec!["get-token".to_string()];
+    // An empty value is a switch, printed alone: get-token refuses `--use-access-token=true`.
+    let mut flag = |name: &str, value: Option<String>| match value {
+        Some(value) if value.is_empty() => out.push(format!("--{name}")),
+        Some(value) => out.push(format!("--{name}={value}")),
+        None => {}
+    };
+    let path = |p: &Path| {
+        std::path::absolute(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let enum_name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
+        v().map(|p| p.get_name().to_string())
+    };
+    flag("issuer-url", args.issuer_url.clone());
+    flag("client-id", args.client_id.clone());
+    flag(
+        "client-secret-file",
+        args.client_secret_file.as_deref().map(path),
+    );
+    for scope in &args.scopes {
+        flag("scope", Some(scope.clone()));
+    }
+    flag(
+        "grant-type",
+        args.grant_type
+            .and_then(|g| enum_name(&|| g.to_possible_value())),
+    );
+    flag("use-access-token", args.use_access_token.then(String::new));
+    flag("audience", args.audience.clone());
+    flag("resource", args.resource.clone());
+    flag(
+        "client-auth-method",
+        args.client_auth_method
+            .and_then(|m| enum_name(&|| m.to_possible_value())),
+    );
+    flag("cache-dir", args.cache.cache_dir.as_deref().map(path));
+    flag(
+        "cache-storage",
+        args.cache_storage
+            .and_then(|s| enum_name(&|| s.to_possible_value())),
+    );
+    for ca in &args.certificate_authority {
+        flag("certificate-authority", Some(path(ca)));
+    }
+    for data in &args.certificate_authority_data {
+        flag("certificate-authority-data", Some(data.clone()));
+    }
+    flag(
+        "insecure-skip-tls-verify",
+        args.insecure_skip_tls_verify.then(String::new),
+    );
+    flag("min-validity", args.min_validity.clone());
+    flag("refresh-ahead", args.refresh_ahead.clone());
+    flag("http-timeout", args.http_timeout.clone());
+    flag("lock-timeout", args.lock_timeout.clone());
+    flag("redirect-url", args.redirect_url.clone());
+    for address in &args.listen_address {
+        flag("listen-address", Some(address.clone()));
+    }
+    flag("pkce", args.pkce.map(|b| b.to_string()));
+    flag("browser-command", args.browser_command.clone());
+    flag(
+        "skip-open-browser",
+        args.skip_open_browser.then(String::new),
+    );
+    flag("auth-timeout", args.auth_timeout.clone());
+    flag("login-cooldown", args.login_cooldown.clone());
+    for param in &args.auth_params {
+        flag("auth-param", Some(param.clone()));
+    }
+    flag(
+        "local-server-cert",
+        args.local_server_cert.as_deref().map(path),
+    );
+    flag(
+        "local-server-key",
+        args.local_server_key.as_deref().map(path),
+    );
+    flag("account", args.account.clone());
+    flag("login-hint", args.login_hint.clone());
+    flag("prompt", args.prompt.clone());
+    let ci = &args.federation;
+    let source = |s: Option<crate::cli::CiTokenSourceArg>| {
+        s.and_then(|s| enum_name(&|| s.to_possible_value()))
+    };
+    flag(
+        "subject-token-file",
+        ci.subject_token_file.as_deref().map(path),
+    );
+    flag("subject-token-env", ci.subject_token_env.clone());
+    flag("subject-token-source", source(ci.subject_token_source));
+    flag("subject-token-audience", ci.subject_token_audience.clone());
+    flag("subject-token-type", ci.subject_token_type.clone());
+    flag("requested-token-type", ci.requested_token_type.clone());
+    flag("token-endpoint", ci.token_endpoint.clone());
+    flag(
+        "client-private-key-file",
+        ci.client_private_key_file.as_deref().map(path),
+    );
+    flag("client-key-id", ci.client_key_id.clone());
+    flag(
+        "client-assertion-file",
+        ci.client_assertion_file.as_deref().map(path),
+    );
+    flag("client-assertion-env", ci.client_assertion_env.clone());
+    flag(
+        "client-assertion-source",
+        source(ci.client_assertion_source),
+    );
+    flag(
+        "client-assertion-audience",
+        ci.client_assertion_audience.clone(),
+    );
+    flag(
+        "gitlab-id-token-variable",
+        ci.gitlab_id_token_variable.clone(),
+    );
+    flag("username", ci.username.clone());
+    flag("password-file", ci.password_file.as_deref().map(path));
+    out
+}
+
+/// Why a stanza's settings cannot be resolved.
+#[derive(Debug)]
+pub(super) enum Unresolved {
+    /// Its args do not run `get-token`.
+    NotGetToken,
+    /// Its args (or a `KUBECRED_*` variable of its env) are refused: clap's usage line.
+    Usage(String),
+    /// The settings are refused (`Config::resolve`'s error).
+    Settings(anyhow::Error),
+}
+
+/// The settings get-token will resolve when kubectl runs a stanza of `args` (get-token first)
+/// and `env` with `exec` as its KUBERNETES_EXEC_INFO: flags, `KUBECRED_*` variables and the
+/// variables read outside clap (`env_vars.rs`: the proxies, the password, …) as kubectl's plugin
+/// would see them.
+pub(super) fn resolve(
+    args: &[String],
+    env: &[EnvVar],
+    exec: ExecInfo,
+) -> Result<Config, Unresolved> {
+    let var = |name: &str| plugin_variable(env, name);
+    let mut argv = vec![OsString::from("kubecred")];
+    argv.extend(args.iter().map(OsString::from));
+    let token_args = match cli::parse_stanza_get_token_in(argv.clone(), &var) {
+        Ok(Some(token_args)) => token_args,
+        Ok(None) => return Err(Unresolved::NotGetToken),
+        Err(err) => return Err(Unresolved::Usage(cli::usage_error_line(&err, &argv))),
+    };
+    Config::resolve(&token_args, &Environment::with_variables(var, &argv), exec)
+        .map_err(Unresolved::Settings)
+}
+
+/// A variable as the plugin kubectl runs for the stanza sees it: client-go appends the
+/// stanza's `env` to kubectl's own environment, and the last definition of a name wins
+/// (regardless of case on Windows, as names are there).
+fn plugin_variable(env: &[EnvVar], name: &str) -> Option<OsString> {
+    let same = |given: &str| {
+        if cfg!(windows) {
+            given.eq_ignore_ascii_case(name)
+        } else {
+            given == name
+        }
+    };
+    match env.iter().rev().find(|var| same(&var.name)) {
+        Some(var) => Some(OsString::from(var.value.expose())),
+        None => std::env::var_os(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<EnvVar> {
+        pairs.iter().map(|(n, v)| EnvVar::new(*n, *v)).collect()
+    }
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_stanzas_env_fills_its_flags_and_the_variables_read_outside_clap() {
+        let config = resolve(
+            &words("get-token --issuer-url=https://idp.example --scope=from-args"),
+            &env(&[
+                ("KUBECRED_CLIENT_ID", "from-env"),
+                ("KUBECRED_SCOPE", "ignored,as-args-give-it"),
+                ("KUBECRED_USE_ACCESS_TOKEN", "yes"),
+                ("KUBECRED_INSECURE_SKIP_TLS_VERIFY", "off"),
+                ("KUBECRED_VERBOSE", "2"),
+                ("HTTPS_PROXY", "http://first.example:3128"),
+                ("HTTPS_PROXY", "http://proxy.example:3128"),
+            ]),
+            ExecInfo::absent(),
+        )
+        .unwrap();
+        assert_eq!(config.client.id, "from-env");
+        assert!(config.scopes.contains(&"from-args".to_string()));
+        assert!(!config.scopes.iter().any(|s| s.contains("as-args-give-it")));
+        assert_eq!(config.token_kind, crate::config::TokenKind::AccessToken);
+        assert!(!config.http.tls.insecure_skip_verify);
+        assert_eq!(config.verbose, 2);
+        let proxy: Vec<_> = config
+            .http
+            .proxy
+            .variables
+            .iter()
+            .filter(|(name, _)| *name == "HTTPS_PROXY")
+            .map(|(_, value)| value.expose().to_string())
+            .collect();
+        assert_eq!(
+            proxy,
+            ["http://proxy.example:3128"],
+            "the last definition wins"
+        );
+    }
+
+    #[test]
+    fn a_stanza_kubecred_refuses_says_why() {
+        let refused = |args: &str, vars: &[(&str, &str)]| {
+            resolve(&words(args), &env(vars), ExecInfo::absent()).unwrap_err()
+        };
+        assert!(matches!(refused("status", &[]), Unresolved::NotGetToken));
+        match refused(
+            "get-token --issuer-url=https://i --client-id=c --bogus",
+            &[],
+        ) {
+            Unresolved::Usage(line) => assert!(line.contains("--bogus"), "{line}"),
+            other => panic!("{other:?}"),
+        }
+        match refused(
+            "get-token --issuer-url=https://i --client-id=c",
+            &[("KUBECRED_SKIP_OPEN_BROWSER", "maybe")],
+        ) {
+            Unresolved::Usage(line) => assert!(line.contains("maybe"), "{line}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            refused("get-token --client-id=c", &[]),
+            Unresolved::Settings(_)
+        ));
+    }
+
+    /// Every get-token switch that reads a variable does so with clap's on/off parser, which
+    /// [`cli::parse_stanza_get_token_in`] reads a stanza's value with.
+    #[test]
+    fn every_switch_variable_is_read_as_on_or_off() {
+        use clap::CommandFactory;
+        let command = crate::cli::Cli::command();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        for arg in get_token.get_arguments() {
+            if arg.get_env().is_none() || !matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+                continue;
+            }
+            let values: Vec<String> = arg
+                .get_value_parser()
+                .possible_values()
+                .map(|values| values.map(|v| v.get_name().to_string()).collect())
+                .unwrap_or_default();
+            for word in ["yes", "on", "0", "off"] {
+                assert!(
+                    values.contains(&word.to_string()),
+                    "--{:?}: {values:?}",
+                    arg.get_long()
+                );
+            }
+        }
+    }
+
+    /// Flags the printed stanza leaves out on purpose: secrets given as values (the stanza gets
+    /// an `env` placeholder instead), one-off switches, and kubelogin's hidden aliases.
+    const NOT_PRINTED: [&str; 5] = [
+        "client-secret",
+        "request-header",
+        "force-refresh",
+        "verbose",
+        "help",
+    ];
+
+    /// Every get-token flag a setup run was given reaches the printed `args`: a flag added to
+    /// `TokenArgs` and forgotten in `exec_args` fails here.
+    #[test]
+    fn every_setting_setup_was_given_is_printed() {
+        use clap::CommandFactory;
+        let command = crate::cli::Cli::command();
+        let get_token = command.find_subcommand("get-token").unwrap();
+        let mut argv = vec!["kubecred".to_string(), "get-token".to_string()];
+        let mut expected = Vec::new();
+        for arg in get_token.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if arg.is_hide_set() || NOT_PRINTED.contains(&long) {
+                continue;
+            }
+            if !arg.get_action().takes_values() {
+                argv.push(format!("--{long}"));
+            } else {
+                let value = match arg.get_possible_values().first() {
+                    Some(possible) => possible.get_name().to_string(),
+                    None => "/abs/value".to_string(),
+                };
+                argv.push(format!("--{long}={value}"));
+            }
+            expected.push(long.to_string());
+        }
+        let crate::cli::Command::GetToken(args) =
+            <crate::cli::Cli as clap::Parser>::try_parse_from(&argv)
+                .unwrap()
+                .command
+        else {
+            unreachable!()
+        };
+        let printed = exec_args(&args);
+        for long in expected {
+            assert!(
+                printed
+                    .iter()
+                    .any(|a| *a == format!("--{long}") || a.starts_with(&format!("--{long}="))),
+                "--{long} was given to setup but is not in the printed args: {printed:?}"
+            );
+        }
+        // And get-token reads back what was printed.
+        let mut again = vec!["kubecred".to_string()];
+        again.extend(printed);
+        <crate::cli::Cli as clap::Parser>::try_parse_from(&again).unwrap();
+    }
+}

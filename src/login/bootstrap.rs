@@ -1,0 +1,285 @@
+//! The side of a relayed login where the browser is: `kubecred login --remote-bootstrap '<URL>'`.
+//!
+//! A kubecred on a machine without a browser (an SSH session) prints its authorization URL and
+//! this command. Run where a browser is, it checks that the URL is an authorization request
+//! with a loopback redirect, listens on loopback here (on the redirect's own port when it is
+//! free, else on another: RFC 8252 §7.3 has the provider accept any port on a loopback redirect
+//! URI of a native client), points the URL's `redirect_uri` at that listener, opens the browser,
+//! and, once the redirect with this login's `state` arrives, prints the relay line
+//! (`relay_line.rs`) for the person to paste into the remote kubecred.
+//!
+//! It talks to no provider and exchanges nothing: the PKCE verifier stays on the remote machine,
+//! which redeems the code itself, so no token ever exists here, and nothing is written here.
+//! The `iss` parameter is handed on for the remote to check, since only it knows the issuer.
+
+use crate::config::LoginSettings;
+use crate::error::{Exit, fail};
+use crate::login::callback::ExpectedResponse;
+use crate::login::listener::CallbackListener;
+use crate::login::{browser, progress, relay_line, wait};
+use crate::text::printable_brief;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Instant;
+use url::Url;
+
+/// Takes the browser's part of the login whose authorization URL is `bootstrap`, and returns
+/// the relay line to print (on stdout, alone: the person copies it).
+pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
+    let deadline = Instant::now() + login.auth_timeout;
+    let request = AuthorizationRequest::parse(bootstrap)?;
+    let listener = CallbackListener::bind(
+        &listen_addresses(&request.redirect, &login.listen_addresses),
+        &request.redirect,
+    )?
+    .relaying();
+    let redirect = listener.redirect_url().clone();
+    if redirect.port() != request.redirect.port() {
+        crate::log::notice(format!(
+            "{} is in use here, so the browser is sent to {redirect} instead (the provider must accept any port on a loopback redirect URI, as RFC 8252 §7.3 asks of it)",
+            request.redirect
+        ));
+    }
+    let url = request.with_redirect(&redirect);
+    // Not opened: browser::open has said to open the URL by hand (here: the redirect must
+    // reach this machine's listener).
+    browser::open(url.as_str(), &login.browser)?;
+    let spinner = progress::Spinner::start("waiting for the login in the browser", deadline);
+    let response = wait::for_code(
+        listener,
+        None,
+        ExpectedResponse::from(request.state.as_str()),
+        deadline,
+    );
+    drop(spinner); // Cleared before any message about the outcome.
+    let response = response?;
+    crate::log::notice(
+        "signed in; paste this line into the kubecred waiting on the remote machine (it holds a one-time code that only that kubecred can redeem):",
+    );
+    Ok(relay_line::render(
+        &request.state,
+        &response.code,
+        &redirect,
+        response.iss.as_deref(),
+    ))
+}
+
+/// Where to listen: the redirect URI's own port first (so that the URI stays what the remote
+/// sent, for providers that hold a client to exact ports), then the configured addresses, then
+/// any free port.
+fn listen_addresses(redirect: &Url, configured: &[SocketAddr]) -> Vec<SocketAddr> {
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let own_port = redirect
+        .port()
+        .filter(|port| *port != 0)
+        .map(|port| SocketAddr::new(loopback, port));
+    let any_port = SocketAddr::new(loopback, 0);
+    let mut addresses: Vec<SocketAddr> = Vec::new();
+    for address in own_port.into_iter().chain(configured.iter().copied()) {
+        if !addresses.contains(&address) {
+            addresses.push(address);
+        }
+    }
+    if !addresses.iter().any(|address| address.port() == 0) {
+        addresses.push(any_port);
+    }
+    addresses
+}
+
+/// The authorization request the remote kubecred printed, checked to be one this machine can
+/// take the redirect of.
+#[derive(Debug)]
+struct AuthorizationRequest {
+    url: Url,
+    state: String,
+    /// Its `redirect_uri`: http on a loopback host.
+    redirect: Url,
+}
+
+impl AuthorizationRequest {
+    fn parse(bootstrap: &str) -> anyhow::Result<AuthorizationRequest> {
+        let shown = printable_brief(bootstrap.trim(), 200);
+        let refuse = |why: String| {
+            fail(
+                Exit::Input,
+                format!(
+                    "--remote-bootstrap {shown:?} {why}; give it the whole authorization URL the remote kubecred printed, in single quotes"
+                ),
+            )
+        };
+        let url =
+            Url::parse(bootstrap.trim()).map_err(|err| refuse(format!("is not a URL ({err})")))?;
+        let web = match url.scheme() {
+            "https" => true,
+            "http" => crate::config::is_loopback_host(&url),
+            _ => false,
+        };
+        if !web {
+            return Err(refuse(
+                "is not an https URL (plain http only on a loopback address)".into(),
+            ));
+        }
+        let param = |name: &str| {
+            url.query_pairs()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into_owned())
+        };
+        // A verifier in the URL would let anyone who sees it redeem the code; `plain` makes the
+        // challenge the verifier itself. Neither may leave the machine that started the login.
+        if param("code_verifier").is_some() {
+            return Err(refuse(
+                "carries a code_verifier, which must never leave the machine that started the login"
+                    .into(),
+            ));
+        }
+        if param("code_challenge_method").is_some_and(|method| method != "S256") {
+            return Err(refuse(
+                "uses a PKCE method other than S256, whose challenge would give the code away"
+                    .into(),
+            ));
+        }
+        let missing: Vec<&str> = ["response_type", "client_id", "redirect_uri", "state"]
+            .into_iter()
+            .filter(|name| param(name).is_none_or(|value| value.is_empty()))
+            .collect();
+        if !missing.is_empty() {
+            return Err(refuse(format!(
+                "is not a whole authorization request: it has no {} (was it cut at an `&` by the shell?)",
+                missing.join(", ")
+            )));
+        }
+        if param("response_type").as_deref() != Some("code") {
+            return Err(refuse(
+                "is not an authorization code request (response_type is not code)".into(),
+            ));
+        }
+        let raw_redirect = param("redirect_uri").unwrap_or_default();
+        let redirect_shown = printable_brief(&raw_redirect, 200).into_owned();
+        let redirect = Url::parse(&raw_redirect).map_err(|_| {
+            refuse(format!(
+                "names the redirect_uri {redirect_shown:?}, which is not a URL"
+            ))
+        })?;
+        if !crate::config::is_loopback_host(&redirect) {
+            return Err(refuse(format!(
+                "names the redirect_uri {redirect_shown}, which is not a loopback address: only a redirect to a listener on this machine's loopback can be taken here (RFC 8252 §7.3)"
+            )));
+        }
+        if redirect.scheme() != "http" {
+            return Err(refuse(format!(
+                "names the redirect_uri {redirect_shown}, an https one: the listener here has no certificate; open the URL itself instead and paste the address the browser ends on into the remote kubecred"
+            )));
+        }
+        if param("code_challenge").is_none() {
+            crate::debug!(
+                1,
+                "the authorization URL carries no PKCE challenge: its code is redeemable without a verifier"
+            );
+        }
+        Ok(AuthorizationRequest {
+            state: param("state").unwrap_or_default(),
+            url,
+            redirect,
+        })
+    }
+
+    /// The URL with its `redirect_uri` pointing at `redirect` (every other parameter kept, in
+    /// order).
+    fn with_redirect(&self, redirect: &Url) -> Url {
+        let pairs: Vec<(String, String)> = self
+            .url
+            .query_pairs()
+            .map(|(name, value)| {
+                let value = if name == "redirect_uri" {
+                    redirect.to_string()
+                } else {
+                    value.into_owned()
+                };
+                (name.into_owned(), value)
+            })
+            .collect();
+        let mut url = self.url.clone();
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        url
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "https://idp.example/auth?response_type=code&client_id=kubecred&state=st4te\
+        &redirect_uri=http%3A%2F%2Flocalhost%3A8000%2Fcallback&scope=openid&nonce=n\
+        &code_challenge=abc&code_challenge_method=S256";
+
+    fn refusal(url: &str) -> String {
+        let err = AuthorizationRequest::parse(url).unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&err), Exit::Input);
+        crate::error::one_line(&err)
+    }
+
+    #[test]
+    fn an_authorization_request_is_read_and_redirected_here() {
+        let request = AuthorizationRequest::parse(&format!("  {GOOD}\n")).unwrap();
+        assert_eq!(request.state, "st4te");
+        assert_eq!(request.redirect.as_str(), "http://localhost:8000/callback");
+        let moved = request.with_redirect(&Url::parse("http://localhost:49152/callback").unwrap());
+        assert_eq!(
+            moved.as_str(),
+            GOOD.replace("%3A8000", "%3A49152"),
+            "only the redirect_uri changes, in place"
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_authorization_request_is_refused_saying_why() {
+        assert!(refusal("not a url").contains("is not a URL"));
+        assert!(refusal("ftp://idp.example/auth?x").contains("is not an https URL"));
+        assert!(refusal("http://idp.example/auth?x").contains("is not an https URL"));
+        // Cut at the first `&` by an unquoted shell command.
+        let cut = refusal("https://idp.example/auth?response_type=code");
+        assert!(
+            cut.contains("it has no client_id, redirect_uri, state (was it cut at an `&`"),
+            "{cut}"
+        );
+        assert!(cut.ends_with("in single quotes"), "{cut}");
+        let implicit = GOOD.replace("response_type=code", "response_type=token");
+        assert!(refusal(&implicit).contains("response_type is not code"));
+    }
+
+    #[test]
+    fn a_redirect_that_cannot_come_here_is_refused() {
+        let remote = GOOD.replace("localhost%3A8000", "app.example");
+        assert!(
+            refusal(&remote).contains("http://app.example/callback, which is not a loopback"),
+            "{}",
+            refusal(&remote)
+        );
+        let https = GOOD.replace("http%3A%2F%2Flocalhost", "https%3A%2F%2Flocalhost");
+        assert!(refusal(&https).contains("an https one"));
+    }
+
+    #[test]
+    fn a_verifier_or_a_plain_challenge_is_refused() {
+        let verifier = format!("{GOOD}&code_verifier=secret");
+        assert!(refusal(&verifier).contains("carries a code_verifier"));
+        let plain = GOOD.replace("code_challenge_method=S256", "code_challenge_method=plain");
+        assert!(refusal(&plain).contains("other than S256"));
+    }
+
+    #[test]
+    fn the_redirects_own_port_is_tried_first_then_the_configured_then_any() {
+        let configured: Vec<SocketAddr> = vec!["127.0.0.1:8000".parse().unwrap()];
+        let redirect = Url::parse("http://localhost:8000/callback").unwrap();
+        let addresses = listen_addresses(&redirect, &configured);
+        assert_eq!(
+            addresses,
+            ["127.0.0.1:8000", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
+        );
+        // No port in the redirect (authcode-keyboard's default): no port 80.
+        let portless = Url::parse("http://localhost/callback").unwrap();
+        assert_eq!(
+            listen_addresses(&portless, &[]),
+            ["127.0.0.1:0".parse::<SocketAddr>().unwrap()]
+        );
+    }
+}
