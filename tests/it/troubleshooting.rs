@@ -383,8 +383,16 @@ const WITNESSES: &[(&str, Witness)] = &[
     ),
     // ---- prose ----
     (
-        "kubecred: error: refusing …",
-        Source("another user's cache directory needs root to set up; faults_local.rs does so"),
+        "kubecred: error: refusing the cache directory: the directory … belongs to uid …, not to this user (uid …), and kubecred keeps tokens only in directories of their own user; pass a --cache-dir of your own",
+        Test(
+            "tests/it/faults_local.rs::another_users_directory_below_the_cache_dir_is_refused_on_a_hit_and_before_a_login",
+        ),
+    ),
+    (
+        "kubecred: error: refusing the token cache file …: it belongs to uid …, not to this user (uid …); someone else may have planted it …",
+        Test(
+            "tests/it/faults_local.rs::another_users_entry_or_cache_dir_is_refused_and_left_alone",
+        ),
     ),
     (
         "kubecred: error: invalid value 'maybe' in KUBECRED_FORCE_REFRESH (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)",
