@@ -540,8 +540,9 @@ fn notice_secrets_on_command_line(config: &Config) {
     }
 }
 
-/// A new grant. An interactive login leaves a cool-down record behind unless it succeeds, so
-/// that kubectl retries and background callers do not open a browser tab each.
+/// A new grant. An interactive login leaves a cool-down record behind unless it succeeds or
+/// fails before it asked a person, so that kubectl retries and background callers do not open a
+/// browser tab each.
 fn obtain_new(
     config: &Config,
     cache: &TokenCache,
@@ -568,8 +569,17 @@ fn obtain_new(
             keep(cache, &tokens, lock);
             Ok(tokens)
         }
-        Err(err) => {
+        // A login that failed before it asked anybody (the provider refused the device
+        // authorization request, a setting is wrong, nothing could open) leaves no cool-down:
+        // there is no tab storm to hold off, and the next run must say the real cause, not "not
+        // opening another browser". (`password` is held off either way: each retry is another
+        // password the provider may count against the account.)
+        Err(err) if provider.asked_a_person() || !config.grant.needs_a_person() => {
             note_failure(&crate::error::one_line(&err));
+            Err(err)
+        }
+        Err(err) => {
+            cache.update_state(lock, |state| state.login_failed = None);
             Err(err)
         }
     }

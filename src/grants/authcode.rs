@@ -166,6 +166,7 @@ impl ProviderClient<'_> {
                 "no browser could be opened and this session cannot take a pasted code; use --grant-type device-code, set --browser-command, or pass --skip-open-browser to wait for a callback (e.g. through an SSH port forward)",
             ));
         }
+        self.asking_a_person();
         if paste.is_some() {
             if opened {
                 crate::log::notice(
@@ -209,6 +210,7 @@ impl ProviderClient<'_> {
         if !browser::open(url.as_str(), &self.config.login.browser)? {
             offer_relay(&url);
         }
+        self.asking_a_person();
         let response = wait::read_code(
             paste::PasteSource::spawn_stdin(),
             self.expected_response(&state).redirected_to(redirect),

@@ -600,8 +600,6 @@ fn a_refused_device_flow_with_no_terminal_to_paste_into_says_where_a_login_can_h
             &format!("--issuer-url={}", bed.issuer),
             &format!("--client-id={NO_DEVICE_CLIENT}"),
             "--listen-address=127.0.0.1:0",
-            // The second run shows the remembered refusal, not the cool-down after the first.
-            "--login-cooldown=0s",
         ]);
         command
             .env("SSH_CONNECTION", "192.0.2.10 50022 192.0.2.20 22")
