@@ -36,7 +36,8 @@ pub enum GrantTypeArg {
     Auto,
     /// Authorization code + PKCE through a browser and a loopback listener.
     Authcode,
-    /// Authorization code + PKCE; print the URL and read the pasted code (interactive sessions).
+    /// Authorization code + PKCE; print the URL (opened only by a --browser-command or
+    /// $BROWSER) and read the pasted code (interactive sessions).
     AuthcodeKeyboard,
     /// OAuth 2.0 device authorization grant (RFC 8628).
     DeviceCode,

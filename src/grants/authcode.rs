@@ -200,6 +200,11 @@ impl ProviderClient<'_> {
 
     /// Authorization code + PKCE with no listener: the user pastes the code.
     /// `acquire::preflight_login` has already refused sessions without a terminal.
+    ///
+    /// The URL is printed, not opened in the system browser: this grant is for a person whose
+    /// browser is elsewhere (as kubelogin's authcode-keyboard), and a tab opened here would end
+    /// on a redirect nothing answers. A browser command the user set (`--browser-command`,
+    /// `$BROWSER`) still runs: that is how they asked for URLs to be opened.
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let redirect = &self.config.login.redirect_url;
@@ -207,7 +212,11 @@ impl ProviderClient<'_> {
             .oauth_client()
             .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
-        if !browser::open(url.as_str(), &self.config.login.browser)? {
+        let browser = match &self.config.login.browser {
+            BrowserChoice::System => &BrowserChoice::Skip,
+            chosen => chosen,
+        };
+        if !browser::open(url.as_str(), browser)? {
             offer_relay(&url);
         }
         self.asking_a_person();

@@ -164,6 +164,42 @@ fn authcode_keyboard_takes_the_pasted_code() {
 }
 
 #[test]
+fn authcode_keyboard_prints_the_url_and_opens_no_browser_here() {
+    // A display and a launcher this machine could open a tab with: authcode-keyboard's person
+    // is elsewhere, and a tab here would end on a redirect nothing answers.
+    use std::os::unix::fs::PermissionsExt;
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let launchers = env.dir.path().join("launchers");
+    std::fs::create_dir_all(&launchers).unwrap();
+    let opened = env.dir.path().join("xdg-open-ran");
+    let xdg_open = launchers.join("xdg-open");
+    std::fs::write(
+        &xdg_open,
+        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&xdg_open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--browser-command") && !arg.starts_with("--grant-type"));
+    args.push("--grant-type=authcode-keyboard".into());
+    args.push(AUTH_TIMEOUT.into());
+    let mut cmd = env.kubecred_owned(&args);
+    cmd.env("DISPLAY", ":0").env(
+        "PATH",
+        format!("{}:{}", launchers.display(), std::env::var("PATH").unwrap()),
+    );
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let login_url = kubecred.login_url();
+    assert!(param(&login_url, "state").len() > 10, "{login_url}");
+    // The relayed login is offered instead (then the prompt, which ends no line).
+    kubecred.stderr_line_with("or, where a browser and kubecred are, run: ", URL_WAIT);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!opened.exists(), "authcode-keyboard opened a browser here");
+    kubecred.assert_still_waiting(&bed);
+}
+
+#[test]
 fn authcode_keyboard_takes_the_pasted_url_and_refuses_another_logins() {
     if !have(Need::Browser) {
         return;
