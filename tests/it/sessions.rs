@@ -166,6 +166,18 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
     let status = status_json(&env);
     assert_eq!(status["entries"][0]["subject"], "alice@testbed.example");
     assert_eq!(status["entries"][0]["refresh_token"], true);
+    // The column says what it shows: the name the token gives (here its email; its `sub` is
+    // "alice"), not a SUBJECT one would take for the `sub` claim.
+    let table = kubecred_plain(&env, &["status"]).run().success().stdout();
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "STORAGE", "EXPIRES", "REFRESH"
+        ],
+        "{table}"
+    );
+    assert!(table.contains("  alice@testbed.example  "), "{table}");
 
     env.kubecred_owned(&settings("logout"))
         .run()
