@@ -191,7 +191,7 @@ const WITNESSES: &[(&str, Witness)] = &[
         Source("the test provider accepts any absolute URI as a resource"),
     ),
     (
-        "no login completed within … (--auth-timeout); …",
+        "no login completed within … (--auth-timeout): the browser never came back to …; if its tab shows the provider's error about the redirect URI, …",
         Triggered(Bed(unregistered_redirect_uri)),
     ),
     (
@@ -253,6 +253,16 @@ const WITNESSES: &[(&str, Witness)] = &[
     (
         "cannot listen for the login callback: … in use",
         Triggered(Bed(callback_port_in_use)),
+    ),
+    (
+        "no login completed within … (--auth-timeout): the browser never came back to …; …",
+        Triggered(Bed(login_tab_closed)),
+    ),
+    (
+        "no login completed within … (--auth-timeout); …",
+        Test(
+            "src/login/wait/tests.rs::a_browser_that_came_back_without_this_logins_callback_times_out_without_the_redirect_hint",
+        ),
     ),
     (
         "a login for this cluster failed …s ago (…); not opening another browser for …",
@@ -1043,6 +1053,12 @@ fn unregistered_redirect_uri(env: &TestEnv, bed: &Testbed) -> Run {
         "{shown}"
     );
     run
+}
+
+/// A browser that opens and is closed (or left) before the login: nothing comes back.
+fn login_tab_closed(env: &TestEnv, bed: &Testbed) -> Run {
+    let args = login_args(bed, "true");
+    env.kubecred_owned(&args).run().failure(4)
 }
 
 fn login_refused_for_the_client(env: &TestEnv, bed: &Testbed) -> Run {
