@@ -225,7 +225,7 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Browser(refresh_token_refused_while_the_token_is_valid)),
     ),
     (
-        "refresh token refused (…); logging in again",
+        "kubecred: … refused the refresh token (…); logging in again",
         Triggered(Browser(refresh_token_refused_after_the_token_expired)),
     ),
     (
@@ -1169,14 +1169,23 @@ fn refresh_token_refused_while_the_token_is_valid(env: &TestEnv, bed: &Testbed) 
 }
 
 fn refresh_token_refused_after_the_token_expired(env: &TestEnv, bed: &Testbed) -> Run {
+    // No terminal and the system browser: the login the refusal calls for cannot happen, and
+    // the line that says so is the only one.
+    let elsewhere = TestEnv::new();
+    let args = logged_in_then_refused(&elsewhere, bed);
+    expire_cached_tokens(&elsewhere.cache_dir());
+    let run = elsewhere.kubecred_owned(&args).run().failure(4);
+    let line = run.only_kubecred_line();
+    assert!(
+        line.starts_with("kubecred: error: no terminal to log in on"),
+        "{line}"
+    );
+    // With a browser, the login goes ahead, and the line says why it is needed.
     let mut args = logged_in_then_refused(env, bed);
     expire_cached_tokens(&env.cache_dir());
-    args.push("-v".into());
-    // No terminal and the system browser: the login the refusal calls for cannot happen.
-    env.kubecred_owned(&args)
-        .run()
-        .failure(4)
-        .stderr_contains("no terminal to log in on")
+    args.push("--grant-type=authcode".into());
+    args.push(format!("--browser-command={}", browser_command()));
+    env.kubecred_owned(&args).run().success()
 }
 
 // ---- triggers with real proxies ----
