@@ -181,7 +181,7 @@ pub fn discovery(data: &[u8]) {
         return;
     };
     let issuer = Url::parse(ISSUER).expect("a valid URL");
-    if let Ok(metadata) = ProviderMetadata::validate(&document, &issuer) {
+    if let Ok(metadata) = ProviderMetadata::validate(&document, &issuer, ISSUER) {
         let _ = metadata.supports_pkce_s256();
     }
 }

@@ -237,20 +237,12 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
 /// Makes `dir` and every directory between the cache root `root` and it private: creates what is
 /// missing with mode 0700, and checks what exists — each must be a directory owned by this user
 /// (an error saying whose it is otherwise: another user could rename entries aside and plant
-/// their own), and one that others can read, write or enter is tightened to 0700. `root` itself
-/// is included; its own ancestors are created if missing but not checked (they are the user's
-/// business, `/tmp` among them). A `dir` outside `root` is refused.
+/// their own, as ssh refuses a `~/.ssh` another user can write), and one that others can read,
+/// write or enter is tightened to 0700. `root` itself is included; its own ancestors are created
+/// if missing but not checked (they are the user's business, `/tmp` among them). A `dir` outside
+/// `root` is refused.
 pub(crate) fn ensure_private_dir(root: &Path, dir: &Path) -> io::Result<()> {
-    let below = dir.strip_prefix(root).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{} is not inside the cache directory {}",
-                dir.display(),
-                root.display()
-            ),
-        )
-    })?;
+    let below = below_root(root, dir)?;
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -259,11 +251,48 @@ pub(crate) fn ensure_private_dir(root: &Path, dir: &Path) -> io::Result<()> {
         builder.mode(0o700);
     }
     builder.create(dir)?;
+    check_each_dir(root, below, Tighten::OrFail)
+}
+
+/// The directories from the cache root `root` down to `dir`, which exist, checked as
+/// [`ensure_private_dir`] checks them, creating nothing: for the cache hit, whose entry was just
+/// read through them. One `stat` each; a `chmod` only for a loose one, and a failed one is no
+/// error (a read-only file system must not turn a hit into a failure). Another user's directory
+/// is an error ([`is_foreign`]).
+pub(crate) fn check_private_dirs(root: &Path, dir: &Path) -> io::Result<()> {
+    check_each_dir(root, below_root(root, dir)?, Tighten::IfItCan)
+}
+
+/// `dir`'s path below `root`; an error for a `dir` outside it.
+fn below_root<'a>(root: &Path, dir: &'a Path) -> io::Result<&'a Path> {
+    dir.strip_prefix(root).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not inside the cache directory {}",
+                dir.display(),
+                root.display()
+            ),
+        )
+    })
+}
+
+/// What to do when a loose directory of ours cannot be tightened.
+#[derive(Clone, Copy)]
+enum Tighten {
+    /// Fail: the write path is about to put a token there.
+    OrFail,
+    /// Go on: the hit only reads.
+    IfItCan,
+}
+
+/// [`check_private_dir`] for `root` and each directory of `below` under it, top down.
+fn check_each_dir(root: &Path, below: &Path, tighten: Tighten) -> io::Result<()> {
     let mut current = root.to_path_buf();
-    check_private_dir(&current)?;
+    check_private_dir(&current, tighten)?;
     for part in below.components() {
         current.push(part);
-        check_private_dir(&current)?;
+        check_private_dir(&current, tighten)?;
     }
     Ok(())
 }
@@ -281,7 +310,8 @@ impl std::fmt::Display for ForeignDirectory {
 
 impl std::error::Error for ForeignDirectory {}
 
-/// Whether `err` is [`ensure_private_dir`] refusing another user's directory.
+/// Whether `err` is [`ensure_private_dir`] or [`check_private_dirs`] refusing another user's
+/// directory.
 pub(crate) fn is_foreign(err: &io::Error) -> bool {
     err.get_ref()
         .is_some_and(|inner| inner.is::<ForeignDirectory>())
@@ -289,7 +319,7 @@ pub(crate) fn is_foreign(err: &io::Error) -> bool {
 
 /// One directory of [`ensure_private_dir`]. A symbolic link is followed (a cache root on another
 /// disk is common); what counts is the directory it names.
-fn check_private_dir(dir: &Path) -> io::Result<()> {
+fn check_private_dir(dir: &Path, tighten: Tighten) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -312,14 +342,17 @@ fn check_private_dir(dir: &Path) -> io::Result<()> {
             ));
         }
         if metadata.mode() & 0o077 != 0 {
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+            let tightened = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
+            if let (Err(err), Tighten::OrFail) = (tightened, tighten) {
+                return Err(err);
+            }
         }
         Ok(())
     }
     #[cfg(not(unix))]
     {
         // Windows: the per-user cache directory (under %LOCALAPPDATA%) already has a private ACL.
-        let _ = dir;
+        let _ = (dir, tighten);
         Ok(())
     }
 }
@@ -641,6 +674,38 @@ mod tests {
         assert!(is_foreign(&err));
         let unwritable = io::Error::from(io::ErrorKind::PermissionDenied);
         assert!(!is_foreign(&unwritable));
+    }
+
+    /// The hit's check: the same verdicts as the write path's, nothing created.
+    #[cfg(unix)]
+    #[test]
+    fn the_hits_check_tightens_refuses_and_creates_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let tokens = root.path().join("tokens");
+        fs::create_dir(&tokens).unwrap();
+        for dir in [root.path(), &tokens] {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        check_private_dirs(root.path(), &tokens).unwrap();
+        assert_eq!(mode_of(root.path()), 0o700);
+        assert_eq!(mode_of(&tokens), 0o700);
+        let missing = root.path().join("state");
+        assert_eq!(
+            check_private_dirs(root.path(), &missing)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
+        assert!(!missing.exists());
+        if effective_uid() != 0 {
+            crate::log::notice("skipped: making a directory of another user needs root");
+            return;
+        }
+        std::os::unix::fs::lchown(&tokens, Some(65534), Some(65534)).unwrap();
+        let err = check_private_dirs(root.path(), &tokens).unwrap_err();
+        assert!(is_foreign(&err), "{err}");
+        assert!(err.to_string().contains("belongs to uid 65534"), "{err}");
     }
 
     #[test]

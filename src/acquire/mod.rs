@@ -381,17 +381,29 @@ fn obtain_under_lock(
     // A refresh is cheap and needs no user; `kubecred login` means a new login, though. The
     // provider client a refresh builds serves the login after it.
     let mut provider = None;
+    let mut refused_refresh = None;
     if let (Some(cached), Trigger::GetToken) = (&cached, trigger) {
         if !forced && let Some(tokens) = valid_after_refused_refresh(config, cached, &state, clock)
         {
             return Ok(tokens);
         }
         let renewal = renewal::renew(config, cache, cached, &lock, &mut provider, clock);
-        if let Some(tokens) = after_renewal(config, cache, &lock, renewal, forced, clock)? {
-            return Ok(tokens);
+        match after_renewal(config, cache, &lock, renewal, forced, clock)? {
+            AfterRenewal::HandOut(tokens) => return Ok(tokens),
+            AfterRenewal::Login { refused } => refused_refresh = refused,
         }
     }
     preflight_login(config, &state, trigger, clock)?;
+    // Why a browser tab opens (or a device code shows) for someone who was logged in: said
+    // once the login goes ahead. Where it cannot, its own error is the one line.
+    if let Some(reason) = refused_refresh
+        && config.grant.needs_a_person()
+    {
+        crate::log::notice(format!(
+            "{} refused the refresh token ({reason}); logging in again",
+            config.issuer_as_given
+        ));
+    }
 
     notice_secrets_on_command_line(config);
     // The subject token itself is the credential: no provider, no discovery.
@@ -407,8 +419,18 @@ fn obtain_under_lock(
     obtain_new(config, cache, &provider, &lock, clock)
 }
 
-/// The foreground's policy for what a renewal came to: the tokens to hand out, or `None` when a
-/// login (or a new grant) is next. `forced`: the cached token will not do.
+/// What the foreground does after a renewal.
+enum AfterRenewal {
+    HandOut(Tokens),
+    /// A login (or a new grant) is next; `refused`: because the provider refused the refresh
+    /// token, saying this.
+    Login {
+        refused: Option<String>,
+    },
+}
+
+/// The foreground's policy for what a renewal came to: the tokens to hand out, or a login (or
+/// a new grant) next. `forced`: the cached token will not do.
 fn after_renewal(
     config: &Config,
     cache: &TokenCache,
@@ -416,11 +438,11 @@ fn after_renewal(
     renewal: Renewal,
     forced: bool,
     clock: &dyn Clock,
-) -> anyhow::Result<Option<Tokens>> {
+) -> anyhow::Result<AfterRenewal> {
     match renewal {
         Renewal::Renewed(tokens) => {
             keep(cache, &tokens, lock);
-            Ok(Some(tokens))
+            Ok(AfterRenewal::HandOut(tokens))
         }
         Renewal::Refused { reason, kept } => {
             // Not an outage, and the cached token may still be good: handed out until it runs
@@ -432,9 +454,9 @@ fn after_renewal(
                     config.issuer_as_given,
                     crate::duration::display_time(printed_expiry(expiry, clock.now()))
                 ));
-                return Ok(Some(kept));
+                return Ok(AfterRenewal::HandOut(kept));
             }
-            crate::debug!(1, "refresh token refused ({reason}); logging in again");
+            crate::debug!(1, "refresh token refused ({reason}): a login is needed");
             if usable.is_none() {
                 // Nothing in it can be used any more: an entry that is dead should not be
                 // listed by `status` while the login it needs fails.
@@ -445,12 +467,14 @@ fn after_renewal(
                     ));
                 }
             }
-            Ok(None)
+            Ok(AfterRenewal::Login {
+                refused: Some(reason),
+            })
         }
-        Renewal::NewGrant => Ok(None),
+        Renewal::NewGrant => Ok(AfterRenewal::Login { refused: None }),
         Renewal::NeedsPerson(why) => {
             crate::debug!(1, "{why}; logging in again");
-            Ok(None)
+            Ok(AfterRenewal::Login { refused: None })
         }
         Renewal::Failed(err) => Err(err),
     }
@@ -540,8 +564,9 @@ fn notice_secrets_on_command_line(config: &Config) {
     }
 }
 
-/// A new grant. An interactive login leaves a cool-down record behind unless it succeeds, so
-/// that kubectl retries and background callers do not open a browser tab each.
+/// A new grant. An interactive login leaves a cool-down record behind unless it succeeds or
+/// fails before it asked a person, so that kubectl retries and background callers do not open a
+/// browser tab each.
 fn obtain_new(
     config: &Config,
     cache: &TokenCache,
@@ -568,8 +593,17 @@ fn obtain_new(
             keep(cache, &tokens, lock);
             Ok(tokens)
         }
-        Err(err) => {
+        // A login that failed before it asked anybody (the provider refused the device
+        // authorization request, a setting is wrong, nothing could open) leaves no cool-down:
+        // there is no tab storm to hold off, and the next run must say the real cause, not "not
+        // opening another browser". (`password` is held off either way: each retry is another
+        // password the provider may count against the account.)
+        Err(err) if provider.asked_a_person() || !config.grant.needs_a_person() => {
             note_failure(&crate::error::one_line(&err));
+            Err(err)
+        }
+        Err(err) => {
+            cache.update_state(lock, |state| state.login_failed = None);
             Err(err)
         }
     }

@@ -104,11 +104,12 @@ impl Backend for Files {
                     tokens,
                     cache.about(tokens),
                 ))?;
-                // Say it once: when the entry did not already keep its refresh token in the file.
-                if previous != Some(RefreshPlace::Entry) {
+                // Say it once: when the entry did not already keep its refresh token in the file,
+                // and once a run for the same reason (convert-kubeconfig saves one entry a user).
+                let summary = failure.summary(Os::current(), "the refresh token");
+                if previous != Some(RefreshPlace::Entry) && first_said_in_this_run(&summary) {
                     crate::log::notice(format!(
-                        "{}; keeping the refresh token in the private file {}",
-                        failure.summary(Os::current(), "the refresh token"),
+                        "{summary}; keeping the refresh token in the private file {}",
                         cache.entry_path().display()
                     ));
                 }
@@ -144,6 +145,20 @@ impl Backend for Files {
             None => Ok(()),
         }
     }
+}
+
+/// Whether `reason` is said for the first time in this process: a run that saves several
+/// entries with the keyring out of reach says so once, not once per entry.
+fn first_said_in_this_run(reason: &str) -> bool {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.iter().any(|earlier| earlier == reason) {
+        return false;
+    }
+    said.push(reason.to_string());
+    true
 }
 
 /// `keyring`: the whole entry is one OS keyring item (account `<key>`); nothing on disk but the

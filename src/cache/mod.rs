@@ -321,13 +321,26 @@ impl TokenCache {
         }
         let locks = self.lock_path();
         let locks = locks.parent().unwrap_or(&self.dir);
-        match private_file::ensure_private_dir(&self.dir, locks) {
+        let entry = self.entry_path();
+        let entries = entry.parent().unwrap_or(&self.dir);
+        // The entries' directory too, where it exists and the storage keeps files there: one of
+        // another user's is refused now, before a login whose tokens it could not keep. (Any
+        // other trouble with it is the write's to report: the login is handed out regardless.)
+        let ensured = private_file::ensure_private_dir(&self.dir, locks).and_then(|()| {
+            if !self.backend.keeps_files() {
+                return Ok(());
+            }
+            private_file::check_private_dirs(&self.dir, entries).or_else(|err| {
+                if private_file::is_foreign(&err) {
+                    Err(err)
+                } else {
+                    Ok(())
+                }
+            })
+        });
+        match ensured {
             Ok(()) => EntryLock::acquire(&self.dir, &self.lock_path(), timeout),
-            // Another user's directory is refused: they could swap entries under us.
-            Err(err) if private_file::is_foreign(&err) => Err(fail(
-                Exit::Cache,
-                format!("refusing the cache directory: {err}; pass a --cache-dir of your own"),
-            )),
+            Err(err) if private_file::is_foreign(&err) => Err(refusing_the_directory(&err)),
             // A directory that cannot be made (read-only, full, under a file): the credential
             // still reaches kubectl, uncached, with one warning. Parallel runs then each talk to
             // the provider, which is what `--cache-storage none` does too.
@@ -380,7 +393,15 @@ impl TokenCache {
                 Ok(entry)
             });
         match read {
-            Ok(entry) => Ok(Some(entry)),
+            Ok(entry) => {
+                // The directories it was read through must be ours too: one `stat` each (the
+                // hit's only file calls besides the entry's), a loose one tightened.
+                let tokens = path.parent().unwrap_or(&self.dir);
+                match private_file::check_private_dirs(&self.dir, tokens) {
+                    Err(err) if private_file::is_foreign(&err) => Err(refusing_the_directory(&err)),
+                    _ => Ok(Some(entry)),
+                }
+            }
             Err(ReadError::NotFound) => Ok(None),
             Err(ReadError::Corrupt(reason)) => {
                 crate::debug!(1, "ignoring the cache file {}: {reason}", path.display());
@@ -483,6 +504,15 @@ pub(crate) fn decode_entry(bytes: &[u8]) -> Result<Tokens, String> {
 fn read_entry_file(path: &Path) -> Result<StoredEntry, ReadError> {
     let bytes = private_file::read(path, MAX_ENTRY_BYTES)?;
     StoredEntry::parse(&bytes).map_err(ReadError::Corrupt)
+}
+
+/// The refusal of a directory in the cache path that belongs to another user
+/// ([`private_file::is_foreign`]): they could swap entries under us.
+fn refusing_the_directory(err: &std::io::Error) -> anyhow::Error {
+    fail(
+        Exit::Cache,
+        format!("refusing the cache directory: {err}; pass a --cache-dir of your own"),
+    )
 }
 
 /// The error of `--cache-storage keyring` when the keyring did not keep or give back the entry:

@@ -3,8 +3,8 @@
 //! kubectl runs `kubecred get-token` before its requests, and a hit costs little more than
 //! starting a process, so the parse is a large share of it: building clap's command for
 //! get-token's flags (each with its help text and environment variable) and matching against it
-//! costs about a third more than the whole hit otherwise does (README, "What keeps the cache hit
-//! fast", has the measurement). This parser reads the plain command lines a kubeconfig holds
+//! added about a third to a hit's instructions when this parser came in (ARCHITECTURE.md, "What
+//! keeps the cache hit fast"). This parser reads the plain command lines a kubeconfig holds
 //! (`--flag=value`, `--flag value`, `--switch`, `--switch=false`, `-v`) and the flags' `KUBECRED_*` variables, and
 //! returns `None` for anything else: help, an unknown flag, a value clap would refuse, an empty
 //! value, conflicting flags. The caller then runs clap, so every message and every unusual case

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, Args)]
 #[group(id = "cache")]
 pub struct CacheDirArg {
-    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir].
+    /// Directory for cached tokens, discovery documents and locks [default: the user cache dir,
+    /// on Linux $XDG_CACHE_HOME/kubecred or ~/.cache/kubecred].
     #[arg(
         long,
         env = "KUBECRED_CACHE_DIR",
@@ -28,11 +29,15 @@ pub struct CacheDirArg {
 /// How to obtain a token. kubelogin's `--grant-type` values are accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GrantTypeArg {
-    /// Browser login (authorization code + PKCE); CI jobs choose their grant explicitly.
+    /// A person's login: the browser (authorization code + PKCE), or where no browser can open
+    /// here (SSH without a forwarded display, no graphical session) the device flow when the
+    /// provider offers it, else the browser login with the code pasted. Without a terminal (a CI
+    /// job, a script) it fails at once: CI jobs choose their grant explicitly.
     Auto,
     /// Authorization code + PKCE through a browser and a loopback listener.
     Authcode,
-    /// Authorization code + PKCE; print the URL and read the pasted code (interactive sessions).
+    /// Authorization code + PKCE; print the URL (opened only by a --browser-command or
+    /// $BROWSER) and read the pasted code (interactive sessions).
     AuthcodeKeyboard,
     /// OAuth 2.0 device authorization grant (RFC 8628).
     DeviceCode,

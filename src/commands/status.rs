@@ -1,4 +1,5 @@
-//! `kubecred status`: every cached login — issuer, client, scopes, account, subject, where it is kept,
+//! `kubecred status`: every cached login — issuer, client, scopes, account, user (the name the
+//! token gives: `preferred_username`, else `email`, else `sub`; `subject` in the JSON), where it is kept,
 //! when its token expires, whether it holds a refresh token — as a table for people or JSON for
 //! scripts (`--output json`). Never a token: the listing (`cache::list_sessions`) reads the cache
 //! directory only, and carries no secret.
@@ -166,7 +167,7 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
         return format!("no cached logins in {}\n", dir.display());
     }
     let header = [
-        "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "SUBJECT", "STORAGE", "EXPIRES", "REFRESH",
+        "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "STORAGE", "EXPIRES", "REFRESH",
     ];
     let rows: Vec<[String; 8]> = sessions.iter().map(|s| row(s, now)).collect();
     let mut widths = header.map(str::len);

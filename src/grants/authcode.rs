@@ -163,6 +163,7 @@ impl ProviderClient<'_> {
                 "no browser could be opened and this session cannot take a pasted code; use --grant-type device-code, set --browser-command, or pass --skip-open-browser to wait for a callback (e.g. through an SSH port forward)",
             ));
         }
+        self.asking_a_person();
         if paste.is_some() {
             if opened {
                 crate::log::notice(
@@ -196,6 +197,11 @@ impl ProviderClient<'_> {
 
     /// Authorization code + PKCE with no listener: the user pastes the code.
     /// `acquire::preflight_login` has already refused sessions without a terminal.
+    ///
+    /// The URL is printed, not opened in the system browser: this grant is for a person whose
+    /// browser is elsewhere (as kubelogin's authcode-keyboard), and a tab opened here would end
+    /// on a redirect nothing answers. A browser command the user set (`--browser-command`,
+    /// `$BROWSER`) still runs: that is how they asked for URLs to be opened.
     pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let redirect = &self.config.login.redirect;
@@ -203,9 +209,14 @@ impl ProviderClient<'_> {
             .oauth_client()
             .set_redirect_uri(redirect_url(redirect)?);
         let (url, state, nonce, verifier) = self.authorization_request(&client)?;
-        if !browser::open(url.as_str(), &self.config.login.browser)? {
+        let browser = match &self.config.login.browser {
+            BrowserChoice::System => &BrowserChoice::Skip,
+            chosen => chosen,
+        };
+        if !browser::open(url.as_str(), browser)? {
             offer_relay(&url);
         }
+        self.asking_a_person();
         let response = wait::read_code(
             paste::PasteSource::spawn_stdin(),
             self.expected_response(&state).redirected_to(redirect),

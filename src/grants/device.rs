@@ -91,6 +91,7 @@ impl ProviderClient<'_> {
         if let Some(announce) = announce {
             crate::log::notice(announce);
         }
+        self.asking_a_person();
         let complete = details
             .verification_uri_complete()
             .map(|uri| uri.secret().to_string());

@@ -90,6 +90,9 @@ pub struct ProviderClient<'a> {
     clock: &'a dyn Clock,
     http: crate::http::Client,
     provider: Provider,
+    /// Whether a login has shown a person something to act on (a browser tab, a URL, a device
+    /// code): what the failed-login cool-down holds off ([`Self::asked_a_person`]).
+    asked_a_person: std::cell::Cell<bool>,
 }
 
 impl<'a> ProviderClient<'a> {
@@ -103,14 +106,35 @@ impl<'a> ProviderClient<'a> {
         let http = crate::http::client(&config.http, retry_window)?;
         let provider = match &config.token_endpoint {
             Some(endpoint) => Provider::token_endpoint_only(&config.issuer, endpoint.clone()),
-            None => Provider::discover(&http, &config.issuer, &config.cache.dir, clock.now())?,
+            None => Provider::discover(
+                &http,
+                &config.issuer,
+                &config.issuer_as_given,
+                &config.cache.dir,
+                clock.now(),
+            )?,
         };
         Ok(ProviderClient {
             config,
             clock,
             http,
             provider,
+            asked_a_person: std::cell::Cell::new(false),
         })
+    }
+
+    /// Whether a login got as far as a person: a browser opened (or its URL shown, with a
+    /// terminal to paste into), a device code shown. A login that failed before — the provider
+    /// refused the device authorization request, a setting is wrong, nothing could open — asked
+    /// nobody, so there is no tab storm for a cool-down to hold off, and the next run must say
+    /// the real cause (`acquire`'s `obtain_new`).
+    pub fn asked_a_person(&self) -> bool {
+        self.asked_a_person.get()
+    }
+
+    /// Notes that a login is now before a person ([`Self::asked_a_person`]).
+    fn asking_a_person(&self) {
+        self.asked_a_person.set(true);
     }
 
     /// The HTTP client oauth2 sends `what` through, every successful answer mended first

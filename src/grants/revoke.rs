@@ -44,6 +44,7 @@ impl ProviderClient<'_> {
             status: response.status(),
             headers: response.headers().clone(),
             body: response.body().clone(),
+            attempts: call.last_answer().map_or(1, |answer| answer.attempts),
         };
         crate::http::check_status(&answer, &format!("the revocation endpoint {shown}"))?;
         Ok(Revocation::Revoked)

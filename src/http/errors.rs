@@ -69,6 +69,13 @@ impl NetworkFailure {
         if let Some(tls) = chain.iter().find_map(|e| e.downcast_ref::<rustls::Error>()) {
             return classify_tls(tls, detail);
         }
+        // The server (or something on the way) closed the connection before a whole answer.
+        if chain.iter().any(|e| {
+            e.downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_incomplete_message)
+        }) {
+            return NetworkFailure::Dropped { detail };
+        }
         match chain.iter().find_map(|e| io_kind(*e)) {
             Some(io::ErrorKind::ConnectionRefused) => NetworkFailure::Refused,
             Some(
@@ -120,12 +127,24 @@ impl NetworkFailure {
         }
     }
 
-    /// Whether the same request may succeed when tried again: every network failure may,
-    /// but a proxy that refused our password or the destination will refuse them again.
+    /// Whether the same request may succeed when tried again a moment later (`retry.rs`): a
+    /// connection that timed out, was refused, dropped or failed otherwise may (a provider
+    /// restarting, a network blip). A host name that does not resolve and a certificate that is
+    /// refused get the same answer a second later, and retrying them would only delay the error
+    /// by seconds and end it in "after 4 attempts" (curl's `--retry` leaves them alone too); nor
+    /// is a proxy that refused our password or the destination asked again.
     pub fn may_pass_later(&self) -> bool {
         match self {
+            NetworkFailure::Timeout
+            | NetworkFailure::Refused
+            | NetworkFailure::Dropped { .. }
+            | NetworkFailure::Other { .. } => true,
+            NetworkFailure::Dns
+            | NetworkFailure::UntrustedCertificate
+            | NetworkFailure::CertificateForAnotherName { .. }
+            | NetworkFailure::CertificateOutOfDate
+            | NetworkFailure::Tls { .. } => false,
             NetworkFailure::Proxy { problem, .. } => problem.may_pass_later(),
-            _ => true,
         }
     }
 }
@@ -186,7 +205,9 @@ fn explain_proxy_problem(
         ProxyProblem::Answered { status } => {
             let described = status_text(*status);
             match status {
-                502..=504 => format!(
+                // The proxy itself failed to reach the destination: tinyproxy answers 500,
+                // squid 503, most others 502 or 504. Not a refusal to ask anyone about.
+                500..=599 => format!(
                     "{proxy} could not reach {target} (it answered {described}); check the issuer URL, and whether {target} should be in NO_PROXY"
                 ),
                 _ => format!(
@@ -446,6 +467,29 @@ mod tests {
                 &ProxyProblem::SocksCouldNotConnect { reply: 4 }
             )
             .contains("(host unreachable)")
+        );
+        // tinyproxy answers 500 when it cannot connect to the destination: it could not reach
+        // it, it did not refuse the tunnel.
+        for status in [500, 502, 503, 504] {
+            let text = explain_proxy_problem(
+                "the proxy p",
+                "HTTPS_PROXY",
+                "idp.example:443",
+                &ProxyProblem::Answered { status },
+            );
+            assert!(
+                text.contains("could not reach idp.example:443 (it answered 5"),
+                "{text}"
+            );
+        }
+        assert!(
+            explain_proxy_problem(
+                "the proxy p",
+                "HTTPS_PROXY",
+                "idp.example:443",
+                &ProxyProblem::Answered { status: 403 }
+            )
+            .contains("refused the tunnel to idp.example:443 (403 Forbidden)")
         );
     }
 

@@ -19,7 +19,9 @@ mod retry;
 mod trust;
 
 pub use errors::{NetworkFailure, describe};
-pub use request::{Answer, AnswerSummary, Client, OAuthCall, Outgoing, Recipient, RequestFailure};
+pub use request::{
+    Answer, AnswerSummary, Client, OAuthCall, Outgoing, Recipient, RequestFailure, after_attempts,
+};
 pub use retry::Replay;
 
 use crate::config::{HttpSettings, RequestHeader};
@@ -215,8 +217,9 @@ pub fn check_status(answer: &request::Answer, what: &str) -> anyhow::Result<()> 
         return Ok(());
     }
     let mut message = format!(
-        "{what} answered {}",
-        describe_status(status, &answer.headers)
+        "{what} answered {}{}",
+        describe_status(status, &answer.headers),
+        after_attempts(answer.attempts)
     );
     // OAuth 2.0 error responses (RFC 6749 §5.2) say what went wrong; other bodies (HTML error
     // pages) are left out: they are long and may echo request data.

@@ -80,6 +80,9 @@ pub struct Answer {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
+    /// How many tries it took: more than 1 when transient answers (a 503, a 429) or failures
+    /// came first. A message about an answer that is still a failure says so ([`after_attempts`]).
+    pub attempts: u32,
 }
 
 /// A request that got no usable answer.
@@ -108,10 +111,7 @@ impl fmt::Display for RequestFailure {
                 if let Some(proxy) = through {
                     write!(f, " (through {proxy})")?;
                 }
-                if *attempts > 1 {
-                    write!(f, " (after {attempts} attempts)")?;
-                }
-                Ok(())
+                f.write_str(&after_attempts(*attempts))
             }
             RequestFailure::TooLarge { cap } => write!(
                 f,
@@ -123,6 +123,16 @@ impl fmt::Display for RequestFailure {
 }
 
 impl std::error::Error for RequestFailure {}
+
+/// " (after 4 attempts)" when a request was tried more than once, else nothing: every message
+/// about a failure that was retried ends with it (README, "When the provider is slow").
+pub fn after_attempts(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" (after {attempts} attempts)")
+    } else {
+        String::new()
+    }
+}
 
 fn human_size(bytes: u64) -> String {
     if bytes >= 1024 * 1024 && bytes.is_multiple_of(1024 * 1024) {
@@ -310,6 +320,7 @@ impl Client {
                 status,
                 headers,
                 body,
+                attempts: 1,
             })
         };
         self.runtime.block_on(async move {
@@ -342,7 +353,7 @@ fn finish(
     through: &Option<String>,
 ) -> Result<Answer, RequestFailure> {
     match outcome {
-        Attempt::Answered(answer) => Ok(answer),
+        Attempt::Answered(answer) => Ok(Answer { attempts, ..answer }),
         Attempt::Failed { failure, .. } => Err(RequestFailure::Network {
             // A proxy's own failure names it already.
             through: match failure {
@@ -401,9 +412,11 @@ pub const MAX_TOKEN_BODY: u64 = 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct AnswerSummary {
     pub status: StatusCode,
-    /// `(a redirect to https://…)` for a 3xx, from `describe_status`.
+    /// "HTTP 503 Service Unavailable (after 4 attempts)": `describe_status` (which adds
+    /// `(a redirect to https://…)` for a 3xx) and how many tries it took when more than one.
     pub described: String,
     pub content_type: Option<String>,
+    pub attempts: u32,
 }
 
 /// kubecred's client as oauth2's `SyncHttpClient`: every grant's requests are bounded, capped
@@ -465,12 +478,17 @@ impl oauth2::SyncHttpClient for OAuthCall<'_> {
         let answer = sent?;
         *self.last_answer.borrow_mut() = Some(AnswerSummary {
             status: answer.status,
-            described: super::describe_status(answer.status, &answer.headers),
+            described: format!(
+                "{}{}",
+                super::describe_status(answer.status, &answer.headers),
+                after_attempts(answer.attempts)
+            ),
             content_type: answer
                 .headers
                 .get(reqwest::header::CONTENT_TYPE)
                 .and_then(|value| value.to_str().ok())
                 .map(|value| crate::text::printable_brief(value, 80).into_owned()),
+            attempts: answer.attempts,
         });
         let body = if answer.status.is_success() {
             (self.successful_answer)(answer.body)

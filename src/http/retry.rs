@@ -6,7 +6,8 @@
 //! together do not come back together), honouring the server's `Retry-After` up to a cap.
 //! Permanent answers (every other 4xx, among them the OAuth errors `invalid_grant`,
 //! `invalid_client`, `invalid_request`, `unauthorized_client`) are never retried: the same request
-//! would get the same answer.
+//! would get the same answer. So are a host name that does not resolve and a refused TLS
+//! certificate (`NetworkFailure::may_pass_later`).
 //!
 //! Some requests must not be sent twice blindly: a token request that spends a one-time
 //! credential (an authorization code, or a refresh token at a provider that rotates them). If

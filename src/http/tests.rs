@@ -258,6 +258,45 @@ fn a_503_then_success_is_retried() {
 }
 
 #[test]
+fn an_answer_that_stays_unavailable_names_the_number_of_attempts() {
+    // README: "the final error names the HTTP status or the network failure and the number of
+    // attempts" — an answer as much as a failure.
+    let server = TestServer::start();
+    server.answer("/doc", Answer::with(503, "<html>down</html>"));
+    let http = quick_client(Duration::from_secs(5), Duration::from_secs(60));
+    let text = message(
+        &get_json::<serde_json::Value>(&http, &url_of(&server, "/doc"), "the document")
+            .unwrap_err(),
+    );
+    assert!(
+        text.contains("answered HTTP 503 Service Unavailable (after 4 attempts); "),
+        "{text}"
+    );
+    assert_eq!(server.hits("/doc"), 4);
+    // Answered at the first try: nothing to count.
+    server.answer("/gone", Answer::with(404, ""));
+    let text = message(
+        &get_json::<serde_json::Value>(&http, &url_of(&server, "/gone"), "the document")
+            .unwrap_err(),
+    );
+    assert!(!text.contains("attempt"), "{text}");
+    // oauth2's calls word the last answer with the same count.
+    let call = http.oauth("the test request", Replay::OnlyIfUnprocessed);
+    let request = oauth2::http::Request::builder()
+        .method("POST")
+        .uri(url_of(&server, "/doc").as_str())
+        .body(Vec::new())
+        .unwrap();
+    use oauth2::SyncHttpClient;
+    call.call(request).unwrap();
+    let last = call.last_answer().unwrap();
+    assert_eq!(
+        (last.described.as_str(), last.attempts),
+        ("HTTP 503 Service Unavailable (after 4 attempts)", 4)
+    );
+}
+
+#[test]
 fn a_429_waits_for_its_retry_after_and_a_long_one_is_not_waited_for() {
     let server = TestServer::start();
     server.answer_in_turn(
@@ -324,6 +363,101 @@ fn one_time_requests_are_not_resent_when_the_server_may_have_processed_them() {
             through: None,
         }
     );
+}
+
+/// A loopback server that reads each connection's request, writes `reply` (raw bytes, perhaps
+/// nothing) and closes it; `scheme://address/token`, and how many connections it took.
+fn raw_server(
+    scheme: &str,
+    reply: &'static [u8],
+) -> (Url, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = Url::parse(&format!(
+        "{scheme}://{}/token",
+        listener.local_addr().unwrap()
+    ))
+    .unwrap();
+    let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&connections);
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(reply);
+        }
+    });
+    (url, connections)
+}
+
+#[test]
+fn a_connection_closed_before_the_answer_is_a_dropped_connection() {
+    let (url, _) = raw_server("http", b"");
+    let http = quick_client(Duration::from_secs(5), Duration::ZERO);
+    let err = post(&http, &url, Replay::Safe).unwrap_err();
+    let RequestFailure::Network { failure, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(failure, NetworkFailure::Dropped { .. }),
+        "{failure:?}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with("; a proxy or firewall may be in the way"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_name_that_does_not_resolve_and_a_refused_certificate_are_not_retried() {
+    // The same answer a second later: retrying only delays the error (README, "When the
+    // provider is slow, down or overloaded").
+    for permanent in [
+        NetworkFailure::Dns,
+        NetworkFailure::UntrustedCertificate,
+        NetworkFailure::CertificateForAnotherName {
+            detail: String::new(),
+        },
+        NetworkFailure::CertificateOutOfDate,
+        NetworkFailure::Tls {
+            detail: String::new(),
+        },
+    ] {
+        assert!(!permanent.may_pass_later(), "{permanent:?}");
+    }
+    for transient in [
+        NetworkFailure::Timeout,
+        NetworkFailure::Refused,
+        NetworkFailure::Dropped {
+            detail: String::new(),
+        },
+    ] {
+        assert!(transient.may_pass_later(), "{transient:?}");
+    }
+
+    // End to end: a server that answers a TLS handshake with plain HTTP is asked once.
+    let (url, connections) = raw_server(
+        "https",
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+    );
+    let http = quick_client(Duration::from_secs(5), Duration::from_secs(60));
+    let err = post(&http, &url, Replay::Safe).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            RequestFailure::Network {
+                failure: NetworkFailure::Tls { .. },
+                attempts: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!err.to_string().contains("attempts"), "{err}");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[test]

@@ -177,7 +177,7 @@ fn relayed_redirect(raw: Option<&str>, sent: Option<&RedirectUri>) -> Result<Red
         && relayed.without_port() != sent.without_port()
     {
         return Err(format!(
-            "its redirect_uri {:?} is not this login's ({sent}) with another port; was it printed for another login?",
+            "its redirect_uri {:?} is not this login's ({sent}) with another port: the line was printed for another login",
             shown()
         ));
     }

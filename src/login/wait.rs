@@ -36,8 +36,14 @@ pub fn for_code(
     deadline: Instant,
 ) -> anyhow::Result<AuthorizationResponse> {
     let expected = expected.into();
+    let redirect = listener.redirect_uri().to_string();
     let listener = listener.serve(expected.clone())?;
-    wait(Sources::Browser { listener, paste }, &expected, deadline)
+    let sources = Sources::Browser {
+        listener,
+        paste,
+        redirect,
+    };
+    wait(sources, &expected, deadline)
 }
 
 /// Asks for the code on stderr and reads it from `source` until `deadline`, for
@@ -64,6 +70,8 @@ enum Sources {
     Browser {
         listener: Serving,
         paste: Option<PasteSource>,
+        /// Where the browser is sent back to (the listener's redirect URI), for the timeout.
+        redirect: String,
     },
     /// `authcode-keyboard`: only what the user pastes, asked for line by line.
     Keyboard(PasteSource),
@@ -94,13 +102,20 @@ fn wait(
         StateRule::Required
     };
     let mut prompt_due = keyboard;
+    // Whether anything came to the callback address at all: if nothing did, the browser never
+    // got there, which the timeout's message says (a closed tab, or a redirect URI the provider
+    // refused on a page of its own).
+    let mut browser_came_back = false;
     loop {
         if prompt_due {
             crate::log::stderr(format_args!("{CODE_PROMPT}"));
             prompt_due = false;
         }
         let (verdict, origin) = match next_arrival(&mut sources, deadline) {
-            Arrival::Callback(verdict) => (Some(verdict), Origin::Browser),
+            Arrival::Callback(verdict) => {
+                browser_came_back = true;
+                (Some(verdict), Origin::Browser)
+            }
             Arrival::Line(line) => {
                 prompt_due = keyboard;
                 let verdict = interpret_pasted(&line, expected, rule);
@@ -120,7 +135,7 @@ fn wait(
                     ));
                 }
             },
-            Arrival::Deadline => return Err(timed_out(&sources, budget)),
+            Arrival::Deadline => return Err(timed_out(&sources, budget, browser_came_back)),
         };
         if let Some(response) = verdict.map(|v| settle(v, origin)).transpose()?.flatten() {
             return Ok(response);
@@ -157,15 +172,25 @@ fn next_arrival(sources: &mut Sources, deadline: Instant) -> Arrival {
     }
 }
 
-fn timed_out(sources: &Sources, budget: Duration) -> anyhow::Error {
+/// The error at the deadline. With a listener, what to do depends on whether the browser ever
+/// came back: a provider never sends it to a redirect URI that is not registered for the client,
+/// but shows its own error page, so kubecred hears nothing; the message says where to look.
+fn timed_out(sources: &Sources, budget: Duration, browser_came_back: bool) -> anyhow::Error {
     let budget = crate::duration::display_whole_seconds(budget);
+    let next = "run `kubecred login` to try again, pass a longer --auth-timeout, \
+                or use --grant-type device-code if the browser cannot reach this machine";
     match sources {
-        Sources::Browser { .. } => fail(
+        Sources::Browser { redirect, .. } if !browser_came_back => fail(
             Exit::Login,
             format!(
-                "no login completed within {budget} (--auth-timeout); run `kubecred login` to try again, \
-                 pass a longer --auth-timeout, or use --grant-type device-code if the browser cannot reach this machine",
+                "no login completed within {budget} (--auth-timeout): the browser never came back to {redirect}; \
+                 if its tab shows the provider's error about the redirect URI, register that address for the client \
+                 (or pass --redirect-url with one that is), else {next}",
             ),
+        ),
+        Sources::Browser { .. } => fail(
+            Exit::Login,
+            format!("no login completed within {budget} (--auth-timeout); {next}"),
         ),
         Sources::Keyboard(_) => {
             crate::log::stderr(format_args!("\n")); // Ends the prompt's line.

@@ -27,24 +27,26 @@ struct CachedDiscovery {
 }
 
 /// The metadata of `issuer`: from the cache file at `cache_path` when it is fresh and still
-/// valid, otherwise fetched (and then cached).
+/// valid, otherwise fetched (and then cached). `shown` is the issuer as the user wrote it, for
+/// messages (`Url` adds a `/` to a bare host).
 pub(super) fn discover(
     http: &Client,
     issuer: &Url,
+    shown: &str,
     cache_path: &Path,
     now: DateTime<Utc>,
 ) -> anyhow::Result<ProviderMetadata> {
     let cached = read_cache::<CachedDiscovery>(cache_path)
         .filter(|c| c.issuer == issuer.as_str() && fresh(c.fetched_at, now, DISCOVERY_TTL))
-        .and_then(|c| ProviderMetadata::validate(&c.document, issuer).ok());
+        .and_then(|c| ProviderMetadata::validate(&c.document, issuer, shown).ok());
     if let Some(metadata) = cached {
-        crate::debug!(1, "using the cached discovery document of {issuer}");
+        crate::debug!(1, "using the cached discovery document of {shown}");
         return Ok(metadata);
     }
     let url = well_known_url(issuer);
     crate::debug!(1, "fetching {url}");
     let document: Value = http::get_json(http, &url, "the OpenID discovery document")?;
-    let metadata = ProviderMetadata::validate(&document, issuer)?;
+    let metadata = ProviderMetadata::validate(&document, issuer, shown)?;
     write_cache(
         cache_path,
         &CachedDiscovery {
@@ -109,12 +111,17 @@ fn lenient_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, 
 }
 
 impl ProviderMetadata {
-    /// Checks a discovery document against the configured issuer (also `setup`'s check).
-    pub fn validate(document: &Value, configured: &Url) -> anyhow::Result<ProviderMetadata> {
+    /// Checks a discovery document against the configured issuer (also `setup`'s check);
+    /// `shown` is that issuer as the user wrote it, which the messages name.
+    pub fn validate(
+        document: &Value,
+        configured: &Url,
+        shown: &str,
+    ) -> anyhow::Result<ProviderMetadata> {
         let problem = |reason: String| {
             fail(
                 Exit::Provider,
-                format!("the OpenID discovery document of {configured} {reason}"),
+                format!("the OpenID discovery document of {shown} {reason}"),
             )
         };
         let raw: RawMetadata = serde_json::from_value(document.clone())
@@ -153,7 +160,7 @@ impl ProviderMetadata {
         let required = |name: &str, value: Option<String>| -> anyhow::Result<Url> {
             endpoint(name, value)?.ok_or_else(|| {
                 problem(format!(
-                    "has no {name}; is {configured} an OpenID Connect provider?"
+                    "has no {name}; is {shown} an OpenID Connect provider?"
                 ))
             })
         };

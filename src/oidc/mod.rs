@@ -44,15 +44,17 @@ pub struct Provider {
 
 impl Provider {
     /// Discovers `issuer`, from the disk cache under `cache_dir` when it is younger than
-    /// [`DISCOVERY_TTL`], otherwise from `<issuer>/.well-known/openid-configuration`.
+    /// [`DISCOVERY_TTL`], otherwise from `<issuer>/.well-known/openid-configuration`. Messages
+    /// name it as `shown`, the way the user wrote it (`Config::issuer_as_given`).
     pub fn discover(
         http: &Client,
         issuer: &Url,
+        shown: &str,
         cache_dir: &Path,
         now: DateTime<Utc>,
     ) -> anyhow::Result<Provider> {
         let files = CacheFiles::of(cache_dir, issuer);
-        let metadata = discovery::discover(http, issuer, &files.discovery, now)?;
+        let metadata = discovery::discover(http, issuer, shown, &files.discovery, now)?;
         let keys = jwks::KeySource::new(metadata.jwks_uri.clone(), files.jwks);
         Ok(Provider {
             metadata,

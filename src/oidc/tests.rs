@@ -155,7 +155,13 @@ fn setup(keys: &[&TestKey]) -> Setup {
 }
 
 fn discover_at(s: &Setup, at: DateTime<Utc>) -> anyhow::Result<Provider> {
-    Provider::discover(&s.http, &s.config.issuer, &s.config.cache.dir, at)
+    Provider::discover(
+        &s.http,
+        &s.config.issuer,
+        &s.config.issuer_as_given,
+        &s.config.cache.dir,
+        at,
+    )
 }
 
 impl Setup {
@@ -163,6 +169,7 @@ impl Setup {
         Provider::discover(
             &self.http,
             &self.config.issuer,
+            &self.config.issuer_as_given,
             &self.config.cache.dir,
             now(),
         )
@@ -674,10 +681,10 @@ fn discovery_reads_the_rfc_9207_flag() {
     let mut doc: Value = serde_json::from_str(&discovery_doc(&s.server.base)).unwrap();
     doc["authorization_response_iss_parameter_supported"] = json!(true);
     let configured = s.config.issuer.clone();
-    let meta = ProviderMetadata::validate(&doc, &configured).unwrap();
+    let meta = ProviderMetadata::validate(&doc, &configured, configured.as_str()).unwrap();
     assert!(meta.authorization_response_iss_parameter_supported);
     doc["authorization_response_iss_parameter_supported"] = json!("yes");
-    let meta = ProviderMetadata::validate(&doc, &configured).unwrap();
+    let meta = ProviderMetadata::validate(&doc, &configured, configured.as_str()).unwrap();
     assert!(!meta.authorization_response_iss_parameter_supported);
 }
 
@@ -715,7 +722,8 @@ fn entra_s_multi_tenant_template_issuer_names_the_tenant_issuer_to_use() {
         "token_endpoint": "https://login.microsoftonline.com/common/oauth2/v2.0/token",
         "jwks_uri": "https://login.microsoftonline.com/common/discovery/v2.0/keys",
     });
-    let err = discovery::ProviderMetadata::validate(&document, &configured).unwrap_err();
+    let err = discovery::ProviderMetadata::validate(&document, &configured, configured.as_str())
+        .unwrap_err();
     assert_eq!(exit_code_of(&err), Exit::Provider);
     let text = one_line(&err);
     assert!(

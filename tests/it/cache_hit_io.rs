@@ -8,6 +8,11 @@
 //! (`futimens`) on the entry's already-open descriptor: the 401-recovery hand-out stamp
 //! (`acquire/hand_out.rs`), which names no path. It is what lets a client's re-run after a 401 be
 //! told from an ordinary run without a second file; the test checks it stays on the descriptor.
+//!
+//! Besides it, the hit `stat`s the two directories its entry was read through, the cache dir and
+//! its `tokens/`: each must be this user's (another user's is refused, as ssh refuses a `~/.ssh`
+//! others can write; `private_file::check_private_dirs`), which no check on the entry's own
+//! descriptor can tell. Two `statx` calls, nothing opened; the test holds them to exactly that.
 
 use crate::support::*;
 use std::path::Path;
@@ -67,6 +72,17 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
         let trace = traced(&env, &run_args, &bus);
         let mut opened = Vec::new();
         let mut stamps = 0;
+        let mut checked_dirs = Vec::new();
+        // Start-up that is not kubecred's: the dynamic loader of a glibc build, and std's
+        // main-thread stack guard there (glibc's pthread_getattr_np reads /proc/self/maps). The
+        // static musl build users download opens neither.
+        let loader = |path: &str| {
+            path.starts_with("/etc/ld.so.")
+                || path == "/proc/self/maps"
+                || ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+                    .iter()
+                    .any(|dir| path.starts_with(dir))
+        };
         for line in trace.lines() {
             let call = line
                 .split_whitespace()
@@ -80,6 +96,12 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
                 ),
                 "{storage}: the cache hit made a {call} call:\n{trace}"
             );
+            if matches!(call, "statx" | "newfstatat" | "stat")
+                && let Some(path) = path_of(line).filter(|path| !path.is_empty() && !loader(path))
+            {
+                checked_dirs.push(path.to_string());
+                continue;
+            }
             if call == "utimensat" {
                 assert!(
                     line.contains("utimensat(3, NULL") || line.contains(", NULL,"),
@@ -92,16 +114,6 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
                 opened.push(path.to_string());
             }
         }
-        // Start-up that is not kubecred's: the dynamic loader of a glibc build, and std's
-        // main-thread stack guard there (glibc's pthread_getattr_np reads /proc/self/maps). The
-        // static musl build users download opens neither.
-        let loader = |path: &str| {
-            path.starts_with("/etc/ld.so.")
-                || path == "/proc/self/maps"
-                || ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
-                    .iter()
-                    .any(|dir| path.starts_with(dir))
-        };
         let others: Vec<&String> = opened
             .iter()
             .filter(|path| !path.is_empty() && !loader(path))
@@ -115,6 +127,13 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
         assert!(
             opened.iter().any(|path| Path::new(path) == entry.as_path()),
             "{storage}: the entry was not read:\n{trace}"
+        );
+        // The directories of the entry, each checked once, top down, by path (no open).
+        let tokens = entry.parent().unwrap();
+        let expected_dirs = [tokens.parent().unwrap(), tokens].map(|dir| dir.display().to_string());
+        assert_eq!(
+            checked_dirs, expected_dirs,
+            "{storage}: the hit checks its cache dir and tokens/, nothing else by path:\n{trace}"
         );
         // A client's run (KUBERNETES_EXEC_INFO set, strace the parent) is stamped, once.
         assert_eq!(stamps, 1, "{storage}: one hand-out stamp:\n{trace}");

@@ -201,3 +201,72 @@ fn a_keyring_that_refuses_the_entry_says_so_and_the_login_is_still_handed_out() 
     let stderr = run.stderr();
     assert!(!stderr.contains(&large[..64]), "no token on stderr");
 }
+
+#[test]
+fn the_keyring_fall_back_is_said_once_for_a_conversion_of_several_users() {
+    // Two kubeconfig users with tokens to carry (an ID token of the password grant, a refresh
+    // token), with `auto` storage and no keyring in reach: both refresh tokens go to their files.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let issuer = bed.issuer.clone();
+    let id_token = env
+        .kubecred_owned(&[
+            "get-token".into(),
+            format!("--issuer-url={issuer}"),
+            "--client-id=kubecred-password".into(),
+            "--grant-type=password".into(),
+            "--username=alice".into(),
+            "--cache-storage=none".into(),
+        ])
+        .env("KUBECRED_PASSWORD", "testbed-alice-password")
+        .run()
+        .success()
+        .token();
+    let user = |name: &str, scopes: &str| {
+        serde_json::json!({"name": name, "user": {"auth-provider": {"name": "oidc", "config": {
+            "idp-issuer-url": issuer,
+            "client-id": "kubecred-password",
+            "extra-scopes": scopes,
+            "id-token": id_token,
+            "refresh-token": format!("refresh-of-{name}"),
+        }}}})
+    };
+    let kubeconfig = env.dir.path().join("kubeconfig");
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": "https://api.example"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "ada"}}],
+        "current-context": "c",
+        "users": [user("ada", "profile"), user("bob", "groups")],
+    });
+    std::fs::write(&kubeconfig, config.to_string()).unwrap();
+    let run = env
+        .client(&kubecred_bin())
+        .arg("convert-kubeconfig")
+        .env("KUBECONFIG", &kubeconfig)
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+        .run()
+        .success()
+        .never_shows(&["refresh-of-ada", "refresh-of-bob"])
+        .stdout_contains("  converted \"ada\" (auth-provider oidc): carried the ID token")
+        .stdout_contains("  converted \"bob\" (auth-provider oidc): carried the ID token");
+    let stderr = run.stderr();
+    let fall_backs: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("keeping the refresh token in the private file"))
+        .collect();
+    assert_eq!(fall_backs.len(), 1, "{stderr}");
+    assert!(
+        fall_backs[0].starts_with("kubecred: no OS keyring is reachable ("),
+        "{}",
+        fall_backs[0]
+    );
+    // Both refresh tokens are in their files all the same.
+    let files = cache_token_files(&env.home().join(".cache/kubecred"));
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("\"refresh_token\":\"refresh-of-"), "{text}");
+    }
+}

@@ -312,6 +312,35 @@ fn usage_errors_name_what_to_type_and_the_help_of_the_command_run() {
     }
 }
 
+/// `setup --server` (or `--kubeconfig`, `--context-name`, …) belongs to --write-kubeconfig, a
+/// switch: the line names it as it is typed, and offers no value the parser would then refuse.
+#[test]
+fn setup_without_write_kubeconfig_names_the_switch_as_it_is_typed() {
+    let env = TestEnv::new();
+    let setup = |extra: &str| {
+        usage_error(
+            kubecred_plain(
+                &env,
+                &[
+                    "setup",
+                    "--issuer-url=https://idp.example",
+                    "--client-id=kubernetes",
+                    extra,
+                ],
+            )
+            .run(),
+        )
+    };
+    assert_eq!(
+        setup("--server=https://api.example:6443"),
+        "kubecred setup needs --write-kubeconfig (see kubecred setup --help)"
+    );
+    assert_eq!(
+        setup("--write-kubeconfig=true"),
+        "--write-kubeconfig takes no value, but was given 'true': write --write-kubeconfig alone to turn it on (see kubecred setup --help)"
+    );
+}
+
 /// `kubecred man` as `man` shows it: no literal backticks or roff escapes, every command in a
 /// section of its own, and no reference to a page that is not shipped (the archive ships
 /// kubecred.1 alone; scripts/archive-test.sh checks the archive's page the same way).

@@ -31,7 +31,9 @@ fn unknown_api_version_fails_with_one_line() {
     )
     .run()
     .failure(1)
-    .stderr_contains("client.authentication.k8s.io/v2");
+    .stderr_contains(
+        "KUBERNETES_EXEC_INFO has apiVersion \"client.authentication.k8s.io/v2\", which kubecred does not speak",
+    );
 }
 
 #[test]
@@ -40,7 +42,11 @@ fn missing_settings_say_what_to_do() {
     env.kubecred(&["get-token", "--client-id=x"])
         .run()
         .failure(1)
-        .stderr_contains("pass --issuer-url");
+        .stderr_contains("no issuer URL: pass --issuer-url");
+    env.kubecred(&["get-token", "--issuer-url=https://idp.example"])
+        .run()
+        .failure(1)
+        .stderr_contains("no client ID: pass --client-id");
     env.kubecred(&[
         "get-token",
         "--issuer-url=http://idp.example",
@@ -48,7 +54,7 @@ fn missing_settings_say_what_to_do() {
     ])
     .run()
     .failure(1)
-    .stderr_contains("must use https");
+    .stderr_contains("issuer URL http://idp.example must use https");
 }
 
 #[test]

@@ -119,11 +119,17 @@ fn loose_permissions_are_tightened_and_the_entry_kept() {
     for (path, mode) in [(&root, 0o777), (&tokens, 0o777), (&entry, 0o666)] {
         fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
     }
-    // The hit: the entry is ours, so it is used, and tightened on the open descriptor.
+    // The hit: the entry is ours, so it is used, and tightened on the open descriptor; so are
+    // the directories it was read through.
     let first = env.kubecred_owned(&args).run().success().token();
     assert_eq!(bed.token_requests("client_credentials"), 1, "a cache hit");
     assert_eq!(mode_of(&entry), 0o600);
+    assert_eq!(mode_of(&root), 0o700);
+    assert_eq!(mode_of(&tokens), 0o700);
     // A write tightens every directory from the cache root down.
+    for path in [&root, &tokens] {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let second = env
         .kubecred_owned(&with_flag(&args, "--force-refresh"))
         .run()
@@ -145,10 +151,14 @@ fn another_users_entry_or_cache_dir_is_refused_and_left_alone() {
         return;
     }
     let content = fs::read(&entry).unwrap();
-    env.kubecred_owned(&args)
-        .run()
-        .failure(5)
-        .stderr_contains("belongs to uid 65534");
+    let run = env.kubecred_owned(&args).run().failure(5);
+    assert_eq!(
+        run.stderr(),
+        format!(
+            "kubecred: error: refusing the token cache file {}: it belongs to uid 65534, not to this user (uid 0); someone else may have planted it — delete it, and use a --cache-dir only you can write to\n",
+            entry.display()
+        )
+    );
     assert_eq!(fs::read(&entry).unwrap(), content, "left as it was");
     assert_eq!(
         bed.total_token_requests(),
@@ -163,6 +173,36 @@ fn another_users_entry_or_cache_dir_is_refused_and_left_alone() {
         .run()
         .failure(5)
         .stderr_contains("refusing the cache directory");
+    assert_eq!(bed.total_token_requests(), 1);
+}
+
+#[test]
+fn another_users_directory_below_the_cache_dir_is_refused_on_a_hit_and_before_a_login() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let (args, entry) = cached_cc(&env, &bed);
+    let tokens = entry.parent().unwrap();
+    if !give_to_nobody(tokens) {
+        return;
+    }
+    let refusal = format!(
+        "kubecred: error: refusing the cache directory: the directory {} belongs to uid 65534, not to this user (uid 0), and kubecred keeps tokens only in directories of their own user; pass a --cache-dir of your own\n",
+        tokens.display()
+    );
+    // The hit: the entry is ours, but whoever owns its directory could have put it there.
+    let run = env.kubecred_owned(&args).run().failure(5);
+    assert_eq!(run.stderr(), refusal);
+    // A renewal: refused before the provider is asked, not a token handed out uncached.
+    let run = env
+        .kubecred_owned(&with_flag(&args, "--force-refresh"))
+        .run()
+        .failure(5);
+    assert_eq!(run.stderr(), refusal);
+    assert_eq!(bed.total_token_requests(), 1);
+    // Without an entry there, the same before the first login.
+    fs::remove_file(&entry).unwrap();
+    let run = env.kubecred_owned(&args).run().failure(5);
+    assert_eq!(run.stderr(), refusal);
     assert_eq!(bed.total_token_requests(), 1);
 }
 

@@ -384,6 +384,57 @@ fn an_injected_503_is_retried_into_a_success() {
 }
 
 #[test]
+fn a_503_that_lasts_fails_naming_the_status_and_the_number_of_attempts() {
+    let provider = FaultyProvider::start();
+    let env = TestEnv::new();
+    let entry = cached_and_expired(&provider, &env);
+    let unavailable = Fault::Answer(503, vec![], String::new());
+    provider.then(vec![unavailable; 4]);
+    let run = fails_and_keeps_the_entry(
+        &provider,
+        &env,
+        &entry,
+        "answered HTTP 503 Service Unavailable (after 4 attempts)",
+    );
+    assert!(run.stderr().contains("try again later"), "{}", run.stderr());
+    // The first token, four refreshes answered 503, and the successful one after.
+    assert_eq!(provider.token_requests().len(), 6);
+}
+
+#[test]
+fn a_tls_failure_is_not_retried() {
+    // A server that answers the TLS handshake with plain HTTP: the next try would get the same,
+    // so the one line comes at once, without "after N attempts".
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let issuer = format!("https://{}", listener.local_addr().unwrap());
+    let connections = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&connections);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            *counted.lock().unwrap() += 1;
+            let mut buf = [0; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let env = TestEnv::new();
+    let run = env
+        .kubecred_owned(&[
+            "get-token".into(),
+            format!("--issuer-url={issuer}"),
+            "--client-id=ci-bot".into(),
+            "--grant-type=client-credentials".into(),
+        ])
+        .env("KUBECRED_CLIENT_SECRET", "faulty-provider-secret")
+        .run()
+        .failure(PROVIDER_EXIT)
+        .stderr_contains("the server's TLS certificate was rejected");
+    assert!(!run.stderr().contains("attempts"), "{}", run.stderr());
+    assert_eq!(*connections.lock().unwrap(), 1);
+}
+
+#[test]
 fn permanent_refusals_are_never_retried() {
     let provider = FaultyProvider::start();
     let env = TestEnv::new();

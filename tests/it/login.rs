@@ -196,6 +196,31 @@ fn a_denied_login_fails_then_cools_down_without_opening_another_tab() {
 }
 
 #[test]
+fn a_login_refused_before_it_asked_anybody_leaves_no_cool_down() {
+    // The provider refuses the device authorization request itself (the client may not use the
+    // device flow): a setting to fix, no code shown, no tab opened. kubectl's retry must say
+    // the same, not "not opening another browser" for 30 s.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = device_args(&bed);
+    args.retain(|arg| !arg.starts_with("--client-id"));
+    args.push(format!("--client-id={NO_DEVICE_CLIENT}"));
+    let refusal = format!(
+        "kubecred: error: {} refused the device flow for the client {NO_DEVICE_CLIENT} (invalid_request (urn:ietf:params:oauth:grant-type:device_code is not allowed for this client)): the provider does not allow this client the device flow; log in with --grant-type auto or authcode-keyboard (the code pasted), or ask the provider's administrators to allow this client the device flow\n",
+        bed.issuer
+    );
+    for attempt in 1..=2 {
+        let run = env.kubecred_owned(&args).run().failure(3);
+        assert_eq!(run.stderr(), refusal, "attempt {attempt}");
+        assert_eq!(
+            bed.stats()["device_authorization"],
+            attempt,
+            "attempt {attempt}"
+        );
+    }
+}
+
+#[test]
 fn an_abandoned_login_times_out_and_force_refresh_bypasses_the_cool_down() {
     if !have(Need::Browser) {
         return;
@@ -389,7 +414,7 @@ fn eight_parallel_kubectl_processes_open_one_browser_tab() {
     assert_eq!(stats["token"]["total"], 1, "{stats}");
 }
 
-fn device_args(bed: &Testbed) -> Vec<String> {
+pub(crate) fn device_args(bed: &Testbed) -> Vec<String> {
     vec![
         "get-token".into(),
         format!("--issuer-url={}", bed.issuer),

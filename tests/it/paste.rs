@@ -164,6 +164,42 @@ fn authcode_keyboard_takes_the_pasted_code() {
 }
 
 #[test]
+fn authcode_keyboard_prints_the_url_and_opens_no_browser_here() {
+    // A display and a launcher this machine could open a tab with: authcode-keyboard's person
+    // is elsewhere, and a tab here would end on a redirect nothing answers.
+    use std::os::unix::fs::PermissionsExt;
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let launchers = env.dir.path().join("launchers");
+    std::fs::create_dir_all(&launchers).unwrap();
+    let opened = env.dir.path().join("xdg-open-ran");
+    let xdg_open = launchers.join("xdg-open");
+    std::fs::write(
+        &xdg_open,
+        format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&xdg_open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut args = authcode_args(&bed);
+    args.retain(|arg| !arg.starts_with("--browser-command") && !arg.starts_with("--grant-type"));
+    args.push("--grant-type=authcode-keyboard".into());
+    args.push(AUTH_TIMEOUT.into());
+    let mut cmd = env.kubecred_owned(&args);
+    cmd.env("DISPLAY", ":0").env(
+        "PATH",
+        format!("{}:{}", launchers.display(), std::env::var("PATH").unwrap()),
+    );
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let login_url = kubecred.login_url();
+    assert!(param(&login_url, "state").len() > 10, "{login_url}");
+    // The relayed login is offered instead (then the prompt, which ends no line).
+    kubecred.stderr_line_with("or, where a browser and kubecred are, run: ", URL_WAIT);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!opened.exists(), "authcode-keyboard opened a browser here");
+    kubecred.assert_still_waiting(&bed);
+}
+
+#[test]
 fn authcode_keyboard_takes_the_pasted_url_and_refuses_another_logins() {
     if !have(Need::Browser) {
         return;
@@ -183,6 +219,50 @@ fn authcode_keyboard_takes_the_pasted_url_and_refuses_another_logins() {
         .success()
         .never_shows(&[&param(&callback, "code")]);
     assert_logged_in_as_alice(&bed, &run);
+}
+
+#[test]
+fn pasted_lines_of_another_login_or_version_are_set_aside_and_say_why() {
+    // No browser: the lines are made up, as a person pasting the wrong one would bring them.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut cmd = env.kubecred_owned(&paste_args(&bed, "authcode"));
+    cmd.arg(AUTH_TIMEOUT);
+    let mut kubecred = Running::start(cmd, Stdin::Terminal, true);
+    let login_url = kubecred.login_url();
+    let redirect = param(&login_url, "redirect_uri");
+    let relay_line = |state: &str, redirect: &str| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("state", state)
+            .append_pair("code", "a-code")
+            .append_pair("redirect_uri", redirect)
+            .append_pair("iss", &bed.issuer);
+        format!("kubecred-relay:v1?{}", query.finish())
+    };
+    let state = param(&login_url, "state");
+    let mut said_to = |pasted: &str| {
+        kubecred.paste(pasted);
+        kubecred.stderr_line_with("the pasted text", URL_WAIT)
+    };
+    assert_eq!(
+        said_to("kubecred-relay:v2?state=s&code=c"),
+        "kubecred: ignored the pasted text: it is a relay line of version \"v2\", and this kubecred reads v1; run the same kubecred version on both machines; still waiting for this login"
+    );
+    assert_eq!(
+        said_to(&relay_line(&state, "http://localhost:49152/other")),
+        format!(
+            "kubecred: ignored the pasted text: its redirect_uri \"http://localhost:49152/other\" is not this login's ({redirect}) with another port: the line was printed for another login; still waiting for this login"
+        )
+    );
+    assert_eq!(
+        said_to(&relay_line(
+            "another-login",
+            "http://localhost:49152/callback"
+        )),
+        "kubecred: refused the pasted text: its state is not the one this login sent (it belongs to another login, or is forged); still waiting for this login"
+    );
+    kubecred.assert_still_waiting(&bed);
 }
 
 /// Writes, as soon as the login URL is out, a line that would end the login if kubecred read it:

@@ -27,9 +27,9 @@ fn free_port() -> u16 {
 }
 
 /// A proxy server process of ours; killed when dropped.
-struct ProxyServer {
+pub(crate) struct ProxyServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
@@ -62,13 +62,19 @@ impl ProxyServer {
     /// Debian's tinyproxy in the foreground, on loopback, logging every CONNECT; with
     /// `BasicAuth` when a user and password are given.
     fn tinyproxy(env: &TestEnv, basic_auth: Option<(&str, &str)>) -> ProxyServer {
+        let extra = basic_auth
+            .map(|(user, password)| format!("BasicAuth {user} {password}\n"))
+            .unwrap_or_default();
+        ProxyServer::tinyproxy_with(env, &extra)
+    }
+
+    /// tinyproxy with these lines added to its configuration (`ConnectPort 443`, …).
+    pub(crate) fn tinyproxy_with(env: &TestEnv, extra_config: &str) -> ProxyServer {
         let port = free_port();
         let config = env.dir.path().join(format!("tinyproxy-{port}.conf"));
         let mut text =
             format!("Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 20\nLogLevel Connect\n");
-        if let Some((user, password)) = basic_auth {
-            text.push_str(&format!("BasicAuth {user} {password}\n"));
-        }
+        text.push_str(extra_config);
         std::fs::write(&config, text).unwrap();
         let mut command = Command::new("tinyproxy");
         command.arg("-d").arg("-c").arg(&config);
@@ -77,7 +83,7 @@ impl ProxyServer {
     }
 
     /// microsocks (SOCKS5) on loopback, with `-u`/`-P` when a user and password are given.
-    fn microsocks(env: &TestEnv, credentials: Option<(&str, &str)>) -> ProxyServer {
+    pub(crate) fn microsocks(env: &TestEnv, credentials: Option<(&str, &str)>) -> ProxyServer {
         let port = free_port();
         let mut command = Command::new("microsocks");
         command.args(["-i", "127.0.0.1", "-p", &port.to_string()]);

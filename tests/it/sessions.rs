@@ -166,6 +166,18 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
     let status = status_json(&env);
     assert_eq!(status["entries"][0]["subject"], "alice@testbed.example");
     assert_eq!(status["entries"][0]["refresh_token"], true);
+    // The column says what it shows: the name the token gives (here its email; its `sub` is
+    // "alice"), not a SUBJECT one would take for the `sub` claim.
+    let table = kubecred_plain(&env, &["status"]).run().success().stdout();
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "STORAGE", "EXPIRES", "REFRESH"
+        ],
+        "{table}"
+    );
+    assert!(table.contains("  alice@testbed.example  "), "{table}");
 
     env.kubecred_owned(&settings("logout"))
         .run()
@@ -390,4 +402,52 @@ fn logout_without_a_match_lists_the_issuers_cached_logins_and_how_they_differ() 
         .success()
         .stderr_contains("logged out of");
     assert_eq!(cache_token_files(&env.cache_dir()).len(), 1);
+}
+
+/// Each place `text` names `issuer` followed by a `/` it was not written with (a `/` that ends
+/// the URL there: not one that starts a path).
+fn slash_added_after(text: &str, issuer: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            line.match_indices(issuer).any(|(at, _)| {
+                let rest = &line[at + issuer.len()..];
+                rest.strip_prefix('/').is_some_and(|after| {
+                    after.is_empty() || after.starts_with([' ', ';', ')', ',', ':'])
+                })
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn discovery_messages_and_verbose_lines_name_the_issuer_as_written() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // The test bed's issuer is a bare host (`http://127.0.0.1:PORT`), which `Url` writes with
+    // a `/`; kubecred's lines must not.
+    assert!(!bed.issuer.ends_with('/'), "{}", bed.issuer);
+    let mut args = env.cc_args(&bed);
+    args.push("-v".into());
+    for _ in 0..2 {
+        // The first fetches discovery, the second reads it from the cache ("using the cached
+        // discovery document of …").
+        args.push("--force-refresh".into());
+        let run = env.kubecred_owned(&args).run().success();
+        let added = slash_added_after(&run.stderr(), &bed.issuer);
+        assert!(added.is_empty(), "{added:#?}\n{}", run.stderr());
+    }
+    // A discovery document that names another issuer: the error names the one given.
+    let port = bed.issuer.rsplit(':').next().unwrap();
+    let elsewhere = format!("http://localhost:{port}");
+    let mut args = env.cc_args(&bed);
+    args[1] = format!("--issuer-url={elsewhere}");
+    let run = env.kubecred_owned(&args).run().failure(3);
+    assert_eq!(
+        run.stderr().lines().last().unwrap(),
+        format!(
+            "kubecred: error: the OpenID discovery document of {elsewhere} names the issuer {}; set --issuer-url to exactly that (tokens carry it in iss)",
+            bed.issuer
+        )
+    );
 }

@@ -69,6 +69,32 @@ fn kubectl_json(env: &TestEnv, kubeconfig: &Path, args: &[&str]) -> Value {
 }
 
 #[test]
+fn setup_prints_a_placeholder_for_every_request_header_it_was_given() {
+    // `A=1,B=2` is two headers, as get-token reads it: the copied configuration must name both.
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let secret = secret_file(&env);
+    let mut args = setup_args(&bed, &secret);
+    args.push("--request-header=X-Api-Key=key-7f3a,X-Tenant=tenant-2c".into());
+    args.push("--request-header=X-Region=eu-1".into());
+    let run = env
+        .kubecred_owned(&args)
+        .run()
+        .success()
+        .never_shows(&["key-7f3a", "tenant-2c"]);
+    let kubeconfig = env.dir.path().join("generated-kubeconfig.yaml");
+    std::fs::write(&kubeconfig, section(&run.stdout(), 5)).unwrap();
+    let view = kubectl_json(&env, &kubeconfig, &["config", "view", "-o", "json"]);
+    assert_eq!(
+        view["users"][0]["user"]["exec"]["env"],
+        json!([{
+            "name": "KUBECRED_REQUEST_HEADER",
+            "value": "X-Api-Key=<its value>,X-Tenant=<its value>,X-Region=<its value>",
+        }])
+    );
+}
+
+#[test]
 fn setup_diagnoses_logs_in_and_prints_configuration_that_works() {
     let bed = Testbed::start();
     let env = TestEnv::new();

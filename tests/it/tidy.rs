@@ -4,19 +4,9 @@
 //! builds one binary, `kubecred`.
 
 use crate::support::repo_root;
+use crate::support::rust_text::rust_files;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// Whether `text` starts with a `//!` paragraph: its first line that is not blank is `//!`
 /// followed by words.

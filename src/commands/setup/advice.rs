@@ -12,6 +12,7 @@
 use super::super::stanza::{exec_args, kubecred_stanza};
 use crate::cli::TokenArgs;
 use crate::command_on_path::ExecCommand;
+use crate::config::RequestHeader;
 use crate::exec_credential::V1BETA1;
 use crate::kubeconfig::{EnvVar, ExecStanza};
 use serde_json::{Map, Value};
@@ -33,6 +34,8 @@ pub struct Inputs<'a> {
     pub signing_alg: Option<String>,
     pub client_id: &'a str,
     pub ca_pems: &'a [Vec<u8>],
+    /// The `--request-header`s as `config` split and checked them (`A=1,B=2` is two).
+    pub request_headers: &'a [RequestHeader],
     pub user_login: bool,
 }
 
@@ -250,8 +253,8 @@ fn rbac_name(subject: &str) -> String {
 }
 
 /// The stanza's `env`: placeholders for a client secret given as a value, and for the request
-/// headers' values (each header's name, its value to be filled in).
-pub fn exec_env(args: &TokenArgs) -> Vec<EnvVar> {
+/// headers' values (each header's name, its value to be filled in), one pair per header.
+pub fn exec_env(args: &TokenArgs, request_headers: &[RequestHeader]) -> Vec<EnvVar> {
     let mut env = Vec::new();
     if args.client_secret.is_some() {
         env.push(EnvVar::new(
@@ -259,18 +262,14 @@ pub fn exec_env(args: &TokenArgs) -> Vec<EnvVar> {
             "<the client secret; better: --client-secret-file>",
         ));
     }
-    let header_names: Vec<String> = args
-        .request_headers
+    let placeholders: Vec<String> = request_headers
         .iter()
-        .map(|header| match header.split_once('=') {
-            Some((name, _)) => format!("{}=<its value>", name.trim()),
-            None => "<NAME=VALUE>".to_string(),
-        })
+        .map(|header| format!("{}=<its value>", header.name))
         .collect();
-    if !header_names.is_empty() {
+    if !placeholders.is_empty() {
         env.push(EnvVar::new(
             "KUBECRED_REQUEST_HEADER",
-            header_names.join(","),
+            placeholders.join(","),
         ));
     }
     env
@@ -286,7 +285,7 @@ pub fn exec_stanza(inputs: &Inputs) -> ExecStanza {
             V1BETA1,
             inputs.command.as_command(),
             exec_args(inputs.args),
-            exec_env(inputs.args),
+            exec_env(inputs.args, inputs.request_headers),
             inputs.user_login,
         )
     }
@@ -505,6 +504,10 @@ mod tests {
                 signing_alg: None,
                 client_id: "k8s",
                 ca_pems: &[],
+                request_headers: &[RequestHeader {
+                    name: "X-Api-Key".into(),
+                    value: crate::secret::Secret::new("abc"),
+                }],
                 user_login,
             };
             let stanza = exec_stanza(&inputs);

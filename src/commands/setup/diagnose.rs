@@ -112,7 +112,7 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
             ),
         )
     })?;
-    let metadata = ProviderMetadata::validate(&document, &config.issuer)?;
+    let metadata = ProviderMetadata::validate(&document, &config.issuer, &config.issuer_as_given)?;
     stop(Finding::Ok(format!(
         "discovery: {shown} names the issuer {}",
         metadata.issuer

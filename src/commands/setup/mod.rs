@@ -105,6 +105,7 @@ pub(super) fn run(
         signing_alg,
         client_id: &config.client.id,
         ca_pems: &config.http.tls.extra_ca_pems,
+        request_headers: &config.http.request_headers,
         user_login: config.grant.is_user_login(),
     };
     let choice = advice::ClaimChoice::of(&inputs);

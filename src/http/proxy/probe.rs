@@ -50,11 +50,11 @@ pub enum ProxyProblem {
 
 impl ProxyProblem {
     /// Whether the same request could get through later: a proxy that is down may come back,
-    /// a refused password or a refused destination will not change.
+    /// a refused password or a refused destination will not change, and a proxy's host name
+    /// that does not resolve is no more retried than the provider's (`NetworkFailure`).
     pub fn may_pass_later(&self) -> bool {
         match self {
-            ProxyProblem::DoesNotResolve
-            | ProxyProblem::Refused
+            ProxyProblem::Refused
             | ProxyProblem::Unreachable
             | ProxyProblem::SocksCouldNotConnect { .. } => true,
             ProxyProblem::Answered { status } => matches!(status, 408 | 429 | 500..=599),

@@ -140,6 +140,7 @@ fn a_silent_connection_does_not_delay_the_callback() {
 fn the_wait_ends_at_the_deadline_and_the_sockets_close() {
     let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
     let address = listener.local_addresses()[0];
+    let redirect = listener.redirect_uri().to_string();
     let started = Instant::now();
     let err = for_code(
         listener,
@@ -150,15 +151,36 @@ fn the_wait_ends_at_the_deadline_and_the_sockets_close() {
     .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(exit_code_of(&err), Exit::Login);
-    assert!(
-        err.to_string()
-            .starts_with("no login completed within 1s (--auth-timeout); "),
-        "{err}"
+    // Nothing came to the callback: the message says where the browser never came back to,
+    // and what a provider that refused the redirect URI looks like.
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no login completed within 1s (--auth-timeout): the browser never came back to {redirect}; \
+             if its tab shows the provider's error about the redirect URI, register that address for the client \
+             (or pass --redirect-url with one that is), else run `kubecred login` to try again, pass a longer \
+             --auth-timeout, or use --grant-type device-code if the browser cannot reach this machine"
+        )
     );
     assert_eq!(
         TcpStream::connect(address).unwrap_err().kind(),
         io::ErrorKind::ConnectionRefused
     );
+}
+
+#[test]
+fn a_browser_that_came_back_without_this_logins_callback_times_out_without_the_redirect_hint() {
+    let listener = CallbackListener::bind(&[localhost_v4()], &ip_redirect()).unwrap();
+    let address = listener.local_addresses()[0];
+    let waiting = start(listener, Duration::from_millis(800), None);
+    get(address, "/callback?code=evil&state=forged");
+    let err = waiting.join().unwrap().unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with("no login completed within 1s (--auth-timeout); run `kubecred login`"),
+        "{message}"
+    );
+    assert!(!message.contains("never came back"), "{message}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod rust_text;
 #[cfg(target_os = "linux")]
 pub mod terminal;
 
@@ -21,6 +22,8 @@ pub const CC_SECRET: &str = "testbed-cc-secret";
 pub const CC_POST_CLIENT: &str = "kubecred-cc-post";
 pub const CC_POST_SECRET: &str = "testbed-cc-post-secret";
 pub const PUBLIC_CLIENT: &str = "kubecred";
+/// The client of the test bed that the provider refuses the device flow, while discovery lists it.
+pub const NO_DEVICE_CLIENT: &str = "kubecred-no-device";
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
