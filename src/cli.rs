@@ -21,7 +21,9 @@ pub use command_args::{
     ConvertArgs, LoginArgs, LogoutArgs, OutputArg, SetupArgs, ShellArg, StatusArgs, WhoamiArgs,
 };
 pub use federation::{CiTokenSourceArg, FederationArgs};
-pub use token_args::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
+pub use token_args::{
+    CacheDirArg, CacheStorageArg, ClientAuthMethodArg, DeriveArg, GrantTypeArg, TokenArgs,
+};
 pub use usage_error::{usage_error_line, usage_error_line_in};
 
 use crate::kubelogin;

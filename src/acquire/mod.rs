@@ -22,6 +22,7 @@ mod forget;
 mod hand_out;
 mod renew_ahead;
 mod renewal;
+mod shared;
 #[cfg(test)]
 mod tests;
 
@@ -375,6 +376,9 @@ fn obtain_under_lock(
             crate::debug!(1, "another kubecred refreshed the token while we waited");
             return Ok(cached.tokens.clone());
         }
+    }
+    if config.shared_login.is_some() {
+        return shared::obtain(config, cache, &lock, trigger, clock);
     }
     let state = cache.state(cached.as_ref().map(|c| c.tokens.obtained_at));
 

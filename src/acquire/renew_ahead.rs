@@ -23,6 +23,7 @@
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
 use super::renewal::{self, Renewal};
+use super::shared::{self, Derivation};
 use super::{RenewalArguments, detach};
 use crate::cache::{EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
@@ -48,8 +49,11 @@ pub(super) fn due(
     expiry: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> bool {
+    // A shared login's derived token is renewed from the login, whose entry is not read here.
     in_window(config.refresh_ahead, cached.tokens.obtained_at, expiry, now)
-        && (cached.has_refresh_token() || renewal::grant_needs_no_person(config))
+        && (cached.has_refresh_token()
+            || config.shared_login.is_some()
+            || renewal::grant_needs_no_person(config))
 }
 
 /// Whether `now` is in the refresh-ahead window of a token obtained at `obtained_at`.
@@ -279,6 +283,24 @@ fn renew(
         deadline: expiry - Duration::from_std(config.min_validity).unwrap_or(Duration::zero()),
     };
     let mut provider = None;
+    if config.shared_login.is_some() {
+        // The login's lock after the derived entry's, as in the foreground; held by another
+        // run: it is deriving or logging in, and the foreground does the rest if need be.
+        let Some(login) = shared::LoginEntry::try_open(config).map_err(failed)? else {
+            return Ok(Renewed::NotDue);
+        };
+        return match shared::derive(config, &login, &mut provider, clock) {
+            Derivation::Derived(tokens) => {
+                cache.save(&tokens, lock).map_err(failed)?;
+                Ok(Renewed::Yes)
+            }
+            Derivation::NeedsLogin { why, .. } => Err(failed(fail(
+                Exit::Login,
+                format!("{why}; a login is needed when the cached token runs out"),
+            ))),
+            Derivation::Failed(error) => Err(failed(error)),
+        };
+    }
     match renewal::renew(config, cache, &cached, lock, &mut provider, clock) {
         Renewal::Renewed(tokens) => {
             cache.save(&tokens, lock).map_err(failed)?;

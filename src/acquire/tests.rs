@@ -16,7 +16,7 @@ fn config(cache_dir: &std::path::Path) -> Config {
     config_with(cache_dir, &[])
 }
 
-fn config_with(cache_dir: &std::path::Path, extra: &[&str]) -> Config {
+pub(super) fn config_with(cache_dir: &std::path::Path, extra: &[&str]) -> Config {
     let mut argv = vec![
         "kubecred".to_string(),
         "get-token".into(),

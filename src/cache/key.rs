@@ -12,7 +12,7 @@
 //! gain. `--grant-type auto` is keyed as `authcode` whichever login it runs (a browser, or the
 //! device flow over SSH): the same user's token for the same client.
 
-use crate::config::{ClientAuth, Config, PrivateKeyPem};
+use crate::config::{ClientAuth, Config, PrivateKeyPem, SharedLogin};
 use crate::digest::sha256_hex;
 use serde::Serialize;
 
@@ -60,11 +60,53 @@ struct KeyMaterial<'a> {
     username: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     token_endpoint: Option<&'a str>,
+    /// A shared login's entry (`--shared-login`): one per issuer, client and account, whatever
+    /// cluster it serves; its targets are left out (they are the derived entries').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shared_login: Option<bool>,
+}
+
+/// The key material of a token derived from a shared login: the login's entry, how the token
+/// is derived, and for what.
+#[derive(Serialize)]
+struct DerivedKeyMaterial<'a> {
+    v: u32,
+    login: &'a str,
+    derive: &'static str,
+    target: String,
+    audience: &'a str,
 }
 
 impl CacheKey {
+    /// The entry `config`'s token is cached in: for a `--shared-login` cluster, the entry of
+    /// the token derived for it ([`CacheKey::derived`]).
     pub fn for_config(config: &Config) -> CacheKey {
+        match &config.shared_login {
+            None => CacheKey::of_settings(config),
+            Some(shared) => CacheKey::derived(&CacheKey::of_settings(config), shared),
+        }
+    }
+
+    /// The entry of the one login a `--shared-login` config shares (its refresh token).
+    pub fn for_shared_login(config: &Config) -> CacheKey {
+        CacheKey::of_settings(config)
+    }
+
+    fn of_settings(config: &Config) -> CacheKey {
         CacheKey(sha256_hex(canonical_key_material(config).as_bytes()))
+    }
+
+    /// The entry of the token derived from the shared login `login` for `shared`'s target.
+    fn derived(login: &CacheKey, shared: &SharedLogin) -> CacheKey {
+        let material = DerivedKeyMaterial {
+            v: KEY_VERSION,
+            login: login.as_str(),
+            derive: shared.derive.name(),
+            target: shared.target.describe(),
+            audience: shared.target.audience(),
+        };
+        let json = serde_json::to_string(&material).expect("the key material is plain strings");
+        CacheKey(sha256_hex(json.as_bytes()))
     }
 
     /// The key a cache file is named after (`<key>.json`), if `name` is one: 64 lower-case hex.
@@ -146,6 +188,7 @@ fn canonical_key_material(config: &Config) -> String {
         }),
         username: config.password.as_ref().and_then(|p| p.username.as_deref()),
         token_endpoint: config.token_endpoint.as_ref().map(|url| url.as_str()),
+        shared_login: config.shared_login.as_ref().map(|_| true),
     };
     serde_json::to_string(&material).expect("the key material is plain strings")
 }

@@ -70,6 +70,8 @@ const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 pub struct Cached {
     pub tokens: Tokens,
     refresh: RefreshPlace,
+    /// What the entry says it is for (absent in entries written before it was recorded).
+    pub about: Option<EntryAbout>,
 }
 
 impl Cached {
@@ -99,8 +101,10 @@ pub struct TokenCache {
 }
 
 impl TokenCache {
+    /// The entry of `config`'s token; for a `--shared-login` cluster, of the token derived
+    /// for it ([`TokenCache::shared_login`] is the login's).
     pub fn new(config: &Config) -> TokenCache {
-        let about = EntryAbout {
+        let mut about = EntryAbout {
             issuer: config.issuer_as_given.clone(),
             client_id: config.client.id.clone(),
             account: config.account.clone(),
@@ -109,13 +113,55 @@ impl TokenCache {
             scopes: config.scopes.clone(),
             audience: config.audience.clone(),
             resource: config.resource.clone(),
+            granted: None,
+            derived_from: None,
         };
+        if let Some(shared) = &config.shared_login {
+            about.grant = format!("{} (shared login)", shared.derive.name());
+            about.audience = Some(shared.target.audience().to_string());
+            about.resource = match &shared.target {
+                crate::config::Target::Resource(uri) => Some(uri.clone()),
+                _ => None,
+            };
+            about.derived_from = Some(CacheKey::for_shared_login(config).to_string());
+        }
         TokenCache::of_entry(
             config.cache.storage,
             &config.cache.dir,
             CacheKey::for_config(config),
             Some(about),
         )
+    }
+
+    /// The entry of the one login a `--shared-login` config shares, recording `granted`, the
+    /// targets that login holds, with every save.
+    pub fn shared_login(config: &Config, granted: Vec<String>) -> TokenCache {
+        let about = EntryAbout {
+            issuer: config.issuer_as_given.clone(),
+            client_id: config.client.id.clone(),
+            account: config.account.clone(),
+            subject: None,
+            grant: config.grant.name().to_string(),
+            scopes: config.scopes.clone(),
+            audience: None,
+            resource: None,
+            granted: Some(granted),
+            derived_from: None,
+        };
+        TokenCache::of_entry(
+            config.cache.storage,
+            &config.cache.dir,
+            CacheKey::for_shared_login(config),
+            Some(about),
+        )
+    }
+
+    /// This cache, recording `granted` as what its shared login holds from now on.
+    pub fn granted(mut self, granted: Vec<String>) -> TokenCache {
+        if let Some(about) = &mut self.about {
+            about.granted = Some(granted);
+        }
+        self
     }
 
     /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
@@ -205,8 +251,13 @@ impl TokenCache {
     /// corrupt or from an unknown format version is a miss too (and the next save replaces it).
     pub fn load(&self) -> anyhow::Result<Option<Cached>> {
         Ok(self.backend.load(self)?.map(|entry| {
+            let about = entry.about.clone();
             let (tokens, refresh) = entry.into_tokens();
-            Cached { tokens, refresh }
+            Cached {
+                tokens,
+                refresh,
+                about,
+            }
         }))
     }
 

@@ -57,6 +57,15 @@ pub struct EntryAbout {
     pub audience: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
+    /// A shared login's entry (`--shared-login`): the targets its login asked for and was
+    /// granted (resources, audiences or scopes). A refresh for a target outside them is never
+    /// sent (`acquire/shared.rs`). Added within version 2, like the fields below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted: Option<Vec<String>>,
+    /// A token derived from a shared login: the key of that login's entry, which `logout`
+    /// ends with every token derived from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived_from: Option<String>,
 }
 
 /// One entry as stored (version 2).
@@ -285,6 +294,8 @@ mod tests {
             scopes: vec!["openid".into(), "email".into()],
             audience: None,
             resource: Some("https://kubernetes.example".into()),
+            granted: Some(vec!["https://a.example".into()]),
+            derived_from: None,
         };
         let json = StoredEntry::with_refresh_inside(&tokens(None), Some(about.clone())).to_json();
         assert_eq!(StoredEntry::parse(&json).unwrap().about, Some(about));

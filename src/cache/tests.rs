@@ -271,6 +271,7 @@ fn the_file_never_shows_up_in_debug_output() {
     let cached = Cached {
         tokens: saved.clone(),
         refresh: RefreshPlace::Entry,
+        about: None,
     };
     let shown = format!("{cached:?}");
     assert!(

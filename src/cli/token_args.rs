@@ -51,6 +51,17 @@ pub enum GrantTypeArg {
     Password,
 }
 
+/// How a --shared-login cluster's token is derived from the one login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeriveArg {
+    /// A refresh grant of the login's refresh token carrying the cluster's target (`resource`,
+    /// `audience` or `scope`): RFC 8707 providers, Auth0, Entra ID, Keycloak.
+    Refresh,
+    /// An RFC 8693 exchange of the login's access token for one with the cluster's `audience`
+    /// or `resource`: pinniped's supervisor, Keycloak, Zitadel.
+    TokenExchange,
+}
+
 /// Where cached tokens live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CacheStorageArg {
@@ -147,6 +158,50 @@ pub struct TokenArgs {
     /// `resource` parameter (RFC 8707 resource indicator) for the authorization and token requests.
     #[arg(long, env = "KUBECRED_RESOURCE", value_name = "URI")]
     pub resource: Option<String>,
+
+    /// A scope that names this cluster's audience to a provider that derives the audience from
+    /// the scope asked for (Entra ID's `api://cluster-b/.default`, a Keycloak client scope with
+    /// an audience mapper): a --shared-login cluster's target. The token must then carry
+    /// --audience, or by default the scope without its `/.default`.
+    #[arg(long, env = "KUBECRED_TARGET_SCOPE", value_name = "SCOPE")]
+    pub target_scope: Option<String>,
+
+    /// One login (one refresh token) for this issuer, client and account, shared by every
+    /// cluster that names it: each cluster's token is derived from it for the cluster's target
+    /// (--resource, --audience or --target-scope, best set in its cluster extension).
+    #[arg(
+        long,
+        env = "KUBECRED_SHARED_LOGIN",
+        value_parser = BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub shared_login: Option<bool>,
+
+    /// How a --shared-login cluster's token is derived from the login [default: refresh].
+    #[arg(long, env = "KUBECRED_DERIVE", value_enum, value_name = "HOW")]
+    pub derive: Option<DeriveArg>,
+
+    /// A resource (or audience) the --shared-login login asks for on behalf of every cluster
+    /// (RFC 8707); repeatable or comma-separated. The current cluster's target is always added.
+    #[arg(
+        long = "login-resource",
+        env = "KUBECRED_LOGIN_RESOURCE",
+        value_delimiter = ',',
+        value_name = "URI"
+    )]
+    pub login_resources: Vec<String>,
+
+    /// A scope the --shared-login login asks for on behalf of every cluster (a Keycloak client
+    /// scope); repeatable or comma-separated. The current cluster's --target-scope is always added.
+    #[arg(
+        long = "login-scope",
+        env = "KUBECRED_LOGIN_SCOPE",
+        value_delimiter = ',',
+        value_name = "SCOPE"
+    )]
+    pub login_scopes: Vec<String>,
 
     /// How the client secret is sent to the token endpoint [default: auto].
     #[arg(

@@ -24,23 +24,46 @@ pub(super) fn run(
         return all(&args.token, argv, clock);
     }
     let config = resolve(&args.token, Run::ByPerson, argv)?;
-    let cache = TokenCache::new(&config);
+    // A shared login is ended for every cluster: its entry, and every token derived from it.
+    let cache = match config.shared_login {
+        Some(_) => TokenCache::shared_login(&config, Vec::new()),
+        None => TokenCache::new(&config),
+    };
     let what = describe(&config.issuer_as_given, &config.client.id, &config.account);
     let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
     report(&what, &done);
     let mut found = done.found;
+    let mut derived = 0;
     // The same entry kept by another storage mode (a login with another --cache-storage): gone
     // too, so that no copy of a token stays behind.
-    for session in list_sessions(&config.cache.dir)?
-        .iter()
-        .filter(|session| &session.key == cache.key())
-    {
-        let revoke_with =
-            matches!(done.revocation, RevocationOutcome::NoRefreshToken).then_some(&config);
-        let other = TokenCache::for_session(&config.cache.dir, session);
-        done = acquire::forget(&other, config.cache.lock_timeout, revoke_with, clock)?;
+    for session in list_sessions(&config.cache.dir)? {
+        let derived_from_it = session
+            .about
+            .as_ref()
+            .and_then(|about| about.derived_from.as_deref())
+            == Some(cache.key().as_str());
+        if &session.key != cache.key() && !derived_from_it {
+            continue;
+        }
+        let revoke_with = (!derived_from_it
+            && matches!(done.revocation, RevocationOutcome::NoRefreshToken))
+        .then_some(&config);
+        let other = TokenCache::for_session(&config.cache.dir, &session);
+        let forgotten = acquire::forget(&other, config.cache.lock_timeout, revoke_with, clock)?;
+        if derived_from_it {
+            derived += usize::from(forgotten.found);
+            continue;
+        }
+        done = forgotten;
         report(&what, &done);
         found |= done.found;
+    }
+    if derived > 0 {
+        crate::log::notice(format!(
+            "logged out of {what}: forgot the {derived} cluster token{} derived from the shared login",
+            if derived == 1 { "" } else { "s" }
+        ));
+        found = true;
     }
     if !found {
         report_no_match(&config, &what, &list_sessions(&config.cache.dir)?);

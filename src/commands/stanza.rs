@@ -81,6 +81,19 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     flag("use-access-token", on_off(args.use_access_token));
     flag("audience", args.audience.clone());
     flag("resource", args.resource.clone());
+    flag("target-scope", args.target_scope.clone());
+    flag("shared-login", on_off(args.shared_login));
+    flag(
+        "derive",
+        args.derive
+            .and_then(|d| enum_name(&|| d.to_possible_value())),
+    );
+    for resource in &args.login_resources {
+        flag("login-resource", Some(resource.clone()));
+    }
+    for scope in &args.login_scopes {
+        flag("login-scope", Some(scope.clone()));
+    }
     flag(
         "client-auth-method",
         args.client_auth_method

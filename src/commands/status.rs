@@ -5,7 +5,7 @@
 //! directory only, and carries no secret.
 
 use crate::cache::{
-    EntryState, RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of,
+    EntryAbout, EntryState, RefreshPlace, Session, SessionPlace, Store, list_sessions, secrets_of,
 };
 use crate::cli::{OutputArg, StatusArgs};
 use crate::clock::Clock;
@@ -38,6 +38,10 @@ struct JsonEntry<'a> {
     scopes: Vec<&'a str>,
     audience: Option<&'a str>,
     resource: Option<&'a str>,
+    /// A shared login's entry: the targets its login was granted.
+    granted: Option<&'a [String]>,
+    /// A token derived from a shared login: the key of the login's entry.
+    derived_from: Option<&'a str>,
     /// `file` or `keyring`.
     storage: &'static str,
     /// The keyring store of a `keyring` entry (`secret-service`, `keyutils`, `native`).
@@ -101,6 +105,8 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
                     .map_or_else(Vec::new, |a| a.scopes.iter().map(String::as_str).collect()),
                 audience: about.and_then(|a| a.audience.as_deref()),
                 resource: about.and_then(|a| a.resource.as_deref()),
+                granted: about.and_then(|a| a.granted.as_deref()),
+                derived_from: about.and_then(|a| a.derived_from.as_deref()),
                 storage: match session.place {
                     SessionPlace::File => "file",
                     SessionPlace::Keyring { .. } => "keyring",
@@ -167,9 +173,10 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
         return format!("no cached logins in {}\n", dir.display());
     }
     let header = [
-        "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "STORAGE", "EXPIRES", "REFRESH",
+        "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "AUDIENCE", "STORAGE", "EXPIRES",
+        "REFRESH",
     ];
-    let rows: Vec<[String; 8]> = sessions.iter().map(|s| row(s, now)).collect();
+    let rows: Vec<[String; 9]> = sessions.iter().map(|s| row(s, now)).collect();
     let mut widths = header.map(str::len);
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -229,7 +236,21 @@ fn notes_below_table(state: &EntryState, issuer: &str, subject: &str) -> Vec<Str
     lines
 }
 
-fn row(session: &Session, now: DateTime<Utc>) -> [String; 8] {
+/// What the AUDIENCE column says of an entry: the audience (or resource) its token is for; a
+/// shared login's entry, that it is one (its tokens are the derived entries', one per audience).
+fn audience(about: Option<&EntryAbout>) -> Option<String> {
+    let about = about?;
+    if about.granted.is_some() {
+        return Some("(shared login)".into());
+    }
+    let audience = about.audience.as_ref().or(about.resource.as_ref())?;
+    Some(match about.derived_from {
+        Some(_) => format!("{audience} (derived)"),
+        None => audience.clone(),
+    })
+}
+
+fn row(session: &Session, now: DateTime<Utc>) -> [String; 9] {
     // Read back from files: made safe for a terminal, cut to a sane width.
     let shown = |value: Option<&str>| {
         value.map_or_else(|| "-".to_string(), |v| printable_brief(v, 60).into_owned())
@@ -265,6 +286,7 @@ fn row(session: &Session, now: DateTime<Utc>) -> [String; 8] {
         ),
         shown(about.and_then(|a| a.account.as_deref())),
         shown(about.and_then(|a| a.subject.as_deref())),
+        shown(audience(about).as_deref()),
         storage,
         expires,
         refresh,

@@ -14,6 +14,7 @@ mod federation;
 mod login;
 mod redirect_uri;
 mod settings;
+mod shared_login;
 #[cfg(test)]
 mod tests;
 
@@ -26,6 +27,7 @@ pub use login::is_loopback_host;
 use login::resolve_login;
 pub use redirect_uri::RedirectUri;
 pub use settings::*;
+pub use shared_login::{Derive, SharedLogin, Target};
 
 use crate::cli::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
 use crate::env_vars;
@@ -120,6 +122,20 @@ impl Config {
         check_token_request_params(&login, &request, grant)?;
         let cache = resolve_cache(args, env, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
+        let shared_login = shared_login::resolve(
+            args,
+            &ext,
+            grant,
+            request.token_kind,
+            request.audience.clone(),
+            request.resource.clone(),
+        )?;
+        // A shared login's target is its own business (`shared_login.rs`): never sent as the
+        // plain --audience/--resource, and the token handed out is the access token.
+        let (token_kind, audience, resource) = match &shared_login {
+            Some(_) => (TokenKind::AccessToken, None, None),
+            None => (request.token_kind, request.audience, request.resource),
+        };
         Ok(Config {
             issuer,
             issuer_as_given,
@@ -136,9 +152,10 @@ impl Config {
                 grant,
             )?,
             secrets_on_command_line: env.secrets_on_command_line.clone(),
-            token_kind: request.token_kind,
-            audience: request.audience,
-            resource: request.resource,
+            token_kind,
+            audience,
+            resource,
+            shared_login,
             http,
             cache,
             force_refresh: args.force_refresh.unwrap_or(false),

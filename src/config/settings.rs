@@ -41,6 +41,9 @@ pub struct Config {
     pub token_kind: TokenKind,
     pub audience: Option<String>,
     pub resource: Option<String>,
+    /// `--shared-login`: this cluster's token is derived from one login shared by every
+    /// cluster (`shared_login.rs`); `audience` and `resource` are then unset.
+    pub shared_login: Option<super::SharedLogin>,
     pub http: HttpSettings,
     pub cache: CacheSettings,
     pub force_refresh: bool,

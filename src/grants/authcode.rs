@@ -62,11 +62,8 @@ impl ProviderClient<'_> {
         } else {
             None
         };
-        if let Some(resource) = &self.config.resource {
-            request = request.add_extra_param("resource", resource.clone());
-        }
-        if let Some(audience) = &self.config.audience {
-            request = request.add_extra_param("audience", audience.clone());
+        for (name, value) in self.login_target_params() {
+            request = request.add_extra_param(name, value);
         }
         if let Some(hint) = &self.config.login.login_hint {
             request = request.add_extra_param("login_hint", hint.clone());

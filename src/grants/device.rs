@@ -60,7 +60,7 @@ impl ProviderClient<'_> {
                 )
             })?
             .add_scopes(self.scopes());
-        for (name, value) in self.audience_params() {
+        for (name, value) in self.login_target_params() {
             request = request.add_extra_param(name, value);
         }
         // RFC 8628 has no PKCE, but some providers accept it on the device grant to bind the

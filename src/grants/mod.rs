@@ -26,7 +26,7 @@ pub use refresh::RefreshOutcome;
 pub use revoke::Revocation;
 
 use crate::clock::Clock;
-use crate::config::{BrowserChoice, ClientAuth, Config, Grant};
+use crate::config::{BrowserChoice, ClientAuth, Config, Derive, Grant, Target};
 use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
@@ -177,8 +177,15 @@ impl<'a> ProviderClient<'a> {
     }
 
     /// `audience` / `resource`, for requests that carry no client assertion (the device flow,
-    /// whose polls would all reuse one; `config` refuses assertions with it).
+    /// whose polls would all reuse one; `config` refuses assertions with it). For a shared
+    /// login derived by refresh, the token asked for is this cluster's target's.
     fn audience_params(&self) -> Vec<(&'static str, String)> {
+        if let Some(shared) = &self.config.shared_login {
+            return match (shared.derive, shared.target.parameter()) {
+                (Derive::Refresh, Some((name, value))) => vec![(name, value.to_string())],
+                _ => Vec::new(),
+            };
+        }
         let mut params = Vec::new();
         if let Some(audience) = &self.config.audience {
             params.push(("audience", audience.clone()));
@@ -189,8 +196,59 @@ impl<'a> ProviderClient<'a> {
         params
     }
 
+    /// The scopes a login asks for: a shared login with scope targets asks for every
+    /// cluster's (`SharedLogin::login_targets`).
     fn scopes(&self) -> impl Iterator<Item = Scope> + '_ {
-        self.config.scopes.iter().cloned().map(Scope::new)
+        let shared_scopes = match &self.config.shared_login {
+            Some(shared) if matches!(shared.target, Target::Scope { .. }) => shared.login_targets(),
+            _ => Vec::new(),
+        };
+        let mut scopes = self.config.scopes.clone();
+        for scope in shared_scopes {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        scopes.into_iter().map(Scope::new)
+    }
+
+    /// The parameters by which an authorization (or device authorization) request says what
+    /// the login is for: `resource` and `audience`; for a shared login, every cluster's
+    /// resource at once (RFC 8707 §2.1), or this cluster's audience (scope targets go with the
+    /// scopes).
+    fn login_target_params(&self) -> Vec<(&'static str, String)> {
+        let Some(shared) = &self.config.shared_login else {
+            return self.audience_params();
+        };
+        match &shared.target {
+            Target::Scope { .. } => Vec::new(),
+            Target::Audience(audience) if shared.derive == Derive::Refresh => {
+                vec![("audience", audience.clone())]
+            }
+            _ => shared
+                .login_targets()
+                .into_iter()
+                .map(|resource| ("resource", resource))
+                .collect(),
+        }
+    }
+
+    /// The scopes a refresh asks for: none (the grant's), except a shared login's refresh for a
+    /// scope target, which asks for that scope beside the configured ones (how Entra ID and
+    /// Keycloak pick the audience).
+    fn refresh_scopes(&self) -> Vec<Scope> {
+        match &self.config.shared_login {
+            Some(shared) if shared.derive == Derive::Refresh => match &shared.target {
+                Target::Scope { scope, .. } => {
+                    let mut scopes: Vec<Scope> =
+                        self.config.scopes.iter().cloned().map(Scope::new).collect();
+                    scopes.push(Scope::new(scope.clone()));
+                    scopes
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
     }
 
     /// Turns a token response into [`Tokens`], verifying the ID token when there is one.

@@ -38,6 +38,10 @@ impl ProviderClient<'_> {
         for (name, value) in self.token_params()? {
             request = request.add_extra_param(name, value);
         }
+        let scopes = self.refresh_scopes();
+        if !scopes.is_empty() {
+            request = request.add_scopes(scopes);
+        }
         crate::debug!(1, "refreshing the token at {}", client.token_uri().as_str());
         let requested_at = self.clock.now();
         // A provider that rotates refresh tokens spends this one on the first request it

@@ -9,12 +9,17 @@
 
 use super::errors::token_error;
 use super::{OidcTokenResponse, ProviderClient};
+use crate::config::Target;
 use crate::http::Replay;
+use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::RequestTokenError;
 use oauth2::basic::BasicErrorResponse;
 
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// RFC 8693's type of an OAuth 2.0 access token as the subject token.
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 impl ProviderClient<'_> {
     /// RFC 8693 token exchange of the configured subject token.
@@ -53,6 +58,43 @@ impl ProviderClient<'_> {
         let response = self.send_token_form(request, "token exchange")?;
         let mut tokens = self.tokens_from(response, None, None, requested_at)?;
         tokens.refresh_token = None; // see the module comment: re-exchange, never refresh
+        Ok(tokens)
+    }
+
+    /// RFC 8693 exchange of a shared login's access token for a token with `target`'s
+    /// audience or resource, as pinniped's CLI asks its supervisor: `subject_token_type`
+    /// access_token, `requested_token_type` jwt. The answer's refresh token, if any, is dropped:
+    /// the login's is the one that renews.
+    pub fn exchange_access_token(
+        &self,
+        access_token: &Secret,
+        target: &Target,
+    ) -> anyhow::Result<Tokens> {
+        let mut params: Vec<(&'static str, String)> = vec![
+            ("grant_type", TOKEN_EXCHANGE_GRANT.into()),
+            ("subject_token", access_token.expose().to_string()),
+            ("subject_token_type", ACCESS_TOKEN_TYPE.into()),
+            ("requested_token_type", crate::config::TOKEN_TYPE_JWT.into()),
+        ];
+        match target {
+            Target::Scope { scope, .. } => params.push(("scope", scope.clone())),
+            _ => {
+                let (name, value) = target.parameter().expect("a resource or an audience");
+                params.push((name, value.to_string()));
+            }
+        }
+        let endpoint = &self.provider.metadata.token_endpoint;
+        crate::debug!(
+            1,
+            "exchanging the shared login's access token for {} at {}",
+            target.describe(),
+            endpoint
+        );
+        let request = self.authenticated_form(endpoint, params)?;
+        let requested_at = self.clock.now();
+        let response = self.send_token_form(request, "token exchange")?;
+        let mut tokens = self.tokens_from(response, None, None, requested_at)?;
+        tokens.refresh_token = None;
         Ok(tokens)
     }
 

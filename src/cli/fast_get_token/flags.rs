@@ -73,6 +73,41 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| text(&mut a.resource, v),
     },
     Flag {
+        long: "target-scope",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| text(&mut a.target_scope, v),
+    },
+    Flag {
+        long: "shared-login",
+        aliases: &[],
+        env: true,
+        takes: OptionalBool,
+        store: |a, v| optional_bool(&mut a.shared_login, v),
+    },
+    Flag {
+        long: "derive",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| choice(&mut a.derive, v),
+    },
+    Flag {
+        long: "login-resource",
+        aliases: &[],
+        env: true,
+        takes: Values { split: true },
+        store: |a, v| add_text(&mut a.login_resources, v),
+    },
+    Flag {
+        long: "login-scope",
+        aliases: &[],
+        env: true,
+        takes: Values { split: true },
+        store: |a, v| add_text(&mut a.login_scopes, v),
+    },
+    Flag {
         long: "client-auth-method",
         aliases: &[],
         env: true,
@@ -418,7 +453,7 @@ pub(super) const FLAGS: &[Flag] = &[
 ];
 
 /// The row of `--verbose`, the flag `-v` counts.
-pub(super) const VERBOSE: usize = 34;
+pub(super) const VERBOSE: usize = 39;
 
 /// Pairs of flags clap refuses together (`conflicts_with`), by long name.
 pub(super) const CONFLICTS: &[(&str, &str)] = &[("client-secret", "client-secret-file")];
