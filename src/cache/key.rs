@@ -229,6 +229,38 @@ mod tests {
     }
 
     #[test]
+    fn one_shared_login_serves_every_target_and_each_target_has_its_own_token() {
+        let cluster = |extra: &[&str]| {
+            let mut args = strings(&KEY_BASE);
+            args.extend(strings(&["--shared-login"]));
+            args.extend(strings(extra));
+            config_from(&args)
+        };
+        let a = cluster(&[
+            "--resource=https://a",
+            "--login-resource=https://a,https://b",
+        ]);
+        let b = cluster(&["--resource=https://b"]);
+        let exchanged = cluster(&["--resource=https://b", "--derive=token-exchange"]);
+        let by_scope = cluster(&["--target-scope=api://b/.default"]);
+        // One login, whatever the cluster and whatever it asks the login for …
+        let login = CacheKey::for_shared_login(&a);
+        for other in [&b, &exchanged, &by_scope] {
+            assert_eq!(CacheKey::for_shared_login(other), login);
+        }
+        // … and one token per target and way of deriving it, none of them the login's entry
+        // nor a plain login's with the same resource (that one holds an ID token too).
+        let keys: HashSet<CacheKey> = [&a, &b, &exchanged, &by_scope]
+            .iter()
+            .map(|config| CacheKey::for_config(config))
+            .chain([login, key_of(&["--resource=https://b"])])
+            .collect();
+        assert_eq!(keys.len(), 6);
+        // The plain key is what it was before shared logins existed: nobody is logged out.
+        assert_eq!(key_of(&[]), key_of(&["--shared-login=false"]));
+    }
+
+    #[test]
     fn key_ignores_the_order_of_scopes_and_auth_params() {
         assert_eq!(
             key_of(&["--scope=email,groups"]),

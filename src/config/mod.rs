@@ -9,6 +9,7 @@
 //! Resolution is cheap on purpose — it runs on the cache-hit path: it parses strings and reads
 //! the few small files named by flags (client secret, CA bundles), and touches no network.
 
+mod environment;
 mod extension;
 mod federation;
 mod login;
@@ -18,6 +19,7 @@ mod shared_login;
 #[cfg(test)]
 mod tests;
 
+pub use environment::Environment;
 pub use extension::CLUSTER_EXTENSION;
 pub use federation::{
     CredentialSource, PasswordSettings, PasswordSource, PrivateKeyPem, PrivateKeySettings,
@@ -30,7 +32,6 @@ pub use settings::*;
 pub use shared_login::{Derive, SharedLogin, Target};
 
 use crate::cli::{CacheDirArg, CacheStorageArg, ClientAuthMethodArg, GrantTypeArg, TokenArgs};
-use crate::env_vars;
 use crate::error::{Exit, fail};
 use crate::exec_credential::ExecInfo;
 use crate::kubelogin::{self, KubeloginSettings};
@@ -40,74 +41,6 @@ use extension::Extension;
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
-
-/// Reads the environment variables that are not flags (see `env_vars.rs`) so that tests can
-/// resolve a config without touching the process environment.
-#[derive(Debug, Clone, Default)]
-pub struct Environment {
-    pub verbose: Option<String>,
-    pub browser: Option<String>,
-    /// KUBECRED_PASSWORD, for `--grant-type password`.
-    pub password: Option<Secret>,
-    /// KUBECRED_CLIENT_PRIVATE_KEY: a PEM key for `private_key_jwt`.
-    pub client_private_key: Option<Secret>,
-    /// Secret-carrying flags seen in the process's arguments (see
-    /// [`secret_flags_on_command_line`]).
-    pub secrets_on_command_line: Vec<SecretOnCommandLine>,
-    /// The proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …), for the HTTP client.
-    pub proxy: ProxyEnvironment,
-    /// The per-user cache directory where this environment's variables move it away from this
-    /// process's (a kubeconfig stanza's `env` setting `HOME` or `XDG_CACHE_HOME`); `None`: the
-    /// one the `directories` crate finds for this process.
-    pub user_cache_dir: Option<PathBuf>,
-}
-
-impl Environment {
-    /// This process's environment, reading its command line again: for a caller that was not
-    /// handed it ([`Environment::of_process`]).
-    pub fn from_process() -> Self {
-        Environment::of_process(&std::env::args_os().collect::<Vec<_>>())
-    }
-
-    /// This process's environment, with `argv` the command line it was run with (read once, at
-    /// the top: `process.rs`).
-    pub fn of_process(argv: &[std::ffi::OsString]) -> Self {
-        Self::with_variables(|name| std::env::var_os(name), argv)
-    }
-
-    /// The environment whose variables `var` answers (a kubeconfig stanza's `env` over this
-    /// process's: `whoami`, `convert-kubeconfig`), with `argv` the command line that runs it.
-    pub fn with_variables(
-        var: impl Fn(&str) -> Option<std::ffi::OsString>,
-        argv: &[std::ffi::OsString],
-    ) -> Self {
-        let text = |name: &str| var(name).and_then(|value| value.into_string().ok());
-        let secret = |name| {
-            text(name)
-                .filter(|value| !value.trim().is_empty())
-                .map(Secret::new)
-        };
-        let moved = [env_vars::HOME, env_vars::XDG_CACHE_HOME]
-            .iter()
-            .any(|name| var(name) != std::env::var_os(name));
-        Environment {
-            user_cache_dir: if moved { user_cache_dir_in(&var) } else { None },
-            verbose: text(env_vars::KUBECRED_VERBOSE),
-            browser: text(env_vars::BROWSER),
-            password: secret(env_vars::KUBECRED_PASSWORD),
-            client_private_key: secret(env_vars::KUBECRED_CLIENT_PRIVATE_KEY),
-            secrets_on_command_line: secret_flags_on_command_line(argv),
-            proxy: ProxyEnvironment {
-                variables: env_vars::PROXY_VARIABLES
-                    .iter()
-                    .flatten()
-                    .filter_map(|name| Some((*name, Secret::new(text(name)?))))
-                    .collect(),
-                system_settings: true,
-            },
-        }
-    }
-}
 
 impl Config {
     pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
@@ -576,28 +509,6 @@ pub fn resolve_cache_dir(arg: &CacheDirArg) -> anyhow::Result<PathBuf> {
     directories::ProjectDirs::from("", "", "kubecred")
         .map(|dirs| dirs.cache_dir().to_path_buf())
         .ok_or_else(|| input("cannot find a home directory for the token cache; pass --cache-dir"))
-}
-
-/// The per-user cache directory as the `directories` crate finds it, in an environment of
-/// `var` rather than this process's (the crate reads only this process's): for a kubeconfig
-/// stanza whose `env` moves it. `None` where the place is not the environment's to say (Windows:
-/// the known folder), or without a home directory.
-fn user_cache_dir_in(var: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
-    if cfg!(windows) {
-        return None;
-    }
-    let home = var(env_vars::HOME)
-        .filter(|home| !home.is_empty())
-        .map(PathBuf::from);
-    let base = if cfg!(target_os = "macos") {
-        home?.join("Library/Caches")
-    } else {
-        match var(env_vars::XDG_CACHE_HOME).map(PathBuf::from) {
-            Some(xdg) if xdg.is_absolute() => xdg,
-            _ => home?.join(".cache"),
-        }
-    };
-    Some(base.join("kubecred"))
 }
 
 /// The lock wait when --lock-timeout is not given: the holder may run discovery, a whole login,
