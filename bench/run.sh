@@ -12,7 +12,9 @@
 #      the keyring (strace);
 #   7. expiries of a short-lived token with a slow provider, refresh-ahead on and off, and the
 #      hit that starts the background renewal measured alone;
-#   8. an outage of the provider while kubectl runs in a loop (stale-if-error).
+#   8. an outage of the provider while kubectl runs in a loop (stale-if-error);
+#   10. (from bench/shared_hit.md, which bench/shared_hit.sh writes) a shared login's derived
+#      token on a hit beside a plain login's.
 # Everything runs on loopback against the test bed (a real OpenID Provider and the HTTPS API
 # stand-in); nothing needs a cluster or the internet. Takes a few minutes on 2 cores.
 # Usage: bench/run.sh [--quick]      (--quick: fewer runs, for trying the script)
@@ -385,6 +387,10 @@ and measures their hits side by side; its last run (this section is bench/linkin
 only by that script, which takes most of an hour):
 
 $(cat bench/linking.md 2> /dev/null || echo '(no bench/linking.md: run bench/linking.sh)')
+
+## 10. A shared login's derived token on a hit
+
+$(cat bench/shared_hit.md 2> /dev/null || echo '(no bench/shared_hit.md: run bench/shared_hit.sh)')
 MD
 echo "==> wrote bench/RESULTS.md" >&2
 cat bench/RESULTS.md

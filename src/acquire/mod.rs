@@ -13,7 +13,8 @@
 //! [`renewal::Renewal`]) that this path and the background renewal of refresh-ahead
 //! (`renew_ahead.rs`) both take, each mapping the outcome to its own policy ([`after_renewal`]
 //! here). What is remembered about an entry besides its tokens is its state, which the cache
-//! keeps (`cache/entry_state.rs`).
+//! keeps (`cache/entry_state.rs`). A `--shared-login` cluster's miss derives its token from the
+//! one login (`shared.rs`), by the same renewal step.
 
 mod adopt;
 mod cooldown;

@@ -9,6 +9,10 @@
 //! do — and starts this same binary as `kubecred renew-ahead` with get-token's arguments,
 //! detached from kubectl (`detach.rs`), handing it the lock.
 //!
+//! A shared login's derived token (`--shared-login`) is renewed from the login as the foreground
+//! derives it (`shared.rs`): the login's lock taken without waiting after the derived entry's,
+//! never a login.
+//!
 //! The renewal ([`run`]) holds the foreground's standard, because nobody watches it:
 //! - it never asks for a person: it takes the outcome of the renewal step the foreground takes
 //!   too ([`renewal::renew`]) — the refresh token, or a grant that needs nobody — and where only

@@ -11,6 +11,11 @@
 //! browser login for the same token; and a hash of a secret would sit in the key material for no
 //! gain. `--grant-type auto` is keyed as `authcode` whichever login it runs (a browser, or the
 //! device flow over SSH): the same user's token for the same client.
+//!
+//! A shared login (`--shared-login`) has two kinds of entry: the login's, keyed as above with
+//! its targets left out (one per issuer, client and account: [`CacheKey::for_shared_login`]),
+//! and one per cluster target, keyed by the login's key, the target and how the token is
+//! derived ([`CacheKey::for_config`] of that cluster's settings, so the hit finds it directly).
 
 use crate::config::{ClientAuth, Config, PrivateKeyPem, SharedLogin};
 use crate::digest::sha256_hex;

@@ -14,7 +14,10 @@
 //!
 //! One entry per [`CacheKey`] (`key.rs`): a hash of everything that changes which token the
 //! provider issues. The entry holds both the ID and the access token, so the kind printed is not
-//! part of the key.
+//! part of the key. A shared login (`--shared-login`) is one entry for the login
+//! ([`TokenCache::shared_login`], recording the targets it was granted) and one per cluster
+//! target holding only that cluster's access token ([`TokenCache::new`], recording the login
+//! it was derived from): `acquire/shared.rs` derives them.
 //!
 //! Every file of an entry is the cache's: its tokens (a file, or keyring items and the
 //! secret-free index of `sessions.rs`), its lock (`lock.rs`) and its state, what is noted about
