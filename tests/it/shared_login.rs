@@ -405,6 +405,11 @@ fn a_derived_token_for_the_wrong_audience_is_refused_and_not_cached() {
         files_before,
         "nothing cached for b"
     );
+    // Nor kept anywhere else: the next kubectl on b fails as well, without b's stand-in ever
+    // seeing that token.
+    let run = w.whoami(&kubeconfig, "b");
+    assert!(!run.output.status.success(), "kubectl on b must fail again");
+    run.stderr_contains(DEFAULT_AUDIENCE);
     assert_eq!(
         w.bed.audience_api_stats(B)["unauthorized"],
         0,
