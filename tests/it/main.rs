@@ -42,6 +42,7 @@ mod samples;
 mod secrets;
 mod sessions;
 mod setup;
+mod shared_login;
 mod tidy;
 mod troubleshooting;
 mod whoami;

@@ -62,10 +62,17 @@ export async function makeCiIssuer(issuer) {
 
   // RFC 8693 on the provider: the subject token must be the CI issuer's, for EXCHANGE_AUDIENCE;
   // the issued access token is a JWT of the provider (signed with its own key) that the API
-  // stand-in accepts, for `audience` (default the API's).
-  function registerTokenExchange(provider, errors, providerJwk, cfg) {
+  // stand-in accepts, for `audience` (default the API's). One grant type has one handler: the
+  // exchange of a person's access token (testbed.mjs, `userExchange`) answers first, for the
+  // clients a person logs in with.
+  function registerTokenExchange(provider, errors, providerJwk, cfg, userExchange) {
     provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+      if (userExchange && await userExchange(ctx)) return;
       const { params } = ctx.oidc;
+      // Repeated audience/resource are registered for the user exchange; here, as before, not.
+      for (const name of ['audience', 'resource']) {
+        if (Array.isArray(params[name])) throw new errors.InvalidRequest(`'${name}' parameter must not be provided twice`);
+      }
       if (params.subject_token_type !== 'urn:ietf:params:oauth:token-type:jwt') {
         throw new errors.InvalidRequest(`testbed: unsupported subject_token_type ${params.subject_token_type}`);
       }
@@ -92,7 +99,7 @@ export async function makeCiIssuer(issuer) {
         // Sent to check that kubecred re-exchanges instead of refreshing (it must drop it).
         refresh_token: `testbed-unusable-${crypto.randomBytes(8).toString('hex')}`,
       };
-    }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'scope']);
+    }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope'], ['audience', 'resource']);
 
     // The resource owner password grant (oidc-provider has none): user `alice`, password
     // PASSWORD; an ID token for the client, signed by the provider, and an access token.

@@ -19,10 +19,10 @@ import { format } from 'node:util';
 
 import { createLocalJWKSet, decodeJwt, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT } from 'jose';
 
-import { makeCiIssuer } from './ci_issuer.mjs';
+import { makeCiIssuer, TOKEN_EXCHANGE } from './ci_issuer.mjs';
 
 let ci = null; // the test CI issuer (ci_issuer.mjs), made once the issuer URL is known
-let signing = null; // { jwk, issuer }: the provider's RS256 key and issuer, for the ID tokens the bed mints itself
+let signing = null; // { jwk, keys, issuer }: the provider's RS256 key (all its keys) and issuer, for the tokens the bed mints itself
 
 // ---------------------------------------------------------------------------------------------
 // stdout belongs to the startup line alone. oidc-provider prints its NOTICEs with console.info
@@ -84,6 +84,20 @@ const DEFAULTS = {
   usernamePrefix: '',
   groupsClaim: 'groups',
   groupsPrefix: '',
+  // e.g. ["https://a.example", "https://b.example"]: one more API stand-in per audience (same
+  // handler, same CA), each accepting only tokens whose aud holds its own audience (not
+  // apiAudiences); their URLs are in the startup line's audience_apis, their counters in
+  // stats.audience_apis. One login, a token for every cluster.
+  audienceApis: [],
+  // Entra ID's form: a code exchange or refresh whose scope holds api://NAME/.default (one such
+  // scope per request, else invalid_scope) answers a JWT access token with aud api://NAME.
+  scopeAudiences: false,
+  // e.g. "https://default.example": every access token of a refresh grant or of a user's token
+  // exchange carries this aud instead of the one asked for (Auth0 answers an unknown audience
+  // with its default one, silently).
+  derivedAudienceOverride: null,
+  // Those answers (refresh grant, user token exchange) carry an opaque access token, not a JWT.
+  derivedOpaque: false,
   exitOnStdinEof: true,
 };
 
@@ -93,7 +107,8 @@ const RUNTIME_KEYS = new Set([
   'idTokenTtl', 'accessTokenTtl', 'clientCredentialsTtl', 'refreshTokenTtl', 'deviceCodeTtl',
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
-  'deviceResponsePatch', 'devicePollRefusal', 'clientCredentialsIdToken',
+  'deviceResponsePatch', 'devicePollRefusal', 'clientCredentialsIdToken', 'scopeAudiences',
+  'derivedAudienceOverride', 'derivedOpaque',
 ]);
 
 function parseOptions() {
@@ -114,6 +129,10 @@ function parseOptions() {
     }
     Object.assign(merged, parsed);
   }
+  const auds = merged.audienceApis;
+  if (!Array.isArray(auds) || auds.some((a) => typeof a !== 'string' || !a) || new Set(auds).size !== auds.length) {
+    throw new Error(`audienceApis must be a list of distinct audiences, not ${JSON.stringify(auds)}`);
+  }
   return merged;
 }
 
@@ -129,7 +148,7 @@ try {
 // Counters (GET /__testbed/stats)
 // ---------------------------------------------------------------------------------------------
 const GRANT_TYPES = ['client_credentials', 'refresh_token', 'authorization_code',
-  'urn:ietf:params:oauth:grant-type:device_code'];
+  'urn:ietf:params:oauth:grant-type:device_code', TOKEN_EXCHANGE];
 
 function freshStats() {
   return {
@@ -144,6 +163,8 @@ function freshStats() {
     // Connections reset while providerDown was set.
     refused: 0,
     api: { requests: 0, unauthorized: 0, last_user: null },
+    // The same per audienceApis stand-in, by its audience.
+    audience_apis: Object.fromEntries((cfg.audienceApis ?? []).map((aud) => [aud, { requests: 0, unauthorized: 0, last_user: null }])),
   };
 }
 let stats = freshStats();
@@ -151,16 +172,19 @@ const devicePolls = new Map(); // device_code -> number of polls seen (for devic
 
 // The provider's requests as they arrived (GET /__testbed/requests): method, path, the query as
 // sent (undecoded: `?…&redirect_uri=http%3A%2F%2Flocalhost%3A8000&…`), headers (names in lower
-// case), and for a token request the form's grant_type, redirect_uri, audience, resource and
+// case), the answer's status, and for a token request the form's grant_type, redirect_uri, audience, resource and
 // scope (no secret), so that tests see what a client sent, byte for byte.
 // Also the GitHub Actions stand-in's; not the rest of the admin API's, not the API stand-in's own
 // fetches; the latest REQUEST_LOG_LIMIT only.
 const REQUEST_LOG_LIMIT = 500;
 let requestLog = [];
-function recordRequest(req, url) {
+function recordRequest(req, res, url) {
   if (req.headers['x-testbed-internal'] === '1') return;
   const entry = { method: req.method, path: url.pathname, query: url.search, headers: { ...req.headers } };
   req.testbedEntry = entry;
+  // The answer's HTTP status, once sent (null until then, or when the connection was reset).
+  entry.status = null;
+  res.on('finish', () => { entry.status = res.statusCode; });
   requestLog.push(entry);
   if (requestLog.length > REQUEST_LOG_LIMIT) requestLog = requestLog.slice(-REQUEST_LOG_LIMIT);
 }
@@ -364,7 +388,8 @@ const CLIENTS = [
     client_id: 'kubecred',
     application_type: 'native',
     token_endpoint_auth_method: 'none',
-    grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
+    // Token exchange (RFC 8693): a user's access token for one for another audience.
+    grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code', TOKEN_EXCHANGE],
     response_types: ['code'],
     redirect_uris: REDIRECT_URIS,
   },
@@ -374,7 +399,7 @@ const CLIENTS = [
     client_id: 'kubecred-no-device',
     application_type: 'native',
     token_endpoint_auth_method: 'none',
-    grant_types: ['authorization_code', 'refresh_token'],
+    grant_types: ['authorization_code', 'refresh_token', TOKEN_EXCHANGE],
     response_types: ['code'],
     redirect_uris: REDIRECT_URIS,
   },
@@ -383,7 +408,7 @@ const CLIENTS = [
     client_secret: 'testbed-confidential-secret',
     application_type: 'native',
     token_endpoint_auth_method: 'client_secret_basic',
-    grant_types: ['authorization_code', 'refresh_token'],
+    grant_types: ['authorization_code', 'refresh_token', TOKEN_EXCHANGE],
     response_types: ['code'],
     redirect_uris: REDIRECT_URIS,
   },
@@ -524,8 +549,109 @@ function providerConfiguration(jwks) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Access tokens the bed mints itself, signed with the provider's key: a user's token exchange,
+// Entra's scope-derived audiences, and the wrong-audience / opaque answers of the derived* knobs.
+// ---------------------------------------------------------------------------------------------
+const TOKEN_TYPE_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
+const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
+// The clients a person logs in with: their token exchange takes one of that person's access tokens
+// (the CI clients' takes a CI issuer's token: ci_issuer.mjs).
+const USER_CLIENTS = new Set(['kubecred', 'kubecred-no-device', 'kubecred-confidential', 'kubecred-https']);
+// Entra ID's "resource/.default" scope, api:// form only: the resource is the audience.
+const ENTRA_SCOPE = /^(api:\/\/[^/\s]+(?:\/[^\s]*?)?)\/\.default$/;
+
+/// A JWT access token for a user, as oidc-provider's own (typ at+jwt, the identity claims of
+/// extraTokenClaims, client_id, scope), for `aud`, valid accessTokenTtl from now.
+async function mintAccessToken({ sub, clientId, scope, aud }) {
+  const jwk = signing.keys.find((k) => k.alg === cfg.accessTokenSigningAlg) ?? signing.jwk;
+  const key = await importJWK(jwk, jwk.alg);
+  const c = accountClaims(sub);
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { email: c.email, email_verified: c.email_verified, preferred_username: c.preferred_username, groups: c.groups, client_id: clientId };
+  if (scope) claims.scope = scope;
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: jwk.alg, typ: 'at+jwt', kid: jwk.kid })
+    .setIssuer(signing.issuer).setSubject(sub).setAudience(aud)
+    .setIssuedAt(now).setExpirationTime(now + cfg.accessTokenTtl).setJti(crypto.randomUUID())
+    .sign(key);
+}
+
+/// What derivedOpaque answers: not a JWT (and nothing the provider would accept back).
+const opaqueAccessToken = () => `testbed-opaque-${crypto.randomBytes(24).toString('base64url')}`;
+
+/// The api://NAME/.default scopes of a space-separated scope: `{ aud, rest }` (aud null when there
+/// is none, rest the other scopes), or `{ error }` when there are several (Entra: one resource per
+/// request).
+function entraScopeAudience(scope) {
+  const all = (scope ?? '').split(' ').filter(Boolean);
+  const matching = all.filter((s) => ENTRA_SCOPE.test(s));
+  if (matching.length > 1) return { error: `testbed: one resource per request, not ${matching.join(', ')} (scopes of several resources)` };
+  if (!matching.length) return { aud: null, rest: all };
+  return { aud: ENTRA_SCOPE.exec(matching[0])[1], rest: all.filter((s) => s !== matching[0]) };
+}
+
+/// RFC 8693 for a person's clients: subject_token = an access token this provider issued to a
+/// user (a JWT of its own, or an opaque one it holds), valid and not expired; the answer is a JWT
+/// access token for the `audience` and/or `resource` named (one target), sub and identity claims
+/// the subject token's. Returns false for other clients (the CI exchange answers them).
+function makeUserTokenExchange(provider) {
+  return async function userTokenExchange(ctx) {
+    const { params, client } = ctx.oidc;
+    if (!USER_CLIENTS.has(client.clientId)) return false;
+    if (params.subject_token_type !== TOKEN_TYPE_ACCESS) {
+      throw new errors.InvalidRequest(`testbed: subject_token_type must be ${TOKEN_TYPE_ACCESS}`);
+    }
+    if (params.requested_token_type !== TOKEN_TYPE_JWT) {
+      throw new errors.InvalidRequest(`testbed: requested_token_type must be ${TOKEN_TYPE_JWT}`);
+    }
+    const subjectToken = params.subject_token;
+    let sub;
+    let scope;
+    if (subjectToken.split('.').length === 3) {
+      let verified;
+      try {
+        const keyset = createLocalJWKSet({ keys: signing.keys.map(({ kty, crv, x, y, n, e, kid, alg }) => ({ kty, crv, x, y, n, e, kid, alg })) });
+        verified = await jwtVerify(subjectToken, keyset, { issuer: signing.issuer, typ: 'at+jwt', requiredClaims: ['exp', 'sub'] });
+      } catch (err) {
+        throw new errors.InvalidGrant(`testbed: subject token rejected (${err.code ?? err.message})`);
+      }
+      // A client credentials token's sub is the client: not a person's.
+      if (verified.payload.sub === verified.payload.client_id) throw new errors.InvalidGrant('testbed: subject token is not a user\'s');
+      ({ sub, scope } = verified.payload);
+    } else {
+      const at = await provider.AccessToken.find(subjectToken);
+      if (!at || at.isExpired || !at.accountId) throw new errors.InvalidGrant('testbed: subject token is not a valid access token of a user');
+      sub = at.accountId;
+      scope = at.scope;
+    }
+    const list = (v) => (v === undefined ? [] : [v].flat());
+    const targets = new Set([...list(params.audience), ...list(params.resource)]);
+    if (targets.size !== 1) {
+      throw new errors.InvalidTarget(`testbed: name one target (audience and/or resource), not ${targets.size}`);
+    }
+    const [target] = targets;
+    if (Array.isArray(cfg.resources) && list(params.resource).length && !cfg.resources.includes(target)) {
+      throw new errors.InvalidTarget();
+    }
+    if (cfg.derivedOpaque) {
+      ctx.body = { access_token: opaqueAccessToken(), issued_token_type: TOKEN_TYPE_ACCESS, token_type: 'Bearer', expires_in: cfg.accessTokenTtl };
+      return true;
+    }
+    const aud = cfg.derivedAudienceOverride ?? target;
+    ctx.body = {
+      access_token: await mintAccessToken({ sub, clientId: client.clientId, scope, aud }),
+      issued_token_type: TOKEN_TYPE_JWT,
+      token_type: 'Bearer',
+      expires_in: cfg.accessTokenTtl,
+    };
+    return true;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Koa middleware on the provider: counters, fault knobs, small response fix-ups.
 // ---------------------------------------------------------------------------------------------
+const authScopeAudiences = new Map(); // PKCE code_challenge -> the api://NAME its /auth scope named
 const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 
 async function readRaw(req, limit = 64 * 1024) {
@@ -562,6 +688,18 @@ function testbedMiddleware() {
       else if (p === '/me') stats.userinfo += 1;
     }
 
+    // scopeAudiences: remember an authorization request's api://NAME/.default scope by its PKCE
+    // challenge, for the code exchange (whose verifier names it) that carries no scope.
+    if (cfg.scopeAudiences && method === 'GET' && p === '/auth' && ctx.query.code_challenge) {
+      const found = entraScopeAudience(ctx.query.scope);
+      if (found.aud) {
+        authScopeAudiences.set(ctx.query.code_challenge, found.aud);
+        if (authScopeAudiences.size > 1000) authScopeAudiences.delete(authScopeAudiences.keys().next().value);
+      }
+    }
+
+    let tokenGrant = null; // the grant_type of a token request
+    let scopeAudience = null; // the audience its api://NAME/.default scope asks for (scopeAudiences)
     if (method === 'POST' && p === '/token') {
       // Read the form body here to see grant_type, then hand the text to oidc-provider, which
       // parses req.body when the stream was already consumed.
@@ -578,13 +716,14 @@ function testbedMiddleware() {
       const grantType = params.get('grant_type') ?? '(none)';
       if (ctx.req.testbedEntry) {
         const form = {};
-        for (const name of ['grant_type', 'redirect_uri', 'audience', 'resource', 'scope']) {
+        for (const name of ['grant_type', 'redirect_uri', 'audience', 'resource', 'scope', 'subject_token_type', 'requested_token_type']) {
           if (params.has(name)) form[name] = params.getAll(name);
         }
         ctx.req.testbedEntry.form = form;
       }
       stats.token[grantType] = (stats.token[grantType] ?? 0) + 1;
       stats.token.total += 1;
+      tokenGrant = grantType;
 
       if (cfg.tokenDelayMs > 0) await sleep(cfg.tokenDelayMs);
 
@@ -608,10 +747,42 @@ function testbedMiddleware() {
           return;
         }
       }
+      // Entra's scope-derived audience: oidc-provider knows no api://NAME/.default scope (a
+      // refresh would refuse it as not granted), so it never sees it; the answer is fixed below.
+      if (cfg.scopeAudiences && (grantType === 'authorization_code' || grantType === 'refresh_token')) {
+        const found = entraScopeAudience(params.get('scope'));
+        if (found.error) {
+          oauthError(ctx, 'invalid_scope', found.error);
+          return;
+        }
+        if (found.aud) {
+          scopeAudience = found.aud;
+          if (found.rest.length) params.set('scope', found.rest.join(' '));
+          else params.delete('scope');
+          ctx.req.body = params.toString();
+        } else if (grantType === 'authorization_code' && params.get('code_verifier')) {
+          const challenge = crypto.createHash('sha256').update(params.get('code_verifier')).digest('base64url');
+          scopeAudience = authScopeAudiences.get(challenge) ?? null;
+        }
+      }
     }
 
     await next();
 
+    // The access token of a code exchange or refresh for an api://NAME/.default scope
+    // (scopeAudiences), and of any refresh under derivedAudienceOverride / derivedOpaque.
+    if (tokenGrant && ctx.status === 200 && ctx.body && typeof ctx.body === 'object' && ctx.body.access_token) {
+      const refresh = tokenGrant === 'refresh_token';
+      const aud = (refresh && cfg.derivedAudienceOverride) || scopeAudience;
+      if (refresh && cfg.derivedOpaque) {
+        ctx.body = { ...ctx.body, access_token: opaqueAccessToken(), expires_in: cfg.accessTokenTtl };
+      } else if (aud) {
+        const sub = ctx.oidc?.entities?.Account?.accountId ?? (ctx.body.id_token ? decodeJwt(ctx.body.id_token).sub : null);
+        if (!sub) throw new Error('testbed: no account for the access token');
+        const accessToken = await mintAccessToken({ sub, clientId: ctx.oidc.client.clientId, scope: ctx.body.scope, aud });
+        ctx.body = { ...ctx.body, access_token: accessToken, expires_in: cfg.accessTokenTtl };
+      }
+    }
     if (method === 'GET' && p === '/.well-known/openid-configuration' && ctx.status === 200
       && cfg.discoveryPatch && ctx.body && typeof ctx.body === 'object') {
       ctx.body = { ...ctx.body, ...cfg.discoveryPatch };
@@ -710,8 +881,10 @@ async function handleAdmin(req, res, url) {
 
 // ---------------------------------------------------------------------------------------------
 // kube-apiserver stand-in: validates bearer JWTs the way the Kubernetes OIDC authenticator does.
+// `audiences()` are the ones it accepts (apiAudiences, or an audienceApis stand-in's own) and
+// `counters()` its counters in stats (looked up per request: a reset replaces them).
 // ---------------------------------------------------------------------------------------------
-function makeApiHandler({ issuer, caPem }) {
+function makeApiHandler({ issuer, caPem, audiences = () => cfg.apiAudiences, counters = () => stats.api }) {
   let keyset = null;
   let lastFetch = 0;
 
@@ -759,8 +932,8 @@ function makeApiHandler({ issuer, caPem }) {
     }
     const { payload } = result;
     const auds = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-    if (!auds.some((a) => cfg.apiAudiences.includes(a))) {
-      throw new Error(`aud ${JSON.stringify(payload.aud)} not in ${JSON.stringify(cfg.apiAudiences)}`);
+    if (!auds.some((a) => audiences().includes(a))) {
+      throw new Error(`aud ${JSON.stringify(payload.aud)} not in ${JSON.stringify(audiences())}`);
     }
     const username = payload[cfg.usernameClaim];
     if (typeof username !== 'string' || !username) throw new Error(`claim ${cfg.usernameClaim} missing`);
@@ -813,7 +986,8 @@ function makeApiHandler({ issuer, caPem }) {
   const CORE_RESOURCES = { kind: 'APIResourceList', groupVersion: 'v1', resources: [] };
 
   return async function apiHandler(req, res) {
-    stats.api.requests += 1;
+    const count = counters();
+    count.requests += 1;
     try {
       const url = new URL(req.url, 'https://127.0.0.1');
       await readRaw(req, 1024 * 1024); // drain the body
@@ -829,10 +1003,10 @@ function makeApiHandler({ issuer, caPem }) {
         }
       }
       if (!user) {
-        stats.api.unauthorized += 1;
+        count.unauthorized += 1;
         return sendJson(res, 401, unauthorized);
       }
-      stats.api.last_user = user.username;
+      count.last_user = user.username;
 
       const route = `${req.method} ${url.pathname.replace(/\/+$/, '') || '/'}`;
       switch (route) {
@@ -923,7 +1097,7 @@ async function main() {
     const url = new URL(req.url, 'http://127.0.0.1');
     const admin = url.pathname === '/__testbed' || url.pathname.startsWith('/__testbed/');
     // The GitHub Actions stand-in is recorded too: requests kubecred sends to someone else.
-    if (!admin || url.pathname === '/__testbed/ci/actions') recordRequest(req, url);
+    if (!admin || url.pathname === '/__testbed/ci/actions') recordRequest(req, res, url);
     if (admin) {
       handleAdmin(req, res, url).catch((err) => {
         console.error(`admin: ${err.stack ?? err}`);
@@ -963,14 +1137,14 @@ async function main() {
       client_id: 'kubecred-https',
       application_type: 'web',
       token_endpoint_auth_method: 'none',
-      grant_types: ['authorization_code', 'refresh_token'],
+      grant_types: ['authorization_code', 'refresh_token', TOKEN_EXCHANGE],
       response_types: ['code'],
       redirect_uris: [`https://localhost:${port}/callback`, `https://127.0.0.1:${port}/callback`],
     });
   }
-  signing = { jwk: jwks.keys[0], issuer };
+  signing = { jwk: jwks.keys[0], keys: jwks.keys, issuer };
   const provider = new Provider(issuer, providerConfiguration(jwks));
-  ci.registerTokenExchange(provider, errors, jwks.keys[0], cfg);
+  ci.registerTokenExchange(provider, errors, jwks.keys[0], cfg, makeUserTokenExchange(provider));
   provider.use(testbedMiddleware());
   provider.on('server_error', (ctx, err) => console.error(`provider server_error: ${err.stack ?? err}`));
   providerCallback = provider.callback();
@@ -978,10 +1152,20 @@ async function main() {
   const apiServer = https.createServer({ key: tls.key, cert: tls.cert }, makeApiHandler({ issuer, caPem: tls.caPem }));
   servers.push(apiServer);
   const apiPort = await listen(apiServer);
+  // One more stand-in per audienceApis audience, accepting that audience alone.
+  const audienceApis = {};
+  for (const aud of cfg.audienceApis) {
+    const server = https.createServer({ key: tls.key, cert: tls.cert }, makeApiHandler({
+      issuer, caPem: tls.caPem, audiences: () => [aud], counters: () => stats.audience_apis[aud],
+    }));
+    servers.push(server);
+    audienceApis[aud] = `https://127.0.0.1:${await listen(server)}`;
+  }
 
   process.stdout.write(`${JSON.stringify({
     issuer,
     api_server: `https://127.0.0.1:${apiPort}`,
+    audience_apis: audienceApis,
     ca_file: tls.caFile,
     ca_data: Buffer.from(tls.caPem).toString('base64'),
     admin: `${issuer}/__testbed`,

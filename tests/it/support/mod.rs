@@ -24,6 +24,8 @@ pub const CC_POST_SECRET: &str = "testbed-cc-post-secret";
 pub const PUBLIC_CLIENT: &str = "kubecred";
 /// The client of the test bed that the provider refuses the device flow, while discovery lists it.
 pub const NO_DEVICE_CLIENT: &str = "kubecred-no-device";
+/// RFC 8693's grant type, as the test bed counts it in `stats.token`.
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -203,6 +205,8 @@ pub struct Testbed {
     child: Child,
     pub issuer: String,
     pub api_server: String,
+    /// The `audienceApis` stand-ins: audience → URL (each accepts that audience alone).
+    pub audience_apis: std::collections::BTreeMap<String, String>,
     pub ca_file: PathBuf,
     pub ca_data: String,
     pub admin: String,
@@ -237,9 +241,16 @@ impl Testbed {
                 .unwrap_or_else(|| panic!("{key} in {info}"))
                 .to_string()
         };
+        let audience_apis = info["audience_apis"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(aud, url)| (aud.clone(), url.as_str().unwrap().to_string()))
+            .collect();
         Testbed {
             issuer: text("issuer"),
             api_server: text("api_server"),
+            audience_apis,
             ca_file: PathBuf::from(text("ca_file")),
             ca_data: text("ca_data"),
             admin: text("admin"),
@@ -325,6 +336,58 @@ impl Testbed {
             }
         }
         found
+    }
+
+    /// The URL of the API stand-in that accepts `audience` alone (option `audienceApis`).
+    #[track_caller]
+    pub fn audience_api_url(&self, audience: &str) -> String {
+        self.audience_apis
+            .get(audience)
+            .unwrap_or_else(|| panic!("no audienceApis stand-in for {audience}"))
+            .clone()
+    }
+
+    /// The counters of that stand-in: `{"requests": n, "unauthorized": n, "last_user": …}`.
+    pub fn audience_api_stats(&self, audience: &str) -> Value {
+        self.stats()["audience_apis"][audience].clone()
+    }
+
+    /// The HTTP status an API server (`server`, its base URL) answers `GET /version` with
+    /// `Authorization: Bearer <token>`: 200, or 401 for a token it refuses.
+    pub fn api_status(&self, server: &str, token: &str) -> u16 {
+        self.admin_client()
+            .get(format!("{server}/version"))
+            .bearer_auth(token)
+            .send()
+            .expect("GET /version from an API stand-in")
+            .status()
+            .as_u16()
+    }
+
+    /// POSTs `form` to the provider's token endpoint: the HTTP status and the JSON answer.
+    pub fn post_token(&self, form: &[(&str, &str)]) -> (u16, Value) {
+        let response = self
+            .admin_client()
+            .post(format!("{}/token", self.issuer))
+            .form(form)
+            .send()
+            .expect("POST /token");
+        let status = response.status().as_u16();
+        (status, response.json().expect("a JSON answer from /token"))
+    }
+
+    /// The token requests the provider received so far, oldest first, as `(grant_type, HTTP
+    /// status of the answer)` (status 0: no answer was sent).
+    pub fn token_answers(&self) -> Vec<(String, u16)> {
+        self.requests()
+            .iter()
+            .filter(|r| r["method"] == "POST" && r["path"] == "/token")
+            .map(|r| {
+                let grant = r["form"]["grant_type"][0].as_str().unwrap_or("(none)");
+                let status = r["status"].as_u64().unwrap_or(0);
+                (grant.to_string(), u16::try_from(status).unwrap())
+            })
+            .collect()
     }
 
     pub fn revoke_refresh_tokens(&self) {
