@@ -110,6 +110,25 @@ impl SharedLogin {
         targets
     }
 
+    /// The parameter the login's own token requests (the code exchange, the refresh) carry:
+    /// with a refresh derivation, this cluster's target; with an exchange, one of the
+    /// `--login-resource`s (a provider that granted several wants one named, RFC 8707 §2.2) —
+    /// this cluster's when it is among them, so that the login's token may serve it as it is.
+    pub fn token_request_parameter(&self) -> Option<(&'static str, &str)> {
+        match self.derive {
+            Derive::Refresh => self.target.parameter(),
+            Derive::TokenExchange => {
+                let own = self.target.value();
+                let resource = self
+                    .login_resources
+                    .iter()
+                    .find(|resource| *resource == own)
+                    .or(self.login_resources.first())?;
+                Some(("resource", resource))
+            }
+        }
+    }
+
     /// Asks the login for `targets` too (what a login being replaced held): resources, or
     /// scopes for a scope target.
     pub fn also_ask_for(&mut self, targets: Vec<String>) {
@@ -148,15 +167,16 @@ pub(super) fn resolve(
         Some(on) => on,
         None => ext.bool("sharedLogin")?.unwrap_or(false),
     };
-    let target_scope = args.target_scope.clone().or(ext.string("targetScope")?);
     if !on {
-        if target_scope.is_some() {
+        // The extension's key is left alone: a cluster shared by users of both kinds.
+        if args.target_scope.is_some() {
             return Err(input(
                 "--target-scope names a cluster's target for --shared-login; add --shared-login (sharedLogin in the cluster extension), or ask for the scope with --scope",
             ));
         }
         return Ok(None);
     }
+    let target_scope = args.target_scope.clone().or(ext.string("targetScope")?);
     if !(grant.is_user_login()) {
         return Err(input(format!(
             "--shared-login shares a person's login, and --grant-type {} logs nobody in; for a machine, exchange its token per cluster with --grant-type token-exchange and the cluster's --audience (README: One login for many clusters)",

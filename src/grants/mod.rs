@@ -181,10 +181,11 @@ impl<'a> ProviderClient<'a> {
     /// login derived by refresh, the token asked for is this cluster's target's.
     fn audience_params(&self) -> Vec<(&'static str, String)> {
         if let Some(shared) = &self.config.shared_login {
-            return match (shared.derive, shared.target.parameter()) {
-                (Derive::Refresh, Some((name, value))) => vec![(name, value.to_string())],
-                _ => Vec::new(),
-            };
+            return shared
+                .token_request_parameter()
+                .map(|(name, value)| (name, value.to_string()))
+                .into_iter()
+                .collect();
         }
         let mut params = Vec::new();
         if let Some(audience) = &self.config.audience {
