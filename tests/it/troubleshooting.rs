@@ -351,7 +351,7 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Local(shared_login_for_a_machine)),
     ),
     (
-        "the shared login for … was not granted resource … (it holds …), and refreshing it for one it was not granted would spend it; add --login-resource=… (loginResources in the cluster extension) to this cluster's settings, then run kubectl again to log in once for every cluster",
+        "the shared login for … was not granted … (it holds …), and refreshing it for one it was not granted would spend it; add --login-resource=… (loginResources in the cluster extension) to this cluster's settings, then run kubectl again to log in once for every cluster",
         Triggered(Browser(shared_login_for_a_resource_outside_it)),
     ),
     (
