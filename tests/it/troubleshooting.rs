@@ -331,6 +331,38 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Local(convert_with_the_provider_down)),
     ),
     (
+        "--shared-login needs this cluster's target: --resource, --audience or --target-scope (…)",
+        Triggered(Local(shared_login_without_a_target)),
+    ),
+    (
+        "--shared-login takes one target per cluster: …",
+        Triggered(Local(shared_login_with_two_targets)),
+    ),
+    (
+        "--target-scope names a cluster's target for --shared-login; …",
+        Triggered(Local(target_scope_without_a_shared_login)),
+    ),
+    (
+        "--shared-login hands out access tokens (…): drop --use-access-token=false",
+        Triggered(Local(shared_login_asked_for_an_id_token)),
+    ),
+    (
+        "--shared-login shares a person's login, and --grant-type … logs nobody in; …",
+        Triggered(Local(shared_login_for_a_machine)),
+    ),
+    (
+        "the shared login for … was not granted … (it holds …), and refreshing it for one it was not granted would spend it; add --login-resource=… (loginResources in the cluster extension) to this cluster's settings, then run kubectl again to log in once for every cluster",
+        Triggered(Browser(shared_login_for_a_resource_outside_it)),
+    ),
+    (
+        "… answered the request for audience … with a token for audience …; nothing was cached — …",
+        Triggered(Browser(shared_login_answered_for_another_audience)),
+    ),
+    (
+        "… with an access token that is not a JWT, so its audience cannot be checked against …; nothing was cached …",
+        Triggered(Browser(shared_login_answered_with_an_opaque_token)),
+    ),
+    (
         "cluster extension client.authentication.k8s.io/exec: … must be …",
         Triggered(Local(extension_of_the_wrong_type)),
     ),
@@ -955,6 +987,62 @@ fn extension_of_the_wrong_type(env: &TestEnv) -> Run {
         .failure(1)
 }
 
+/// `get-token` with `--shared-login` settings that cannot work: refused while the settings are
+/// resolved, before any request.
+fn shared_login_settings(env: &TestEnv, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "get-token",
+        "--issuer-url=https://idp.example",
+        "--client-id=kubernetes",
+    ];
+    args.extend_from_slice(extra);
+    env.kubecred(&args).run().failure(1)
+}
+
+fn shared_login_without_a_target(env: &TestEnv) -> Run {
+    shared_login_settings(env, &["--shared-login"])
+}
+
+fn shared_login_with_two_targets(env: &TestEnv) -> Run {
+    shared_login_settings(
+        env,
+        &[
+            "--shared-login",
+            "--resource=https://a.example",
+            "--audience=https://a.example",
+        ],
+    )
+}
+
+fn target_scope_without_a_shared_login(env: &TestEnv) -> Run {
+    shared_login_settings(env, &["--target-scope=api://cluster-b/.default"])
+}
+
+fn shared_login_asked_for_an_id_token(env: &TestEnv) -> Run {
+    shared_login_settings(
+        env,
+        &[
+            "--shared-login",
+            "--resource=https://a.example",
+            "--use-access-token=false",
+        ],
+    )
+}
+
+/// A machine's exchange with `--shared-login`: the subject token file is not read (the
+/// settings are refused first).
+fn shared_login_for_a_machine(env: &TestEnv) -> Run {
+    shared_login_settings(
+        env,
+        &[
+            "--grant-type=token-exchange",
+            "--subject-token-file=/nonexistent/token",
+            "--shared-login",
+            "--audience=https://b.example",
+        ],
+    )
+}
+
 /// A kubeconfig that does not parse, in the test's home.
 fn broken_kubeconfig(env: &TestEnv) -> PathBuf {
     let path = env.dir.path().join("broken-kubeconfig");
@@ -1186,6 +1274,83 @@ fn refresh_token_refused_after_the_token_expired(env: &TestEnv, bed: &Testbed) -
     args.push("--grant-type=authcode".into());
     args.push(format!("--browser-command={}", browser_command()));
     env.kubecred_owned(&args).run().success()
+}
+
+/// A shared login asked for `https://a.example` and `https://b.example`, logged in in the
+/// browser through cluster A; returns the arguments of cluster `resource` (no browser, so
+/// nothing can log in again unseen).
+fn shared_login_then(env: &TestEnv, bed: &Testbed, resource: &str) -> Vec<String> {
+    bed.configure(json!({"refreshError": null, "tokenResponsePatch": null}));
+    let mut args = authcode_args(bed);
+    args.push("--shared-login".into());
+    args.push("--login-resource=https://a.example,https://b.example".into());
+    let mut first = args.clone();
+    first.push("--resource=https://a.example".into());
+    env.kubecred_owned(&first).run().success();
+    args.retain(|arg| !arg.starts_with("--browser-command") && arg != "--grant-type=authcode");
+    args.push(format!("--resource={resource}"));
+    args
+}
+
+fn shared_login_for_a_resource_outside_it(env: &TestEnv, bed: &Testbed) -> Run {
+    let args = shared_login_then(env, bed, "https://c.example");
+    let run = env.kubecred_owned(&args).run().failure(1);
+    // Refused before any request: the resource never reached the provider on the refresh token.
+    let sent_c = bed.requests().iter().any(|request| {
+        request["form"]["resource"]
+            .as_array()
+            .is_some_and(|values| values.iter().any(|v| v == "https://c.example"))
+    });
+    assert!(!sent_c, "https://c.example was sent to the provider");
+    run
+}
+
+/// An unsigned JWT with `payload`: what a provider's answer is made to carry (kubecred reads a
+/// derived token's `aud` before anything verifies it; the API server verifies it).
+fn unsigned_jwt(payload: serde_json::Value) -> String {
+    use base64::Engine;
+    let encode = |v: serde_json::Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    };
+    format!(
+        "{}.{}.c2ln",
+        encode(json!({"alg": "RS256", "typ": "at+jwt"})),
+        encode(payload)
+    )
+}
+
+/// Cluster B's token derived while every token answer carries `access_token`: refused, nothing
+/// cached for B, and the login's rotated refresh token kept (the next derivation for B, with
+/// honest answers, succeeds: a lost rotation would have revoked the login).
+fn shared_login_answered_with(env: &TestEnv, bed: &Testbed, access_token: String) -> Run {
+    let args = shared_login_then(env, bed, "https://b.example");
+    bed.configure(json!({"tokenResponsePatch": {"access_token": access_token}}));
+    let run = env.kubecred_owned(&args).run();
+    bed.configure(json!({"tokenResponsePatch": null}));
+    let run = run.failure(3);
+    let status: serde_json::Value = serde_json::from_str(
+        &crate::sessions::kubecred_plain(env, &["status", "--output=json"])
+            .run()
+            .success()
+            .stdout(),
+    )
+    .unwrap();
+    let entries = status["entries"].as_array().unwrap();
+    assert!(
+        !entries.iter().any(|e| e["resource"] == "https://b.example"),
+        "B's token was cached: {status:#}"
+    );
+    env.kubecred_owned(&args).run().success();
+    run
+}
+
+fn shared_login_answered_for_another_audience(env: &TestEnv, bed: &Testbed) -> Run {
+    let other = unsigned_jwt(json!({"aud": "https://default.example", "sub": "alice"}));
+    shared_login_answered_with(env, bed, other)
+}
+
+fn shared_login_answered_with_an_opaque_token(env: &TestEnv, bed: &Testbed) -> Run {
+    shared_login_answered_with(env, bed, "an-opaque-access-token".into())
 }
 
 // ---- triggers with real proxies ----
