@@ -347,7 +347,7 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Local(shared_login_asked_for_an_id_token)),
     ),
     (
-        "--shared-login shares a person's login, and --grant-type … logs nobody in; …",
+        "--shared-login shares a person's login, and --grant-type … logs nobody in: drop --shared-login; …",
         Triggered(Local(shared_login_for_a_machine)),
     ),
     (
