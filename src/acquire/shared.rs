@@ -44,7 +44,7 @@ impl LoginEntry {
     pub(super) fn open(config: &Config) -> anyhow::Result<LoginEntry> {
         let cache = TokenCache::shared_login(config, Vec::new());
         let lock = cache.lock(config.cache.lock_timeout)?;
-        Ok(LoginEntry::read(cache, lock)?)
+        LoginEntry::read(cache, lock)
     }
 
     /// Takes the login entry's lock if nobody holds it (`None`: somebody does), and reads it:
