@@ -130,8 +130,9 @@ pub struct SetupArgs {
     pub user_name: String,
 
     /// Also write the printed kubeconfig user into the kubeconfig (a backup beside it first);
-    /// with --server, a cluster and a context too, made the current context. Without --server,
-    /// the current context (if any) is pointed at the user.
+    /// with --server, a cluster and a context too, made the current context (with --cluster,
+    /// each cluster and a context, the first made current). Without either, the current
+    /// context (if any) is pointed at the user.
     #[arg(long)]
     pub write_kubeconfig: bool,
 
@@ -156,8 +157,9 @@ pub struct SetupArgs {
     /// With --shared-login: a cluster that shares the one login; repeatable. TARGET [default:
     /// SERVER, an API server's URL being the usual audience] is what the cluster's tokens are
     /// for, of the --target-kind. Setup prints an AuthenticationConfiguration for each cluster
-    /// that accepts its own TARGET's audience only, and a kubeconfig: the user (asking the login
-    /// for every cluster's target: --login-resource, or --login-scope for scopes) and a cluster
+    /// that accepts its own TARGET's audience only, and a kubeconfig: the user (whose login asks
+    /// for every cluster's target, --login-resource or --login-scope for scopes, unless --derive
+    /// token-exchange names the target on each exchange instead) and a cluster
     /// (TARGET in its client.authentication.k8s.io/exec extension) and context for each;
     /// --write-kubeconfig writes them, the first context made the current one.
     #[arg(

@@ -6,7 +6,7 @@
 //! for by the one login, no target of its own), and the kubeconfig entries of each cluster and
 //! context, which setup prints and `--write-kubeconfig` writes alike.
 
-use crate::cli::{SetupArgs, TargetKindArg, TokenArgs};
+use crate::cli::{DeriveArg, SetupArgs, TargetKindArg, TokenArgs};
 use crate::config::CLUSTER_EXTENSION;
 use crate::error::{Exit, fail};
 use serde_norway::{Mapping, Value};
@@ -85,15 +85,19 @@ pub(super) fn parse(args: &SetupArgs) -> anyhow::Result<Option<Clusters>> {
         parsed.push((name, server, target));
     }
 
-    // The login asks for every cluster's target, after what was given for it already.
+    // Derived by refresh, a token is for a target the login was granted: the login asks for
+    // every cluster's, after what was given for it already. An exchange names the target
+    // itself, and the login asks for the --login-resources given alone (`SharedLogin`).
     let mut user = token.clone();
-    let asked = match kind {
-        TargetKindArg::Scope => &mut user.login_scopes,
-        _ => &mut user.login_resources,
-    };
-    for (.., target) in &parsed {
-        if !asked.contains(target) {
-            asked.push(target.clone());
+    if token.derive != Some(DeriveArg::TokenExchange) {
+        let asked = match kind {
+            TargetKindArg::Scope => &mut user.login_scopes,
+            _ => &mut user.login_resources,
+        };
+        for (.., target) in &parsed {
+            if !asked.contains(target) {
+                asked.push(target.clone());
+            }
         }
     }
     let list = parsed
@@ -296,6 +300,25 @@ mod tests {
         assert_eq!(clusters.list[0].key, "audience");
         assert_eq!(clusters.list[0].token.audience.as_deref(), Some("a-aud"));
         assert_eq!(clusters.user.login_resources, ["a-aud"]);
+    }
+
+    #[test]
+    fn an_exchange_names_the_target_and_the_login_asks_for_none() {
+        let clusters = parse_line(&[
+            "--shared-login",
+            "--derive=token-exchange",
+            "--target-kind=audience",
+            "--cluster=a=https://a.example,a-aud",
+            "--cluster=b=https://b.example,b-aud",
+        ])
+        .unwrap()
+        .unwrap();
+        assert!(clusters.user.login_resources.is_empty());
+        assert_eq!(clusters.list[1].token.audience.as_deref(), Some("b-aud"));
+        assert_eq!(
+            clusters.list[1].token.derive,
+            Some(DeriveArg::TokenExchange)
+        );
     }
 
     #[test]

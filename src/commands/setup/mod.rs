@@ -31,6 +31,7 @@ use crate::command_on_path::ExecCommand;
 use crate::config::{Config, TokenKind};
 use crate::error::{Exit, fail};
 use crate::tokens::Tokens;
+use anyhow::Context;
 use serde_json::{Map, Value};
 use std::fmt::Write;
 
@@ -123,7 +124,13 @@ pub(super) fn run(
         &claims,
         &tokens,
     );
-    let first = api_server(&inputs, clock)?;
+    // An error about one of several clusters names it.
+    let about = |name: &str| format!("cluster {name:?}");
+    let first = api_server(&inputs, clock);
+    let first = match &shared {
+        Some(shared) => first.with_context(|| about(&shared.list[0].name))?,
+        None => first?,
+    };
     if !first.issuer.starts_with("https://") {
         crate::log::stderr(format_args!(
             "  warn  kube-apiserver accepts only https issuers; {} is not one (fine for a local test provider only)\n",
@@ -135,18 +142,22 @@ pub(super) fn run(
     // its API server's configuration checked against that token.
     let mut servers = vec![first];
     for cluster in shared.iter().flat_map(|s| &s.list[1..]) {
-        let config = resolve(&cluster.token)?;
-        let tokens = acquire::tokens(&config, clock)?;
-        let claims = claims_table::of_credential(&config, &tokens)?;
-        let inputs = inputs_of(
-            user_args,
-            &args.user_name,
-            &command,
-            &config,
-            &claims,
-            &tokens,
-        );
-        servers.push(api_server(&inputs, clock)?);
+        let server = (|| {
+            let config = resolve(&cluster.token)?;
+            let tokens = acquire::tokens(&config, clock)?;
+            let claims = claims_table::of_credential(&config, &tokens)?;
+            let inputs = inputs_of(
+                user_args,
+                &args.user_name,
+                &command,
+                &config,
+                &claims,
+                &tokens,
+            );
+            api_server(&inputs, clock)
+        })()
+        .with_context(|| about(&cluster.name))?;
+        servers.push(server);
     }
     let names: Vec<Option<&str>> = match &shared {
         Some(shared) => shared.list.iter().map(|c| Some(c.name.as_str())).collect(),
