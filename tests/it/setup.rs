@@ -531,7 +531,8 @@ fn printed_audiences(authn: &str) -> Vec<String> {
 /// `setup --shared-login` with two `--cluster`s: one browser login, each cluster's token derived
 /// from it; each API server's configuration accepts its own cluster's token and refuses the
 /// other's; the printed kubeconfig (one user, a cluster with its target and a context each)
-/// loads in kubectl and reaches the tokens setup cached, and --write-kubeconfig writes the same.
+/// loads in kubectl, whose contexts reach the tokens setup cached (both clusters are the API
+/// stand-in, told which audience to accept), and --write-kubeconfig writes the same.
 #[test]
 fn setup_with_a_shared_login_advises_each_cluster_apart() {
     if !have(Need::Browser) {
@@ -539,11 +540,9 @@ fn setup_with_a_shared_login_advises_each_cluster_apart() {
     }
     let bed = Testbed::start();
     let env = TestEnv::new();
-    let alpha = "https://alpha.testbed.example:6443";
-    let (beta_server, beta) = (
-        "https://beta.testbed.example:6443",
-        "https://beta.testbed.example/api",
-    );
+    // alpha's target is its server (the default), beta's its own.
+    let alpha = bed.api_server.as_str();
+    let (beta_server, beta) = (bed.api_server.as_str(), "https://beta.testbed.example/api");
     let written = env.dir.path().join("written.yaml");
     let mut args = authcode_args(&bed);
     args[0] = "setup".into();
@@ -668,6 +667,25 @@ fn setup_with_a_shared_login_advises_each_cluster_apart() {
         0,
         "setup cached each cluster's token"
     );
+
+    // The real kubectl hands each context's cluster extension to kubecred: an API server that
+    // accepts beta's audience alone lets beta's context in, from the cache, and not alpha's.
+    bed.configure(json!({"apiAudiences": [beta]}));
+    let ca = format!("--certificate-authority={}", bed.ca_file.display());
+    env.kubectl(&printed, &[&ca, "--context=beta", "auth", "whoami"])
+        .run()
+        .success()
+        .stdout_contains("Username    alice");
+    assert_eq!(
+        bed.total_token_requests(),
+        0,
+        "beta's token came from the cache"
+    );
+    let refused = env
+        .kubectl(&printed, &[&ca, "--context=alpha", "auth", "whoami"])
+        .run();
+    assert!(!refused.output.status.success());
+    refused.stderr_contains("Unauthorized");
 
     // --write-kubeconfig wrote the same user, clusters and contexts, the first one current.
     let contexts = env
