@@ -18,7 +18,8 @@ mod token_args;
 mod usage_error;
 
 pub use command_args::{
-    ConvertArgs, LoginArgs, LogoutArgs, OutputArg, SetupArgs, ShellArg, StatusArgs, WhoamiArgs,
+    ConvertArgs, LoginArgs, LogoutArgs, OutputArg, SetupArgs, ShellArg, StatusArgs, TargetKindArg,
+    WhoamiArgs,
 };
 pub use federation::{CiTokenSourceArg, FederationArgs};
 pub use token_args::{

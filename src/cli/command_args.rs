@@ -83,7 +83,11 @@ pub(super) const SETUP_EXAMPLES: &str = "Examples:
   # And write the user, a cluster and a context into the kubeconfig:
   kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
     --write-kubeconfig --server=https://api.example:6443 \\
-    --cluster-certificate-authority=ca.pem";
+    --cluster-certificate-authority=ca.pem
+  # One login for two clusters, each token for its own API server:
+  kubecred setup --issuer-url=https://idp.example --client-id=k8s \\
+    --shared-login --cluster=a=https://a.example:6443 \\
+    --cluster=b=https://b.example:6443";
 
 // Per-user places the shells and man-db read, so that no root is needed; each directory is
 // created first, as a new account has none of them.
@@ -126,8 +130,9 @@ pub struct SetupArgs {
     pub user_name: String,
 
     /// Also write the printed kubeconfig user into the kubeconfig (a backup beside it first);
-    /// with --server, a cluster and a context too, made the current context. Without --server,
-    /// the current context (if any) is pointed at the user.
+    /// with --server, a cluster and a context too, made the current context (with --cluster,
+    /// each cluster and a context, the first made current). Without either, the current
+    /// context (if any) is pointed at the user.
     #[arg(long)]
     pub write_kubeconfig: bool,
 
@@ -148,6 +153,40 @@ pub struct SetupArgs {
     /// Name of the written cluster and context [default: the --user-name].
     #[arg(long, value_name = "NAME", requires = "server")]
     pub context_name: Option<String>,
+
+    /// With --shared-login: a cluster that shares the one login; repeatable. TARGET [default:
+    /// SERVER, an API server's URL being the usual audience] is what the cluster's tokens are
+    /// for, of the --target-kind. Setup prints an AuthenticationConfiguration for each cluster
+    /// that accepts its own TARGET's audience only, and a kubeconfig: the user (whose login asks
+    /// for every cluster's target, --login-resource or --login-scope for scopes, unless --derive
+    /// token-exchange names the target on each exchange instead) and a cluster
+    /// (TARGET in its client.authentication.k8s.io/exec extension) and context for each;
+    /// --write-kubeconfig writes them, the first context made the current one.
+    #[arg(
+        long = "cluster",
+        value_name = "NAME=SERVER[,TARGET]",
+        conflicts_with_all = ["server", "context_name"]
+    )]
+    pub clusters: Vec<String>,
+
+    /// What each --cluster's TARGET is [default: resource].
+    #[arg(long, value_enum, value_name = "KIND", requires = "clusters")]
+    pub target_kind: Option<TargetKindArg>,
+}
+
+/// What a `setup --cluster` TARGET names, and so its cluster extension key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TargetKindArg {
+    /// An RFC 8707 resource (extension key `resource`): oidc-provider, Authelia; with --derive
+    /// token-exchange, the exchange's `resource`. The token's audience is the resource.
+    Resource,
+    /// An audience (extension key `audience`): Auth0; with --derive token-exchange, the
+    /// exchange's `audience` (Keycloak, pinniped's supervisor). The token's audience is it.
+    Audience,
+    /// A scope the provider derives the audience from (extension key `targetScope`): Entra ID's
+    /// `api://NAME/.default`, a Keycloak client scope with an audience mapper. The token's
+    /// audience is the scope without its last path segment (`api://NAME`), or the scope itself.
+    Scope,
 }
 
 pub(super) const CONVERT_EXAMPLES: &str = "Examples:

@@ -51,9 +51,11 @@ pub fn run(cli: Cli, argv: &[OsString]) -> anyhow::Result<Option<String>> {
         Command::Status(args) => status::run(&args, &clock),
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
-        Command::Setup(args) => {
-            setup::run(&args, &resolve(&args.token, Run::ByPerson, argv)?, &clock)
-        }
+        Command::Setup(args) => setup::run(
+            &args,
+            &|token: &TokenArgs| resolve(token, Run::ByPerson, argv),
+            &clock,
+        ),
         Command::Whoami(args) => whoami::run(&args, argv, &clock),
         Command::ConvertKubeconfig(args) => convert::run(&args, &clock),
         Command::RenewAhead(args) => {

@@ -506,3 +506,204 @@ fn setup_under_homebrew_prints_kubecred_not_the_cellar_path() {
     );
     printed_user_works(&env, &bed, &stdout, &path);
 }
+
+/// The body of the stdout section whose title starts with `title`.
+fn titled_section(stdout: &str, title: &str) -> String {
+    let marker = format!("# ==== {title}");
+    let start = stdout
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no section {title:?} in\n{stdout}"));
+    let body = &stdout[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    let end = body.find("# ==== ").unwrap_or(body.len());
+    body[..end].to_string()
+}
+
+/// The audiences an AuthenticationConfiguration's one JWT authenticator accepts, as printed.
+fn printed_audiences(authn: &str) -> Vec<String> {
+    let list = &authn[authn.find("    audiences:\n").expect(authn) + "    audiences:\n".len()..];
+    list.lines()
+        .map_while(|line| line.strip_prefix("    - "))
+        .map(|quoted| serde_json::from_str(quoted).unwrap())
+        .collect()
+}
+
+/// `setup --shared-login` with two `--cluster`s: one browser login, each cluster's token derived
+/// from it; each API server's configuration accepts its own cluster's token and refuses the
+/// other's; the printed kubeconfig (one user, a cluster with its target and a context each)
+/// loads in kubectl, whose contexts reach the tokens setup cached (both clusters are the API
+/// stand-in, told which audience to accept), and --write-kubeconfig writes the same.
+#[test]
+fn setup_with_a_shared_login_advises_each_cluster_apart() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    // alpha's target is its server (the default), beta's its own.
+    let alpha = bed.api_server.as_str();
+    let (beta_server, beta) = (bed.api_server.as_str(), "https://beta.testbed.example/api");
+    let written = env.dir.path().join("written.yaml");
+    let mut args = authcode_args(&bed);
+    args[0] = "setup".into();
+    args.extend([
+        "--shared-login".into(),
+        format!("--cluster=alpha={alpha}"),
+        format!("--cluster=beta={beta_server},{beta}"),
+        "--write-kubeconfig".into(),
+        format!("--kubeconfig={}", written.display()),
+    ]);
+    let run = env
+        .kubecred_owned(&args)
+        .run()
+        .success()
+        .stderr_contains("kubecred: cluster \"alpha\": with the configuration below, kube-apiserver sees you as \"oidc:")
+        .stderr_contains("kubecred: cluster \"beta\": with the configuration below, kube-apiserver sees you as \"oidc:");
+    let stdout = run.stdout();
+    // The login's refresh token is the login entry's, not in the first cluster's token.
+    assert!(
+        !run.stderr().contains("no refresh token was issued"),
+        "{}",
+        run.stderr()
+    );
+
+    // Each API server accepts its own target's audience, and only that.
+    let authn_of =
+        |name: &str| titled_section(&stdout, &format!("1. API server of cluster \"{name}\""));
+    assert_eq!(printed_audiences(&authn_of("alpha")), [alpha]);
+    assert_eq!(printed_audiences(&authn_of("beta")), [beta]);
+    assert!(
+        titled_section(&stdout, "2. API server of cluster \"beta\"")
+            .contains(&format!("--oidc-client-id={beta}\n"))
+    );
+
+    // The printed kubeconfig, as kubectl reads it.
+    let printed = env.dir.path().join("printed.yaml");
+    std::fs::write(&printed, section(&stdout, 5)).unwrap();
+    let view = kubectl_json(&env, &printed, &["config", "view", "-o", "json"]);
+    let exec = &view["users"][0]["user"]["exec"];
+    assert_eq!(view["users"][0]["name"], "oidc");
+    assert_eq!(exec["provideClusterInfo"], true);
+    let exec_args: Vec<&str> = exec["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(exec_args.contains(&"--shared-login"), "{exec_args:?}");
+    let login_resources: Vec<&str> = exec_args
+        .iter()
+        .filter_map(|a| a.strip_prefix("--login-resource="))
+        .collect();
+    assert_eq!(login_resources, [alpha, beta]);
+    assert!(
+        !exec_args.iter().any(|a| a.starts_with("--resource")),
+        "the target is each cluster's: {exec_args:?}"
+    );
+    let extension_of = |view: &Value, name: &str| {
+        let cluster = view["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no cluster {name} in {view}"))
+            .clone();
+        let extension = cluster["cluster"]["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "client.authentication.k8s.io/exec")
+            .unwrap_or_else(|| panic!("no kubecred extension in {cluster}"))
+            .clone();
+        (
+            cluster["cluster"]["server"].clone(),
+            extension["extension"].clone(),
+        )
+    };
+    assert_eq!(
+        extension_of(&view, "alpha"),
+        (json!(alpha), json!({"resource": alpha}))
+    );
+    assert_eq!(
+        extension_of(&view, "beta"),
+        (json!(beta_server), json!({"resource": beta}))
+    );
+    assert_eq!(view["current-context"], "alpha");
+
+    // Each cluster's context reaches the token setup derived for it (no request to the
+    // provider), which its own configuration accepts and the other cluster's refuses.
+    let authn_file = |name: &str| {
+        let path = env.dir.path().join(format!("authn-{name}.yaml"));
+        std::fs::write(&path, authn_of(name)).unwrap();
+        path
+    };
+    let (alpha_authn, beta_authn) = (authn_file("alpha"), authn_file("beta"));
+    bed.reset_stats();
+    for (context, own, other) in [
+        ("alpha", &alpha_authn, &beta_authn),
+        ("beta", &beta_authn, &alpha_authn),
+    ] {
+        let whoami = |authn: &Path| {
+            env.kubecred_owned(&[
+                "whoami".into(),
+                format!("--kubeconfig={}", printed.display()),
+                format!("--context={context}"),
+                format!("--authentication-config={}", authn.display()),
+            ])
+            .run()
+        };
+        whoami(own)
+            .success()
+            .stdout_contains("authenticates this token as:")
+            .stdout_contains("  username  oidc:");
+        let refused = whoami(other).failure(1).stderr();
+        assert!(
+            refused.contains("would reject this token"),
+            "{context}: {refused}"
+        );
+    }
+    assert_eq!(
+        bed.total_token_requests(),
+        0,
+        "setup cached each cluster's token"
+    );
+
+    // The real kubectl hands each context's cluster extension to kubecred: an API server that
+    // accepts beta's audience alone lets beta's context in, from the cache, and not alpha's.
+    bed.configure(json!({"apiAudiences": [beta]}));
+    let ca = format!("--certificate-authority={}", bed.ca_file.display());
+    env.kubectl(&printed, &[&ca, "--context=beta", "auth", "whoami"])
+        .run()
+        .success()
+        .stdout_contains("Username    alice");
+    assert_eq!(
+        bed.total_token_requests(),
+        0,
+        "beta's token came from the cache"
+    );
+    let refused = env
+        .kubectl(&printed, &[&ca, "--context=alpha", "auth", "whoami"])
+        .run();
+    assert!(!refused.output.status.success());
+    refused.stderr_contains("Unauthorized");
+
+    // --write-kubeconfig wrote the same user, clusters and contexts, the first one current.
+    let contexts = env
+        .kubectl(&written, &["config", "get-contexts", "-o", "name"])
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(contexts.lines().collect::<Vec<_>>(), ["alpha", "beta"]);
+    let wrote = kubectl_json(&env, &written, &["config", "view", "-o", "json"]);
+    assert_eq!(wrote["current-context"], "alpha");
+    assert_eq!(
+        wrote["users"][0]["user"]["exec"],
+        view["users"][0]["user"]["exec"]
+    );
+    assert_eq!(extension_of(&wrote, "alpha"), extension_of(&view, "alpha"));
+    assert_eq!(extension_of(&wrote, "beta"), extension_of(&view, "beta"));
+    for context in wrote["contexts"].as_array().unwrap() {
+        assert_eq!(context["context"]["user"], "oidc");
+        assert_eq!(context["context"]["cluster"], context["name"]);
+    }
+}

@@ -37,6 +37,9 @@ pub struct Inputs<'a> {
     /// The `--request-header`s as `config` split and checked them (`A=1,B=2` is two).
     pub request_headers: &'a [RequestHeader],
     pub user_login: bool,
+    /// The audience a `--shared-login` cluster's tokens are derived for (its target's): the
+    /// only one its API server may accept, whatever else the token carries.
+    pub target_audience: Option<&'a str>,
 }
 
 /// The claims the generated configuration maps, chosen from what the token carries.
@@ -64,8 +67,12 @@ impl ClaimChoice {
                 .collect(),
             _ => vec![],
         };
-        // An ID token's audience is this client; an access token's are the APIs it is for.
-        let audiences = if token_audiences.iter().any(|a| a == inputs.client_id) {
+        // An ID token's audience is this client; an access token's are the APIs it is for. A
+        // shared login's cluster accepts its own target's alone: another cluster's token (the
+        // same login's) must not be good here.
+        let audiences = if let Some(target) = inputs.target_audience {
+            vec![target.to_string()]
+        } else if token_audiences.iter().any(|a| a == inputs.client_id) {
             vec![inputs.client_id.to_string()]
         } else {
             token_audiences
@@ -277,10 +284,11 @@ pub fn exec_env(args: &TokenArgs, request_headers: &[RequestHeader]) -> Vec<EnvV
 
 /// The kubeconfig user's exec stanza that sections 4 and 5 print and `--write-kubeconfig`
 /// writes: v1beta1 (the widest client support), this binary by its name on PATH, the settings
-/// setup was given, placeholders for what must not be printed, no cluster info.
-pub fn exec_stanza(inputs: &Inputs) -> ExecStanza {
+/// setup was given, placeholders for what must not be printed; the cluster's info only where
+/// the clusters carry settings in their extension (`cluster_info`: each `--cluster`'s target).
+pub fn exec_stanza(inputs: &Inputs, cluster_info: bool) -> ExecStanza {
     ExecStanza {
-        provide_cluster_info: Some(false),
+        provide_cluster_info: Some(cluster_info),
         ..kubecred_stanza(
             V1BETA1,
             inputs.command.as_command(),
@@ -309,8 +317,9 @@ pub fn command_note(command: &ExecCommand) -> String {
 }
 
 /// `kubectl config set-credentials` for the user of `exec`, then pointing the current context
-/// at it.
-pub fn set_credentials_command(inputs: &Inputs, exec: &ExecStanza) -> String {
+/// at it — or, for `--cluster`s (`clusters`), where their entries are: kubectl config cannot
+/// set a cluster's extensions.
+pub fn set_credentials_command(inputs: &Inputs, exec: &ExecStanza, clusters: bool) -> String {
     let mut words = vec![
         "kubectl".to_string(),
         "config".into(),
@@ -334,11 +343,18 @@ pub fn set_credentials_command(inputs: &Inputs, exec: &ExecStanza) -> String {
     if let Some(mode) = exec.interactive_mode {
         words.push(format!("--exec-interactive-mode={}", mode.as_str()));
     }
+    let then = if clusters {
+        "# The clusters carry their targets in an extension, which kubectl config cannot set:\n# take the clusters and contexts from the YAML of 5 (or run setup with --write-kubeconfig).\n".to_string()
+    } else {
+        format!(
+            "kubectl config set-context --current --user={}\n",
+            shell(inputs.user_name)
+        )
+    };
     format!(
-        "# kubectl 1.30+ (--exec-interactive-mode); with an older kubectl, use the YAML of 5.\n{}{}\nkubectl config set-context --current --user={}\n",
+        "# kubectl 1.30+ (--exec-interactive-mode); with an older kubectl, use the YAML of 5.\n{}{}\n{then}",
         command_note(&inputs.command),
         words.join(" \\\n    "),
-        shell(inputs.user_name)
     )
 }
 
@@ -474,6 +490,41 @@ mod tests {
         assert_eq!(scalar("a: b"), "\"a: b\"");
     }
 
+    /// A shared login's cluster accepts its own target's audience alone, even where the token
+    /// also names the client (which would be every cluster's).
+    #[test]
+    fn a_shared_login_cluster_accepts_its_target_alone() {
+        let args = TokenArgs::default();
+        let claims: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "iss": "https://idp.example",
+            "aud": ["k8s", "https://b.example"],
+            "sub": "alice",
+        }))
+        .unwrap();
+        let inputs = |target_audience| Inputs {
+            args: &args,
+            user_name: "oidc",
+            command: ExecCommand::Name,
+            claims: &claims,
+            signing_alg: None,
+            client_id: "k8s",
+            ca_pems: &[],
+            request_headers: &[],
+            user_login: true,
+            target_audience,
+        };
+        assert_eq!(ClaimChoice::of(&inputs(None)).audiences, ["k8s"]);
+        let shared = inputs(Some("https://b.example"));
+        let choice = ClaimChoice::of(&shared);
+        assert_eq!(choice.audiences, ["https://b.example"]);
+        let yaml = authentication_configuration(&shared, &choice);
+        assert!(
+            yaml.contains("    audiences:\n    - \"https://b.example\"\n  claimMappings:"),
+            "{yaml}"
+        );
+        assert!(legacy_flags(&shared, &choice).contains("--oidc-client-id=https://b.example\n"));
+    }
+
     /// Section 5 is the typed stanza written out with comments: read back, it is the same
     /// stanza, whatever the command, the grant and the placeholders.
     #[test]
@@ -509,8 +560,9 @@ mod tests {
                     value: crate::secret::Secret::new("abc"),
                 }],
                 user_login,
+                target_audience: None,
             };
-            let stanza = exec_stanza(&inputs);
+            let stanza = exec_stanza(&inputs, user_login);
             let printed = kubeconfig_user(&inputs, &stanza);
             assert!(
                 !printed.contains("s3cret") && !printed.contains("abc"),

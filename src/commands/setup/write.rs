@@ -1,9 +1,10 @@
 //! `setup --write-kubeconfig`: what setup prints for kubectl, written into the kubeconfig —
 //! the user of section 5, the same typed stanza; with `--server`, a cluster (its CA embedded,
 //! from `--cluster-certificate-authority`) and a context of that user, made the current context;
-//! without `--server`, the current context (if there is one) pointed at the user, as section 4's
-//! `kubectl config set-context --current` does. So a newcomer goes from nothing to
-//! `kubectl auth whoami` with one command.
+//! with `--shared-login --cluster`s, each cluster (its target in its extension, `clusters.rs`)
+//! and a context of the user, the first made the current context; without either, the current
+//! context (if there is one) pointed at the user, as section 4's `kubectl config set-context
+//! --current` does. So a newcomer goes from nothing to `kubectl auth whoami` with one command.
 //!
 //! Each entry goes where kubectl would put it (`kubeconfig::Kubeconfig`: into the file that
 //! already defines it, else the file kubectl writes new entries to, created if need be), written
@@ -11,6 +12,7 @@
 //! none. Everything that can be wrong (a kubeconfig that does not parse, an unreadable CA file,
 //! a server that is not a URL) is found by [`prepare`], before setup logs in.
 
+use super::clusters::{self, Clusters};
 use crate::cli::SetupArgs;
 use crate::clock::Clock;
 use crate::error::{Exit, fail};
@@ -22,17 +24,35 @@ use serde_norway::{Mapping, Value};
 pub(super) struct Target {
     kubeconfig: Kubeconfig,
     user_name: String,
-    cluster: Option<Cluster>,
+    /// Each cluster's name and kubeconfig entry; a context of the user is written for each.
+    clusters: Vec<(String, Value)>,
 }
 
-struct Cluster {
-    name: String,
-    server: String,
-    ca_pem: Option<Vec<u8>>,
+/// Checks that `server`, given as `flag`, is an https URL: kubectl sends credentials to an API
+/// server only over TLS.
+pub(super) fn check_server(flag: &str, server: &str) -> anyhow::Result<()> {
+    let url = url::Url::parse(server).map_err(|err| {
+        fail(
+            Exit::Input,
+            format!("{flag} {server:?} is not a URL: {err}; write it as https://HOST:PORT"),
+        )
+    })?;
+    if url.scheme() != "https" {
+        return Err(fail(
+            Exit::Input,
+            format!(
+                "{flag} {server} must be https: kubectl sends credentials to an API server only over TLS"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The files and values `--write-kubeconfig` will use; `None` without the flag.
-pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
+pub(super) fn prepare(
+    args: &SetupArgs,
+    shared: Option<&Clusters>,
+) -> anyhow::Result<Option<Target>> {
     if !args.write_kubeconfig {
         return Ok(None);
     }
@@ -48,19 +68,15 @@ pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
             path.display()
         )),
     })?;
-    let cluster = match &args.server {
-        None => None,
-        Some(server) => {
-            let url = url::Url::parse(server).map_err(|err| {
-                input(format!(
-                    "--server {server:?} is not a URL: {err}; write it as https://HOST:PORT"
-                ))
-            })?;
-            if url.scheme() != "https" {
-                return Err(input(format!(
-                    "--server {server} must be https: kubectl sends credentials to an API server only over TLS"
-                )));
-            }
+    let clusters = match (&args.server, shared) {
+        (_, Some(shared)) => shared
+            .list
+            .iter()
+            .map(|cluster| (cluster.name.clone(), cluster.cluster_entry()))
+            .collect(),
+        (None, None) => Vec::new(),
+        (Some(server), None) => {
+            check_server("--server", server)?;
             let ca_pem = match &args.cluster_certificate_authority {
                 None => None,
                 Some(path) => {
@@ -79,48 +95,54 @@ pub(super) fn prepare(args: &SetupArgs) -> anyhow::Result<Option<Target>> {
                     Some(pem)
                 }
             };
-            Some(Cluster {
-                name: args
-                    .context_name
-                    .clone()
-                    .unwrap_or_else(|| args.user_name.clone()),
-                server: server.clone(),
-                ca_pem,
-            })
+            let mut body = Mapping::new();
+            body.insert("server".into(), server.as_str().into());
+            if let Some(pem) = &ca_pem {
+                let data = base64::engine::general_purpose::STANDARD.encode(pem);
+                body.insert("certificate-authority-data".into(), data.into());
+            }
+            let name = args
+                .context_name
+                .clone()
+                .unwrap_or_else(|| args.user_name.clone());
+            vec![(name, Value::Mapping(body))]
         }
     };
     Ok(Some(Target {
         kubeconfig,
         user_name: args.user_name.clone(),
-        cluster,
+        clusters,
     }))
 }
 
 impl Target {
-    /// Writes the user of `exec` (section 5's stanza) and, with `--server`, the cluster and
-    /// context; the line that says what was written where.
+    /// Writes the user of `exec` (section 5's stanza) and, with `--server` or `--cluster`s,
+    /// each cluster and its context; the line that says what was written where.
     pub(super) fn write(mut self, exec: &ExecStanza, clock: &dyn Clock) -> anyhow::Result<String> {
         let mut said = vec![format!("the user {:?}", self.user_name)];
         let kubeconfig = &mut self.kubeconfig;
         kubeconfig.set_entry(Section::Users, &self.user_name, exec.as_user_body());
-        match self.cluster.take() {
-            Some(cluster) => {
-                let mut body = Mapping::new();
-                body.insert("server".into(), cluster.server.as_str().into());
-                if let Some(pem) = &cluster.ca_pem {
-                    let data = base64::engine::general_purpose::STANDARD.encode(pem);
-                    body.insert("certificate-authority-data".into(), data.into());
-                }
-                kubeconfig.set_entry(Section::Clusters, &cluster.name, Value::Mapping(body));
-                let mut context = Mapping::new();
-                context.insert("cluster".into(), cluster.name.as_str().into());
-                context.insert("user".into(), self.user_name.as_str().into());
-                kubeconfig.set_entry(Section::Contexts, &cluster.name, Value::Mapping(context));
-                kubeconfig.set_current_context(&cluster.name);
-                said.push(format!(
-                    "the cluster and context {:?} (now the current context)",
-                    cluster.name
-                ));
+        let names: Vec<String> = self.clusters.iter().map(|(name, _)| name.clone()).collect();
+        for (name, body) in std::mem::take(&mut self.clusters) {
+            kubeconfig.set_entry(Section::Clusters, &name, body);
+            let context = clusters::context_entry(&name, &self.user_name);
+            kubeconfig.set_entry(Section::Contexts, &name, context);
+        }
+        match names.split_first() {
+            Some((first, rest)) => {
+                kubeconfig.set_current_context(first);
+                said.push(if rest.is_empty() {
+                    format!("the cluster and context {first:?} (now the current context)")
+                } else {
+                    format!(
+                        "the clusters and contexts {} ({first:?} now the current context)",
+                        names
+                            .iter()
+                            .map(|name| format!("{name:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                });
             }
             None => match kubeconfig.current_context().map(String::from) {
                 Some(current) => {
