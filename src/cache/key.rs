@@ -102,7 +102,7 @@ impl CacheKey {
     }
 
     /// The entry of the token derived from the shared login `login` for `shared`'s target.
-    fn derived(login: &CacheKey, shared: &SharedLogin) -> CacheKey {
+    pub(crate) fn derived(login: &CacheKey, shared: &SharedLogin) -> CacheKey {
         let material = DerivedKeyMaterial {
             v: KEY_VERSION,
             login: login.as_str(),

@@ -119,21 +119,23 @@ impl TokenCache {
             granted: None,
             derived_from: None,
         };
-        if let Some(shared) = &config.shared_login {
-            about.grant = format!("{} (shared login)", shared.derive.name());
-            about.audience = Some(shared.target.audience().to_string());
-            about.resource = match &shared.target {
-                crate::config::Target::Resource(uri) => Some(uri.clone()),
-                _ => None,
-            };
-            about.derived_from = Some(CacheKey::for_shared_login(config).to_string());
-        }
-        TokenCache::of_entry(
-            config.cache.storage,
-            &config.cache.dir,
-            CacheKey::for_config(config),
-            Some(about),
-        )
+        // On the hit path: the login's key is hashed once, and the derived key from it.
+        let key = match &config.shared_login {
+            None => CacheKey::for_config(config),
+            Some(shared) => {
+                let login = CacheKey::for_shared_login(config);
+                about.grant = format!("{} (shared login)", shared.derive.name());
+                about.audience = Some(shared.target.audience().to_string());
+                about.resource = match &shared.target {
+                    crate::config::Target::Resource(uri) => Some(uri.clone()),
+                    _ => None,
+                };
+                let derived = CacheKey::derived(&login, shared);
+                about.derived_from = Some(login.to_string());
+                derived
+            }
+        };
+        TokenCache::of_entry(config.cache.storage, &config.cache.dir, key, Some(about))
     }
 
     /// The entry of the one login a `--shared-login` config shares, recording `granted`, the
