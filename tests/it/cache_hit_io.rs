@@ -70,72 +70,129 @@ fn a_cache_hit_opens_its_entry_and_nothing_else() {
         let mut run_args = args.clone();
         run_args.push(storage.into());
         let trace = traced(&env, &run_args, &bus);
-        let mut opened = Vec::new();
-        let mut stamps = 0;
-        let mut checked_dirs = Vec::new();
-        // Start-up that is not kubecred's: the dynamic loader of a glibc build, and std's
-        // main-thread stack guard there (glibc's pthread_getattr_np reads /proc/self/maps). The
-        // static musl build users download opens neither.
-        let loader = |path: &str| {
-            path.starts_with("/etc/ld.so.")
-                || path == "/proc/self/maps"
-                || ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
-                    .iter()
-                    .any(|dir| path.starts_with(dir))
-        };
-        for line in trace.lines() {
-            let call = line
-                .split_whitespace()
-                .nth(1)
-                .and_then(|call| call.split('(').next())
-                .unwrap_or("");
-            assert!(
-                !matches!(
-                    call,
-                    "socket" | "connect" | "keyctl" | "add_key" | "request_key" | "sendto"
-                ),
-                "{storage}: the cache hit made a {call} call:\n{trace}"
-            );
-            if matches!(call, "statx" | "newfstatat" | "stat")
-                && let Some(path) = path_of(line).filter(|path| !path.is_empty() && !loader(path))
-            {
-                checked_dirs.push(path.to_string());
-                continue;
-            }
-            if call == "utimensat" {
-                assert!(
-                    line.contains("utimensat(3, NULL") || line.contains(", NULL,"),
-                    "{storage}: the hand-out stamp must use the open descriptor, not a path: {line}"
-                );
-                stamps += 1;
-                continue;
-            }
-            if let Some(path) = path_of(line) {
-                opened.push(path.to_string());
-            }
-        }
-        let others: Vec<&String> = opened
-            .iter()
-            .filter(|path| !path.is_empty() && !loader(path))
-            .filter(|path| Path::new(path.as_str()) != entry.as_path())
-            .filter(|path| !path.ends_with("/kubecred")) // execve of the binary itself
-            .collect();
-        assert!(
-            others.is_empty(),
-            "{storage}: the cache hit touched {others:?} besides its entry:\n{trace}"
-        );
-        assert!(
-            opened.iter().any(|path| Path::new(path) == entry.as_path()),
-            "{storage}: the entry was not read:\n{trace}"
-        );
-        // The directories of the entry, each checked once, top down, by path (no open).
-        let tokens = entry.parent().unwrap();
-        let expected_dirs = [tokens.parent().unwrap(), tokens].map(|dir| dir.display().to_string());
-        assert_eq!(
-            checked_dirs, expected_dirs,
-            "{storage}: the hit checks its cache dir and tokens/, nothing else by path:\n{trace}"
-        );
-        // A client's run (KUBERNETES_EXEC_INFO set, strace the parent) is stamped, once.
-        assert_eq!(stamps, 1, "{storage}: one hand-out stamp:\n{trace}");
+        assert_only_the_entry_was_touched(&trace, &entry, storage);
     }
+}
+
+/// A shared login's hit (`--shared-login`) is as cheap as any other: it reads the cluster's
+/// derived entry alone, never the login's (which holds the refresh token), and computes the
+/// key it is named by from the settings, with no other file.
+#[test]
+fn a_shared_login_s_hit_opens_the_cluster_s_derived_entry_alone() {
+    if !have(Need::Strace) || !have(Need::Browser) {
+        return;
+    }
+    let env = TestEnv::new();
+    let cluster = |resource: &str, bed: &Testbed| {
+        let mut args = authcode_args(bed);
+        args.extend([
+            "--shared-login".to_string(),
+            "--login-resource=https://a.example,https://b.example".into(),
+            format!("--resource={resource}"),
+            format!("--cache-dir={}", env.cache_dir().display()),
+        ]);
+        args
+    };
+    let b = {
+        let bed = Testbed::start();
+        for resource in ["https://a.example", "https://b.example"] {
+            env.kubecred_owned(&cluster(resource, &bed)).run().success();
+        }
+        cluster("https://b.example", &bed)
+        // The provider stops here: anything but a cache hit would now fail.
+    };
+    // b's derived entry: the one whose record names its login and b's audience.
+    let entries = cache_token_files(&env.cache_dir());
+    assert_eq!(entries.len(), 3, "the login's, a's and b's: {entries:?}");
+    let about = |path: &Path| -> serde_json::Value {
+        serde_json::from_slice::<serde_json::Value>(&std::fs::read(path).unwrap()).unwrap()["about"]
+            .clone()
+    };
+    let entry = entries
+        .iter()
+        .find(|path| {
+            let about = about(path);
+            about["derived_from"].is_string() && about["audience"] == "https://b.example"
+        })
+        .expect("b's derived entry")
+        .clone();
+    let bus = env.dir.path().join("bus");
+    for storage in ["--cache-storage=auto", "--cache-storage=disk"] {
+        let trace = traced(&env, &with_flag(&b, storage), &bus);
+        assert_only_the_entry_was_touched(&trace, &entry, storage);
+    }
+}
+
+/// The trace of one hit (`storage` names it in failures) opened `entry` and nothing else but the
+/// loader's files: no socket, no keyring call, the hand-out stamp on the open descriptor, and
+/// the entry's two directories checked by path.
+#[track_caller]
+fn assert_only_the_entry_was_touched(trace: &str, entry: &Path, storage: &str) {
+    let mut opened = Vec::new();
+    let mut stamps = 0;
+    let mut checked_dirs = Vec::new();
+    // Start-up that is not kubecred's: the dynamic loader of a glibc build, and std's
+    // main-thread stack guard there (glibc's pthread_getattr_np reads /proc/self/maps). The
+    // static musl build users download opens neither.
+    let loader = |path: &str| {
+        path.starts_with("/etc/ld.so.")
+            || path == "/proc/self/maps"
+            || ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+                .iter()
+                .any(|dir| path.starts_with(dir))
+    };
+    for line in trace.lines() {
+        let call = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|call| call.split('(').next())
+            .unwrap_or("");
+        assert!(
+            !matches!(
+                call,
+                "socket" | "connect" | "keyctl" | "add_key" | "request_key" | "sendto"
+            ),
+            "{storage}: the cache hit made a {call} call:\n{trace}"
+        );
+        if matches!(call, "statx" | "newfstatat" | "stat")
+            && let Some(path) = path_of(line).filter(|path| !path.is_empty() && !loader(path))
+        {
+            checked_dirs.push(path.to_string());
+            continue;
+        }
+        if call == "utimensat" {
+            assert!(
+                line.contains("utimensat(3, NULL") || line.contains(", NULL,"),
+                "{storage}: the hand-out stamp must use the open descriptor, not a path: {line}"
+            );
+            stamps += 1;
+            continue;
+        }
+        if let Some(path) = path_of(line) {
+            opened.push(path.to_string());
+        }
+    }
+    let others: Vec<&String> = opened
+        .iter()
+        .filter(|path| !path.is_empty() && !loader(path))
+        .filter(|path| Path::new(path.as_str()) != entry)
+        .filter(|path| !path.ends_with("/kubecred")) // execve of the binary itself
+        .collect();
+    assert!(
+        others.is_empty(),
+        "{storage}: the cache hit touched {others:?} besides its entry:\n{trace}"
+    );
+    assert!(
+        opened.iter().any(|path| Path::new(path) == entry),
+        "{storage}: the entry was not read:\n{trace}"
+    );
+    // The directories of the entry, each checked once, top down, by path (no open).
+    let tokens = entry.parent().unwrap();
+    let expected_dirs = [tokens.parent().unwrap(), tokens].map(|dir| dir.display().to_string());
+    assert_eq!(
+        checked_dirs, expected_dirs,
+        "{storage}: the hit checks its cache dir and tokens/, nothing else by path:\n{trace}"
+    );
+    // A client's run (KUBERNETES_EXEC_INFO set, strace the parent) is stamped, once.
+    assert_eq!(stamps, 1, "{storage}: one hand-out stamp:\n{trace}");
 }

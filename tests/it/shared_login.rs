@@ -290,6 +290,82 @@ fn one_login_serves_three_clusters_each_with_a_token_of_its_own() {
     }
     assert_eq!(w.bed.total_token_requests(), requests, "cache hits only");
     assert_eq!(w.launches(), 1);
+
+    // `status` shows the login and each cluster's token with its audience.
+    let status = crate::sessions::kubecred_plain(&w.env, &["status"])
+        .run()
+        .success()
+        .stdout();
+    let rows: Vec<&str> = status.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{status}");
+    assert_eq!(
+        rows.iter()
+            .filter(|row| row.contains("(shared login)") && row.contains(" yes"))
+            .count(),
+        1,
+        "one login entry, holding the refresh token:\n{status}"
+    );
+    for cluster in &clusters {
+        let derived = format!("{} (derived)", cluster.audience);
+        assert_eq!(
+            rows.iter()
+                .filter(|row| row.contains(&derived) && row.trim_end().ends_with(" no"))
+                .count(),
+            1,
+            "{derived}, without a refresh token:\n{status}"
+        );
+    }
+}
+
+#[test]
+fn refresh_ahead_derives_a_cluster_s_token_from_the_login_in_the_background() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let w = World::with_audiences(&[A, B]);
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    // The bed's tokens live 600 s: in the window a second after they are issued.
+    let mut args = shared_args(&w.bed, &[A, B]);
+    args.extend(["--refresh-ahead=599s".into(), "--min-validity=5s".into()]);
+    let args = w.exec_args(&args);
+    w.token_for(&args, &clusters[0]);
+    let first = w.token_for(&args, &clusters[1]);
+    assert_eq!(w.bed.token_requests("refresh_token"), 1);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    // A hit in the window: the cached token at once, nothing on stderr, and one renewal in
+    // the background that derives b's token from the login (a refresh for b's resource).
+    let hit = w.kubecred_for(&args, &clusters[1]).run().success();
+    assert_eq!(hit.token(), first);
+    assert_eq!(
+        hit.stderr(),
+        "",
+        "nothing of the background on kubectl's stderr"
+    );
+    let started = std::time::Instant::now();
+    while w.bed.token_requests("refresh_token") < 2 || an_entry_lock_is_held(&w.env.cache_dir()) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no background derivation: {}",
+            w.bed.stats()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let renewed = w.token_for(&args, &clusters[1]);
+    assert_ne!(
+        renewed, first,
+        "the hit after the renewal hands out the derived token"
+    );
+    assert_eq!(audiences(&renewed), [B]);
+    assert_eq!(w.bed.token_requests("refresh_token"), 2, "one renewal");
+    assert_eq!(w.launches(), 1, "never a login");
+    w.no_token_request_refused();
+    // The login's rotated refresh token was kept: a's token still comes from it.
+    expire_cached_tokens(&w.env.cache_dir());
+    let a = w.token_for(&w.exec_args(&shared_args(&w.bed, &[A, B])), &clusters[0]);
+    assert_eq!(audiences(&a), [A]);
+    assert_eq!(w.launches(), 1);
+    w.no_token_request_refused();
 }
 
 #[test]
