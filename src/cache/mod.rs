@@ -64,6 +64,23 @@ use std::time::Duration;
 use store::Os;
 use stored_entry::StoredEntry;
 
+/// What an entry records of the settings `config` obtains it with (the subject is
+/// filled in from the tokens when they are saved).
+fn about_settings(config: &Config) -> EntryAbout {
+    EntryAbout {
+        issuer: config.issuer_as_given.clone(),
+        client_id: config.client.id.clone(),
+        account: config.account.clone(),
+        subject: None,
+        grant: config.grant.name().to_string(),
+        scopes: config.scopes.clone(),
+        audience: config.audience.clone(),
+        resource: config.resource.clone(),
+        granted: None,
+        derived_from: None,
+    }
+}
+
 /// An entry larger than this is not one kubecred wrote (ID tokens are a few KB).
 const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 
@@ -107,18 +124,7 @@ impl TokenCache {
     /// The entry of `config`'s token; for a `--shared-login` cluster, of the token derived
     /// for it ([`TokenCache::shared_login`] is the login's).
     pub fn new(config: &Config) -> TokenCache {
-        let mut about = EntryAbout {
-            issuer: config.issuer_as_given.clone(),
-            client_id: config.client.id.clone(),
-            account: config.account.clone(),
-            subject: None,
-            grant: config.grant.name().to_string(),
-            scopes: config.scopes.clone(),
-            audience: config.audience.clone(),
-            resource: config.resource.clone(),
-            granted: None,
-            derived_from: None,
-        };
+        let mut about = about_settings(config);
         // On the hit path: the login's key is hashed once, and the derived key from it.
         let key = match &config.shared_login {
             None => CacheKey::for_config(config),
@@ -142,16 +148,8 @@ impl TokenCache {
     /// targets that login holds, with every save.
     pub fn shared_login(config: &Config, granted: Vec<String>) -> TokenCache {
         let about = EntryAbout {
-            issuer: config.issuer_as_given.clone(),
-            client_id: config.client.id.clone(),
-            account: config.account.clone(),
-            subject: None,
-            grant: config.grant.name().to_string(),
-            scopes: config.scopes.clone(),
-            audience: None,
-            resource: None,
             granted: Some(granted),
-            derived_from: None,
+            ..about_settings(config)
         };
         TokenCache::of_entry(
             config.cache.storage,

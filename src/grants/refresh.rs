@@ -70,6 +70,22 @@ impl ProviderClient<'_> {
             {
                 Ok(RefreshOutcome::Rejected(describe_server_error(&err)))
             }
+            // A shared login is only refreshed for a target it was granted (`acquire/shared.rs`):
+            // the provider's grant has narrowed since, which settings cannot mend.
+            Err(RequestTokenError::ServerResponse(err))
+                if err.error().as_ref() == "invalid_target"
+                    && let Some(shared) = &self.config.shared_login =>
+            {
+                Err(crate::error::fail(
+                    crate::error::Exit::Provider,
+                    format!(
+                        "{} refused to refresh the shared login for {} ({}), which the login was granted: the provider no longer grants it to this login; check that it still knows the target, then log in again (kubecred login) for every cluster",
+                        self.config.issuer_as_given,
+                        shared.target.describe(),
+                        describe_server_error(&err)
+                    ),
+                ))
+            }
             Err(err) => Err(token_error(
                 err,
                 "refresh",

@@ -407,6 +407,35 @@ fn expired_tokens_of_three_clusters_are_renewed_at_once_from_the_one_login() {
 }
 
 #[test]
+fn a_grant_narrowed_at_the_provider_is_said_to_be_so_and_nothing_is_cached() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let w = World::with_audiences(&[A, B]);
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    let args = w.exec_args(&shared_args(&w.bed, &[A, B]));
+    w.token_for(&args, &clusters[0]);
+    let files = file_names(cache_token_files(&w.env.cache_dir()));
+    // The provider stops knowing b after the login was granted it: the refresh for b, which
+    // kubecred rightly sends, is answered invalid_target.
+    w.bed.configure(json!({ "resources": [A] }));
+    let run = w
+        .kubecred_for(&args, &clusters[1])
+        .run()
+        .failure(3)
+        .stderr_contains(&format!(
+            "refused to refresh the shared login for resource {B}"
+        ))
+        .stderr_contains("no longer grants it");
+    assert_eq!(run.stdout(), "");
+    assert_eq!(
+        file_names(cache_token_files(&w.env.cache_dir())),
+        files,
+        "nothing cached for b"
+    );
+}
+
+#[test]
 fn a_cluster_outside_the_login_resources_is_refused_until_the_login_asks_for_it() {
     if !have(Need::Browser) {
         return;

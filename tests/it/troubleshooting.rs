@@ -363,6 +363,14 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Browser(shared_login_answered_with_an_opaque_token)),
     ),
     (
+        "… refused to refresh the shared login for … (…), which the login was granted: the provider no longer grants it to this login; …",
+        Triggered(Browser(shared_login_narrowed_at_the_provider)),
+    ),
+    (
+        "cluster extension derive … is not refresh or token-exchange",
+        Triggered(Local(shared_login_derived_some_other_way)),
+    ),
+    (
         "cluster extension client.authentication.k8s.io/exec: … must be …",
         Triggered(Local(extension_of_the_wrong_type)),
     ),
@@ -1290,6 +1298,36 @@ fn shared_login_then(env: &TestEnv, bed: &Testbed, resource: &str) -> Vec<String
     args.retain(|arg| !arg.starts_with("--browser-command") && arg != "--grant-type=authcode");
     args.push(format!("--resource={resource}"));
     args
+}
+
+/// The provider stops granting B after the login was granted it: the refresh for B, which
+/// kubecred rightly sends, is answered `invalid_target`.
+fn shared_login_narrowed_at_the_provider(env: &TestEnv, bed: &Testbed) -> Run {
+    let args = shared_login_then(env, bed, "https://b.example");
+    bed.configure(json!({"resources": ["https://a.example"]}));
+    let run = env.kubecred_owned(&args).run();
+    bed.configure(json!({"resources": null}));
+    run.failure(3)
+}
+
+/// A `derive` in the cluster extension that names no way of deriving.
+fn shared_login_derived_some_other_way(env: &TestEnv) -> Run {
+    let info = json!({
+        "kind": "ExecCredential",
+        "apiVersion": V1,
+        "spec": {"interactive": false, "cluster": {
+            "server": "https://api.example",
+            "config": {"sharedLogin": true, "resource": "https://b.example", "derive": "exchange"},
+        }},
+    });
+    env.kubecred(&[
+        "get-token",
+        "--issuer-url=https://idp.example",
+        "--client-id=kubernetes",
+    ])
+    .env("KUBERNETES_EXEC_INFO", info.to_string())
+    .run()
+    .failure(1)
 }
 
 fn shared_login_for_a_resource_outside_it(env: &TestEnv, bed: &Testbed) -> Run {
