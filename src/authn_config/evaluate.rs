@@ -119,7 +119,7 @@ impl Evaluation<'_> {
         Err(self.reject(
             "issuer.audiences",
             format!(
-                "the token's aud {token_audiences:?} matches none of {wanted:?}; add the client ID the token was issued to (its aud) to issuer.audiences"
+                "the token's aud {token_audiences:?} matches none of {wanted:?}; add the audience the token was issued for (its aud: the client ID of an ID token, the API or cluster of an access token) to issuer.audiences, if this API server is meant to accept it"
             ),
         ))
     }
