@@ -379,7 +379,15 @@ fn obtain_under_lock(
         }
     }
     if config.shared_login.is_some() {
-        return shared::obtain(config, cache, &lock, trigger, clock);
+        return shared::obtain(
+            config,
+            cache,
+            &lock,
+            cached.as_ref(),
+            trigger,
+            forced,
+            clock,
+        );
     }
     let state = cache.state(cached.as_ref().map(|c| c.tokens.obtained_at));
 

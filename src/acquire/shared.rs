@@ -219,24 +219,63 @@ fn renew_login<'a>(
     }
 }
 
-/// The foreground's miss for a shared-login cluster, the derived entry's lock held: derive from
-/// the login, or log in (for the union of what the login holds and what is asked) and derive.
-/// `kubecred login` always logs in.
+/// The foreground's miss for a shared-login cluster, the derived entry's lock held (and
+/// `cached`, what it holds, read under it): derive from the login, or log in (for the union of
+/// what the login holds and what is asked) and derive. `kubecred login` always logs in.
+///
+/// As with any entry, a cluster token that is no longer fresh but still valid is handed out
+/// when the provider refused the login's refresh token (now, or noted earlier), until it runs
+/// out; `forced` (a 401 re-run, --force-refresh): not even then.
 pub(super) fn obtain(
     config: &Config,
     derived: &TokenCache,
     derived_lock: &EntryLock,
+    cached: Option<&Cached>,
     trigger: Trigger,
+    forced: bool,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
     let login = LoginEntry::open(config)?;
     let mut provider = None;
     let mut refused = None;
     if trigger == Trigger::GetToken {
+        if !forced
+            && let Some(cached) = cached
+            && let Some(tokens) = super::valid_after_refused_refresh(
+                config,
+                cached,
+                &login
+                    .cache
+                    .state(login.cached.as_ref().map(|c| c.tokens.obtained_at)),
+                clock,
+            )
+        {
+            return Ok(tokens);
+        }
         match derive(config, &login, &mut provider, clock) {
             Derivation::Derived(tokens) => {
                 keep(derived, &tokens, derived_lock);
                 return Ok(tokens);
+            }
+            Derivation::NeedsLogin {
+                why,
+                refused: Some(reason),
+            } if !forced
+                && let Some(cached) = cached
+                && let Some((_, expiry)) = cached
+                    .tokens
+                    .usable_credential(config.token_kind, clock.now()) =>
+            {
+                crate::debug!(1, "{why}");
+                crate::log::notice(format!(
+                    "{} refused the shared login's refresh token ({reason}); this cluster's cached token is used until {}, then a login is needed (kubecred login)",
+                    config.issuer_as_given,
+                    crate::duration::display_time(crate::tokens::printed_expiry(
+                        expiry,
+                        clock.now()
+                    ))
+                ));
+                return Ok(cached.tokens.clone());
             }
             Derivation::NeedsLogin { why, refused: r } => {
                 crate::debug!(1, "{why}; logging in");

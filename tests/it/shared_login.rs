@@ -407,6 +407,45 @@ fn expired_tokens_of_three_clusters_are_renewed_at_once_from_the_one_login() {
 }
 
 #[test]
+fn a_refused_login_leaves_each_cluster_its_valid_token_until_it_runs_out() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let w = World::with_audiences(&[A, B]);
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    // The bed's tokens live 600 s: with --min-validity=599s they are no longer fresh a second
+    // after they are issued, but still valid for ten minutes.
+    let mut args = shared_args(&w.bed, &[A, B]);
+    args.push("--min-validity=599s".into());
+    let args = w.exec_args(&args);
+    let a = w.token_for(&args, &clusters[0]);
+    let b = w.token_for(&args, &clusters[1]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    // The provider revokes the login: the refresh for b is refused once, said once, and b's
+    // token, still valid, is handed out (no terminal here: a login could not happen).
+    w.bed.revoke_refresh_tokens();
+    let refreshes = w.bed.token_requests("refresh_token");
+    let run = w.kubecred_for(&args, &clusters[1]).run().success();
+    assert_eq!(run.token(), b);
+    run.stderr_contains("refused the shared login's refresh token")
+        .stderr_contains("this cluster's cached token is used until");
+    assert_eq!(w.bed.token_requests("refresh_token"), refreshes + 1);
+    // The refusal is remembered: a's valid token too, with no request and nothing said.
+    let run = w.kubecred_for(&args, &clusters[0]).run().success();
+    assert_eq!(run.token(), a);
+    assert_eq!(run.stderr(), "");
+    let run = w.kubecred_for(&args, &clusters[1]).run().success();
+    assert_eq!(run.token(), b);
+    assert_eq!(
+        w.bed.token_requests("refresh_token"),
+        refreshes + 1,
+        "never sent again"
+    );
+    assert_eq!(w.launches(), 1);
+}
+
+#[test]
 fn a_grant_narrowed_at_the_provider_is_said_to_be_so_and_nothing_is_cached() {
     if !have(Need::Browser) {
         return;
