@@ -720,6 +720,80 @@ fn logout_for_one_cluster_ends_the_login_of_every_cluster() {
     assert_eq!(audiences(&new_c), [C]);
 }
 
+/// The login's refresh token in the OS keyring (`auto` storage, a real Secret Service): one login
+/// serves both clusters, `status` shows where each piece is, and `logout` with either cluster's
+/// settings revokes the refresh token once and leaves no entry, in the keyring or on disk.
+#[test]
+fn with_the_refresh_token_in_the_keyring_logout_ends_every_cluster_s_token() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let Some(env) = TestEnv::with_keyring() else {
+        return;
+    };
+    let w = World {
+        bed: Testbed::start_with(json!({ "audienceApis": [A, B] })),
+        log: env.dir.path().join("browser.log"),
+        env,
+    };
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    let mut args = shared_args(&w.bed, &[A, B]);
+    args.push(format!("--cache-dir={}", w.env.cache_dir().display()));
+    args.push("--cache-storage=auto".into());
+    let a = w.token_for(&args, &clusters[0]);
+    let b = w.token_for(&args, &clusters[1]);
+    assert_eq!(
+        (audiences(&a), audiences(&b)),
+        (vec![A.to_string()], vec![B.to_string()])
+    );
+    assert_eq!(w.launches(), 1);
+    assert_eq!(w.bed.token_requests("refresh_token"), 1);
+
+    let status = |env: &TestEnv| -> Value {
+        let run = crate::sessions::kubecred_plain(env, &["status", "--output=json"])
+            .run()
+            .success();
+        serde_json::from_str(&run.stdout()).unwrap()
+    };
+    let status_now = status(&w.env);
+    let entries = status_now["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    let login: Vec<&Value> = entries.iter().filter(|e| e["granted"].is_array()).collect();
+    assert_eq!(login.len(), 1, "{entries:?}");
+    assert_eq!(
+        login[0]["refresh_token_in"], "secret-service",
+        "the login's refresh token is in the keyring: {entries:?}"
+    );
+    for entry in entries.iter().filter(|e| e["derived_from"].is_string()) {
+        assert_eq!(entry["derived_from"], login[0]["key"]);
+        assert_eq!(entry["refresh_token"], false, "{entry}");
+    }
+
+    let revocations = || {
+        w.bed
+            .requests()
+            .iter()
+            .filter(|r| {
+                r["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("/revocation"))
+            })
+            .count()
+    };
+    let mut logout = args.clone();
+    logout[0] = "logout".into();
+    w.kubecred_for(&logout, &clusters[1])
+        .run()
+        .success()
+        .stderr_contains("forgot the 2 cluster tokens derived from the shared login");
+    assert_eq!(revocations(), 1, "the one refresh token, revoked once");
+    assert_eq!(
+        status(&w.env)["entries"],
+        json!([]),
+        "no entry left anywhere"
+    );
+}
+
 /// The bed and this file's harness with today's flags (no `--shared-login`): each cluster's
 /// resource from its extension, one login per cluster, each token for its cluster alone.
 #[test]
