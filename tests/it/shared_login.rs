@@ -407,6 +407,77 @@ fn expired_tokens_of_three_clusters_are_renewed_at_once_from_the_one_login() {
 }
 
 #[test]
+fn a_background_derivation_the_provider_refuses_backs_off_and_changes_nothing_kubectl_sees() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let w = World::with_audiences(&[A, B]);
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    let mut args = shared_args(&w.bed, &[A, B]);
+    args.extend(["--refresh-ahead=599s".into(), "--min-validity=5s".into()]);
+    let args = w.exec_args(&args);
+    w.token_for(&args, &clusters[0]);
+    let b = w.token_for(&args, &clusters[1]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    w.bed.revoke_refresh_tokens();
+    let refreshes = w.bed.token_requests("refresh_token");
+
+    // A hit in the window starts a renewal, which the provider refuses: kubectl sees the
+    // cached token and nothing else, and nobody is asked to log in.
+    let hit = w.kubecred_for(&args, &clusters[1]).run().success();
+    assert_eq!((hit.token(), hit.stderr()), (b.clone(), String::new()));
+    let started = std::time::Instant::now();
+    while w.bed.token_requests("refresh_token") == refreshes
+        || an_entry_lock_is_held(&w.env.cache_dir())
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no background renewal: {}",
+            w.bed.stats()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Give a (wrongly) retrying renewal the time to show itself.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let status: Value = serde_json::from_str(
+        &crate::sessions::kubecred_plain(&w.env, &["status", "--output=json"])
+            .run()
+            .success()
+            .stdout(),
+    )
+    .unwrap();
+    let derived_b = status["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["derived_from"].is_string() && e["audience"] == B)
+        .unwrap_or_else(|| panic!("b's entry in {status}"));
+    let failed = &derived_b["renewal_failed"];
+    assert!(
+        failed["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("refused")),
+        "{derived_b}"
+    );
+    assert!(
+        failed["retry_at"].is_null(),
+        "not again for this token: {failed}"
+    );
+    // Later hits answer from the cache and start nothing more.
+    for _ in 0..3 {
+        let hit = w.kubecred_for(&args, &clusters[1]).run().success();
+        assert_eq!((hit.token(), hit.stderr()), (b.clone(), String::new()));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        w.bed.token_requests("refresh_token"),
+        refreshes + 1,
+        "the refused refresh token was sent once"
+    );
+    assert_eq!(w.launches(), 1, "never a login in the background");
+}
+
+#[test]
 fn a_refused_login_leaves_each_cluster_its_valid_token_until_it_runs_out() {
     if !have(Need::Browser) {
         return;
