@@ -173,7 +173,8 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
     assert_eq!(
         header,
         [
-            "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "STORAGE", "EXPIRES", "REFRESH"
+            "ISSUER", "CLIENT", "SCOPES", "ACCOUNT", "USER", "AUDIENCE", "STORAGE", "EXPIRES",
+            "REFRESH"
         ],
         "{table}"
     );
