@@ -39,9 +39,9 @@ impl Environment {
     }
 
     /// This process's environment, with `argv` the command line it was run with (read once, at
-    /// the top: `process.rs`).
+    /// the top: `process.rs`). On the cache-hit path: each variable is read once.
     pub fn of_process(argv: &[std::ffi::OsString]) -> Self {
-        Self::with_variables(|name| std::env::var_os(name), argv)
+        Self::read(&|name| std::env::var_os(name), argv, false)
     }
 
     /// The environment whose variables `var` answers (a kubeconfig stanza's `env` over this
@@ -50,17 +50,27 @@ impl Environment {
         var: impl Fn(&str) -> Option<std::ffi::OsString>,
         argv: &[std::ffi::OsString],
     ) -> Self {
+        let moved = [env_vars::HOME, env_vars::XDG_CACHE_HOME]
+            .iter()
+            .any(|name| var(name) != std::env::var_os(name));
+        Self::read(&var, argv, moved)
+    }
+
+    /// The environment of `var`; `moved`: its `HOME` or `XDG_CACHE_HOME` is not this process's,
+    /// so the per-user cache directory is found in it.
+    fn read(
+        var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        argv: &[std::ffi::OsString],
+        moved: bool,
+    ) -> Self {
         let text = |name: &str| var(name).and_then(|value| value.into_string().ok());
         let secret = |name| {
             text(name)
                 .filter(|value| !value.trim().is_empty())
                 .map(Secret::new)
         };
-        let moved = [env_vars::HOME, env_vars::XDG_CACHE_HOME]
-            .iter()
-            .any(|name| var(name) != std::env::var_os(name));
         Environment {
-            user_cache_dir: if moved { user_cache_dir_in(&var) } else { None },
+            user_cache_dir: if moved { user_cache_dir_in(var) } else { None },
             verbose: text(env_vars::KUBECRED_VERBOSE),
             browser: text(env_vars::BROWSER),
             password: secret(env_vars::KUBECRED_PASSWORD),
