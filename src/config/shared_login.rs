@@ -276,6 +276,46 @@ mod tests {
     }
 
     #[test]
+    fn each_token_request_names_the_target_as_its_provider_family_takes_it() {
+        let shared = |target, derive, login_resources: &[&str]| SharedLogin {
+            target,
+            derive,
+            login_resources: login_resources.iter().map(|r| r.to_string()).collect(),
+            login_scopes: Vec::new(),
+        };
+        let resource = Target::Resource("https://b".into());
+        let audience = Target::Audience("https://b".into());
+        let scope = Target::Scope {
+            scope: "api://b/.default".into(),
+            audience: "api://b".into(),
+        };
+        // A refresh derivation: the refresh (and the login's code exchange) ask for this
+        // cluster's target: `resource` (RFC 8707), `audience` (Auth0), or by scope (Entra ID).
+        let refresh = |target| shared(target, Derive::Refresh, &["https://a"]);
+        assert_eq!(
+            refresh(resource.clone()).token_request_parameter(),
+            Some(("resource", "https://b"))
+        );
+        assert_eq!(
+            refresh(audience.clone()).token_request_parameter(),
+            Some(("audience", "https://b"))
+        );
+        assert_eq!(refresh(scope.clone()).token_request_parameter(), None);
+        // An exchange: the login's own requests name one resource the login asked for, this
+        // cluster's when it is one of them; none when the login asked for none.
+        let exchange = |target, login: &[&str]| shared(target, Derive::TokenExchange, login);
+        assert_eq!(
+            exchange(resource.clone(), &["https://a", "https://b"]).token_request_parameter(),
+            Some(("resource", "https://b"))
+        );
+        assert_eq!(
+            exchange(audience, &["https://a"]).token_request_parameter(),
+            Some(("resource", "https://a"))
+        );
+        assert_eq!(exchange(scope, &[]).token_request_parameter(), None);
+    }
+
+    #[test]
     fn the_login_asks_for_every_cluster_and_this_one() {
         let shared = |target, derive| SharedLogin {
             target,
