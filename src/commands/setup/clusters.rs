@@ -32,6 +32,26 @@ pub(super) struct Clusters {
     pub user: TokenArgs,
 }
 
+/// Checks that `server`, given as `flag`, is an https URL: kubectl sends credentials to an API
+/// server only over TLS.
+pub(super) fn check_server(flag: &str, server: &str) -> anyhow::Result<()> {
+    let url = url::Url::parse(server).map_err(|err| {
+        fail(
+            Exit::Input,
+            format!("{flag} {server:?} is not a URL: {err}; write it as https://HOST:PORT"),
+        )
+    })?;
+    if url.scheme() != "https" {
+        return Err(fail(
+            Exit::Input,
+            format!(
+                "{flag} {server} must be https: kubectl sends credentials to an API server only over TLS"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn input(message: String) -> anyhow::Error {
     fail(Exit::Input, message)
 }
@@ -147,7 +167,7 @@ fn split(given: &str) -> anyhow::Result<(String, String, String)> {
             "--cluster {name}: the target {target:?} holds a comma, which the user's --login-resource (--login-scope) list would split"
         )));
     }
-    super::write::check_server(&format!("--cluster {name}"), server)?;
+    check_server(&format!("--cluster {name}"), server)?;
     Ok((name.to_string(), server.to_string(), target.to_string()))
 }
 

@@ -28,26 +28,6 @@ pub(super) struct Target {
     clusters: Vec<(String, Value)>,
 }
 
-/// Checks that `server`, given as `flag`, is an https URL: kubectl sends credentials to an API
-/// server only over TLS.
-pub(super) fn check_server(flag: &str, server: &str) -> anyhow::Result<()> {
-    let url = url::Url::parse(server).map_err(|err| {
-        fail(
-            Exit::Input,
-            format!("{flag} {server:?} is not a URL: {err}; write it as https://HOST:PORT"),
-        )
-    })?;
-    if url.scheme() != "https" {
-        return Err(fail(
-            Exit::Input,
-            format!(
-                "{flag} {server} must be https: kubectl sends credentials to an API server only over TLS"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// The files and values `--write-kubeconfig` will use; `None` without the flag.
 pub(super) fn prepare(
     args: &SetupArgs,
@@ -76,7 +56,7 @@ pub(super) fn prepare(
             .collect(),
         (None, None) => Vec::new(),
         (Some(server), None) => {
-            check_server("--server", server)?;
+            clusters::check_server("--server", server)?;
             let ca_pem = match &args.cluster_certificate_authority {
                 None => None,
                 Some(path) => {
