@@ -178,7 +178,8 @@ impl<'a> ProviderClient<'a> {
 
     /// `audience` / `resource`, for requests that carry no client assertion (the device flow,
     /// whose polls would all reuse one; `config` refuses assertions with it). For a shared
-    /// login derived by refresh, the token asked for is this cluster's target's.
+    /// login, what `SharedLogin::token_request_parameter` names: this cluster's target when
+    /// its token is derived by refresh, one of the login's resources when by exchange.
     fn audience_params(&self) -> Vec<(&'static str, String)> {
         if let Some(shared) = &self.config.shared_login {
             return shared
