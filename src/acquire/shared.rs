@@ -126,47 +126,32 @@ pub(super) fn derive<'a>(
             return Derivation::Failed(outside_the_login(config, shared, &granted));
         }
     }
-    let result = match shared.derive {
-        Derive::Refresh => derive_by_refresh(config, login, cached, provider, clock),
-        Derive::TokenExchange => derive_by_exchange(config, login, cached, provider, clock),
-    };
-    result.unwrap_or_else(Derivation::Failed)
+    derive_from(config, login, cached, provider, clock).unwrap_or_else(Derivation::Failed)
 }
 
-/// A refresh grant carrying the target (the provider client sends it: `grants/mod.rs`).
-fn derive_by_refresh<'a>(
+/// The cluster's token from the login entry's tokens `cached`: renewed by a refresh grant that
+/// carries the target (the provider client sends it: `grants/mod.rs`), or, for an RFC 8693
+/// exchange, the login's access token exchanged for the target, refreshed first when it has
+/// less than `--min-validity` left. Either way checked before it is handed back.
+fn derive_from<'a>(
     config: &'a Config,
     login: &LoginEntry,
     cached: &Cached,
     provider: &mut Option<ProviderClient<'a>>,
     clock: &'a dyn Clock,
 ) -> anyhow::Result<Derivation> {
-    let tokens = match renew_login(config, login, cached, provider, clock)? {
-        Ok(tokens) => tokens,
-        Err(needs_login) => return Ok(needs_login),
-    };
-    check_audience(config, &tokens, &shared_settings(config).target)?;
-    Ok(Derivation::Derived(derived_only(&tokens)))
-}
-
-/// An RFC 8693 exchange of the login's access token, refreshed first when it has less than
-/// `--min-validity` left.
-fn derive_by_exchange<'a>(
-    config: &'a Config,
-    login: &LoginEntry,
-    cached: &Cached,
-    provider: &mut Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
-) -> anyhow::Result<Derivation> {
-    let fresh = cached
-        .tokens
-        .fresh_credential(
-            crate::config::TokenKind::AccessToken,
-            clock.now(),
-            config.min_validity,
-        )
-        .is_some();
-    let subject = if fresh {
+    let target = &shared_settings(config).target;
+    let exchange = shared_settings(config).derive == Derive::TokenExchange;
+    let usable_as_it_is = exchange
+        && cached
+            .tokens
+            .fresh_credential(
+                crate::config::TokenKind::AccessToken,
+                clock.now(),
+                config.min_validity,
+            )
+            .is_some();
+    let login_tokens = if usable_as_it_is {
         cached.tokens.clone()
     } else {
         match renew_login(config, login, cached, provider, clock)? {
@@ -174,16 +159,19 @@ fn derive_by_exchange<'a>(
             Err(needs_login) => return Ok(needs_login),
         }
     };
-    let access_token = subject
-        .access_token
-        .as_ref()
-        .expect("a fresh or renewed login has an access token");
-    let provider = match provider {
-        Some(provider) => provider,
-        None => provider.insert(ProviderClient::new(config, clock)?),
+    let tokens = if exchange {
+        let access_token = login_tokens
+            .access_token
+            .as_ref()
+            .expect("a fresh or renewed login has an access token");
+        let provider = match provider {
+            Some(provider) => provider,
+            None => provider.insert(ProviderClient::new(config, clock)?),
+        };
+        provider.exchange_access_token(access_token, target)?
+    } else {
+        login_tokens
     };
-    let target = &shared_settings(config).target;
-    let tokens = provider.exchange_access_token(access_token, target)?;
     check_audience(config, &tokens, target)?;
     Ok(Derivation::Derived(derived_only(&tokens)))
 }
