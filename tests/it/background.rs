@@ -11,18 +11,6 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Waits (bounded) until `done` holds; panics naming `what` if it never does.
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < limit,
-            "{what} did not happen within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Waits until no renewal holds the entry's lock and none of this test's renewals is still a
 /// process: a renewal that went on (for a login, say) would be both.
 fn wait_for_renewals_to_end(env: &TestEnv) {

@@ -317,21 +317,28 @@ fn one_login_serves_three_clusters_each_with_a_token_of_its_own() {
     }
 }
 
+/// Clusters a and b of one shared login whose tokens are in the refresh-ahead window (the bed's
+/// tokens live 600 s: `--refresh-ahead=599s` opens it a second after they are issued): the
+/// world, the clusters, the exec args, and b's cached token.
+fn in_the_refresh_ahead_window() -> (World, [Cluster; 2], Vec<String>, String) {
+    let w = World::with_audiences(&[A, B]);
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    let mut args = shared_args(&w.bed, &[A, B]);
+    args.extend(["--refresh-ahead=599s".into(), "--min-validity=5s".into()]);
+    let args = w.exec_args(&args);
+    w.token_for(&args, &clusters[0]);
+    let b = w.token_for(&args, &clusters[1]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    (w, clusters, args, b)
+}
+
 #[test]
 fn refresh_ahead_derives_a_cluster_s_token_from_the_login_in_the_background() {
     if !have(Need::Browser) {
         return;
     }
-    let w = World::with_audiences(&[A, B]);
-    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
-    // The bed's tokens live 600 s: in the window a second after they are issued.
-    let mut args = shared_args(&w.bed, &[A, B]);
-    args.extend(["--refresh-ahead=599s".into(), "--min-validity=5s".into()]);
-    let args = w.exec_args(&args);
-    w.token_for(&args, &clusters[0]);
-    let first = w.token_for(&args, &clusters[1]);
+    let (w, clusters, args, first) = in_the_refresh_ahead_window();
     assert_eq!(w.bed.token_requests("refresh_token"), 1);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
 
     // A hit in the window: the cached token at once, nothing on stderr, and one renewal in
     // the background that derives b's token from the login (a refresh for b's resource).
@@ -342,15 +349,11 @@ fn refresh_ahead_derives_a_cluster_s_token_from_the_login_in_the_background() {
         "",
         "nothing of the background on kubectl's stderr"
     );
-    let started = std::time::Instant::now();
-    while w.bed.token_requests("refresh_token") < 2 || an_entry_lock_is_held(&w.env.cache_dir()) {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no background derivation: {}",
-            w.bed.stats()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_until(
+        "the background derivation",
+        std::time::Duration::from_secs(30),
+        || w.bed.token_requests("refresh_token") >= 2 && !an_entry_lock_is_held(&w.env.cache_dir()),
+    );
     let renewed = w.token_for(&args, &clusters[1]);
     assert_ne!(
         renewed, first,
@@ -411,14 +414,7 @@ fn a_background_derivation_the_provider_refuses_backs_off_and_changes_nothing_ku
     if !have(Need::Browser) {
         return;
     }
-    let w = World::with_audiences(&[A, B]);
-    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
-    let mut args = shared_args(&w.bed, &[A, B]);
-    args.extend(["--refresh-ahead=599s".into(), "--min-validity=5s".into()]);
-    let args = w.exec_args(&args);
-    w.token_for(&args, &clusters[0]);
-    let b = w.token_for(&args, &clusters[1]);
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (w, clusters, args, b) = in_the_refresh_ahead_window();
     w.bed.revoke_refresh_tokens();
     let refreshes = w.bed.token_requests("refresh_token");
 
@@ -426,17 +422,14 @@ fn a_background_derivation_the_provider_refuses_backs_off_and_changes_nothing_ku
     // cached token and nothing else, and nobody is asked to log in.
     let hit = w.kubecred_for(&args, &clusters[1]).run().success();
     assert_eq!((hit.token(), hit.stderr()), (b.clone(), String::new()));
-    let started = std::time::Instant::now();
-    while w.bed.token_requests("refresh_token") == refreshes
-        || an_entry_lock_is_held(&w.env.cache_dir())
-    {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no background renewal: {}",
-            w.bed.stats()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_until(
+        "the background renewal",
+        std::time::Duration::from_secs(30),
+        || {
+            w.bed.token_requests("refresh_token") > refreshes
+                && !an_entry_lock_is_held(&w.env.cache_dir())
+        },
+    );
     // Give a (wrongly) retrying renewal the time to show itself.
     std::thread::sleep(std::time::Duration::from_millis(500));
     let status: Value = serde_json::from_str(

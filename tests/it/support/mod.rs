@@ -978,6 +978,18 @@ pub fn with_flag(args: &[String], flag: &str) -> Vec<String> {
     args
 }
 
+/// Waits (bounded) until `done` holds; panics naming `what` if it never does.
+pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < limit,
+            "{what} did not happen within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Runs `command` for at most `limit`: a hang is a test failure, not a hung test run.
 pub fn run_bounded(command: &mut Command, limit: Duration) -> Run {
     let description = format!("{command:?}");
