@@ -858,6 +858,70 @@ fn with_the_refresh_token_in_the_keyring_logout_ends_every_cluster_s_token() {
     );
 }
 
+/// The keyring lost the login's refresh token (deleted by hand from the Secret Service; the
+/// login entry still says it is there): the cluster whose token ran out logs in once more,
+/// sending nothing stale, and the other cluster's token comes from that new login.
+#[test]
+fn a_login_whose_refresh_token_the_keyring_lost_is_replaced_by_one_login() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let Some(env) = TestEnv::with_keyring() else {
+        return;
+    };
+    let w = World {
+        bed: Testbed::start_with(json!({ "audienceApis": [A, B] })),
+        log: env.dir.path().join("browser.log"),
+        env,
+    };
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    let mut args = shared_args(&w.bed, &[A, B]);
+    args.push(format!("--cache-dir={}", w.env.cache_dir().display()));
+    args.push("--cache-storage=auto".into());
+    w.token_for(&args, &clusters[0]);
+    let status: Value = serde_json::from_str(
+        &crate::sessions::kubecred_plain(&w.env, &["status", "--output=json"])
+            .run()
+            .success()
+            .stdout(),
+    )
+    .unwrap();
+    let login = status["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["granted"].is_array())
+        .unwrap_or_else(|| panic!("the login entry in {status}"));
+    assert_eq!(login["refresh_token_in"], "secret-service", "{login}");
+    let cleared = Command::new("secret-tool")
+        .args([
+            "clear",
+            "service",
+            "kubecred",
+            "username",
+            &format!("{}:refresh", login["key"].as_str().unwrap()),
+        ])
+        .status()
+        .expect("secret-tool (Debian's libsecret-tools; scripts/test.sh installs it)");
+    assert!(cleared.success());
+
+    let requests = w.bed.total_token_requests();
+    let b = w.token_for(&args, &clusters[1]);
+    assert_eq!(audiences(&b), [B]);
+    assert_eq!(w.launches(), 2, "one more login");
+    assert_eq!(
+        w.bed.total_token_requests(),
+        requests + 1,
+        "the new login's code exchange, and nothing sent with a lost token"
+    );
+    w.no_token_request_refused();
+    expire_cached_tokens(&w.env.cache_dir());
+    let a = w.token_for(&args, &clusters[0]);
+    assert_eq!(audiences(&a), [A]);
+    assert_eq!(w.launches(), 2, "a's token comes from the new login");
+    w.no_token_request_refused();
+}
+
 /// The bed and this file's harness with today's flags (no `--shared-login`): each cluster's
 /// resource from its extension, one login per cluster, each token for its cluster alone.
 #[test]
