@@ -22,7 +22,7 @@ fn main() -> anyhow::Result<()> {
         unreachable!("get-token is prepended")
     };
     let config = Config::resolve(&args, &Environment::from_process(), ExecInfo::absent())?;
-    let cache = TokenCache::new(&config);
+    let cache = TokenCache::new(kubecred::cache::Entries::of(&config).token);
     println!("issuer:        {}", config.issuer);
     println!("client:        {}", config.client.id);
     println!("grant:         {}", config.grant.name());

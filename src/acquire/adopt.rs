@@ -130,7 +130,7 @@ fn take(
         granted_scope: None,
     };
 
-    let cache = TokenCache::new(config);
+    let cache = TokenCache::new(crate::cache::Entries::of(config).token);
     let lock = match mode {
         Mode::Save => Some(cache.lock(config.cache.lock_timeout)?),
         Mode::Preview => None,

@@ -9,8 +9,8 @@
 //! do — and starts this same binary as `kubecred renew-ahead` with get-token's arguments,
 //! detached from kubectl (`detach.rs`), handing it the lock.
 //!
-//! A shared login's derived token (`--shared-login`) is renewed from the login as the foreground
-//! derives it (`shared.rs`): the login's lock taken without waiting after the derived entry's,
+//! A shared login's derived token (`--shared-login`) is renewed from the login by the same
+//! renewal step (`shared.rs`): the login's lock taken without waiting after the derived entry's,
 //! never a login.
 //!
 //! The renewal ([`run`]) holds the foreground's standard, because nobody watches it:
@@ -27,9 +27,11 @@
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
 use super::renewal::{self, Renewal};
-use super::shared::{self, Derivation};
-use super::{RenewalArguments, detach};
-use crate::cache::{EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
+use super::shared::LoginEntry;
+use super::{Held, RenewalArguments, detach, login_step};
+use crate::cache::{
+    Entries, Entry, EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache,
+};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
 use crate::duration::display_time;
@@ -194,11 +196,12 @@ pub(super) fn start(
 /// (`lock_fd`, on unix) or takes it, renews the entry if it is still due, and notes how that
 /// went. Prints nothing.
 pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::Result<()> {
-    let cache = TokenCache::new(config);
+    let Entries { token, login } = Entries::of(config);
+    let cache = TokenCache::new(token);
     let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
-    match renew(config, &cache, &lock, clock) {
+    match renew(config, &cache, &lock, login.as_ref(), clock) {
         Ok(Renewed::Yes) => Ok(()), // Saving the tokens cleared the notes.
         Ok(Renewed::NotDue) => {
             cache.update_state(&lock, |state| {
@@ -254,12 +257,15 @@ struct Failed {
     deadline: DateTime<Utc>,
 }
 
-/// Renews the entry under `lock` if it is still due: with its refresh token or a grant that
-/// needs no person, never a login (see the module comment for what may change in the entry).
+/// Renews the entry under `lock` (and `login`, a shared login's entry, its token's source) if
+/// it is still due: the renewal step's outcome mapped in one `match` — new tokens saved, a grant
+/// that needs nobody run as the foreground runs it, anything else a failure noted — never a
+/// login (see the module comment for what may change in the entry).
 fn renew(
     config: &Config,
     cache: &TokenCache,
     lock: &EntryLock,
+    login: Option<&Entry>,
     clock: &dyn Clock,
 ) -> Result<Renewed, Failed> {
     let Ok(Some(cached)) = cache.load() else {
@@ -286,60 +292,71 @@ fn renew(
         tokens_obtained_at: obtained_at,
         deadline: expiry - Duration::from_std(config.min_validity).unwrap_or(Duration::zero()),
     };
+    // A shared login's lock after the derived entry's, as in the foreground; held by another
+    // run: it is deriving or logging in, and the foreground does the rest if need be.
+    let login = match login
+        .map(LoginEntry::try_open)
+        .transpose()
+        .map_err(failed)?
+    {
+        Some(None) => return Ok(Renewed::NotDue),
+        Some(Some(login)) => Some(login),
+        None => None,
+    };
+    let entry = Held {
+        cache,
+        lock,
+        cached: Some(&cached),
+    };
     let mut provider = None;
-    if config.shared_login.is_some() {
-        // The login's lock after the derived entry's, as in the foreground; held by another
-        // run: it is deriving or logging in, and the foreground does the rest if need be.
-        let Some(login) = shared::LoginEntry::try_open(config).map_err(failed)? else {
-            return Ok(Renewed::NotDue);
-        };
-        return match shared::derive(config, &login, &mut provider, clock) {
-            Derivation::Derived(tokens) => {
-                cache.save(&tokens, lock).map_err(failed)?;
-                Ok(Renewed::Yes)
-            }
-            Derivation::NeedsLogin { why, .. } => Err(failed(fail(
-                Exit::Login,
-                format!("{why}; a login is needed when the cached token runs out"),
-            ))),
-            Derivation::Failed(error) => Err(failed(error)),
-        };
-    }
-    match renewal::renew(config, cache, &cached, lock, &mut provider, clock) {
-        Renewal::Renewed(tokens) => {
-            cache.save(&tokens, lock).map_err(failed)?;
-            Ok(Renewed::Yes)
-        }
-        Renewal::Refused { reason, .. } => Err(failed(fail(
-            Exit::Provider,
-            format!(
-                "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
-            ),
-        ))),
-        Renewal::NewGrant => {
-            let tokens = ProviderClient::new(config, clock)
-                .and_then(|provider| provider.obtain())
-                .map_err(failed)?;
-            if tokens.credential(config.token_kind).is_none() {
-                return Err(failed(fail(
-                    Exit::Provider,
-                    format!(
-                        "{} returned no token of the kind kubectl is given; the foreground asks again when the cached token runs out",
-                        config.issuer_as_given
-                    ),
-                )));
-            }
-            cache.save(&tokens, lock).map_err(failed)?;
-            Ok(Renewed::Yes)
+    let tokens = match renewal::renew(config, entry, login.as_ref(), &mut provider, clock) {
+        Renewal::Renewed(tokens) => tokens,
+        Renewal::NewGrant => new_grant(config, entry, provider, clock).map_err(failed)?,
+        Renewal::Refused { reason, .. } => {
+            return Err(failed(fail(
+                Exit::Provider,
+                format!(
+                    "the provider refused the refresh token ({reason}); the cached token is handed out until it runs out, then a login is needed"
+                ),
+            )));
         }
         // Not a failure of the provider, but noted as one: it explains the login to come, and
         // stops the next hits from starting a renewal that cannot do anything.
-        Renewal::NeedsPerson(why) => Err(failed(fail(
-            Exit::Login,
-            format!("{why}; a login is needed when the cached token runs out"),
-        ))),
-        Renewal::Failed(error) => Err(failed(error)),
+        Renewal::NeedsPerson(why) => {
+            return Err(failed(fail(
+                Exit::Login,
+                format!("{why}; a login is needed when the cached token runs out"),
+            )));
+        }
+        Renewal::Failed(error) => return Err(failed(error)),
+    };
+    cache.save(&tokens, lock).map_err(failed)?;
+    Ok(Renewed::Yes)
+}
+
+/// A new grant that needs nobody, run as the foreground runs it (`login_step::run_grant`); its
+/// tokens must hold what kubectl is given.
+fn new_grant<'a>(
+    config: &'a Config,
+    entry: Held<'_>,
+    provider: Option<ProviderClient<'a>>,
+    clock: &'a dyn Clock,
+) -> anyhow::Result<crate::tokens::Tokens> {
+    let provider = match provider {
+        Some(provider) => provider,
+        None => ProviderClient::new(config, clock)?,
+    };
+    let tokens = login_step::run_grant(config, entry, &provider, clock)?;
+    if tokens.credential(config.token_kind).is_none() {
+        return Err(fail(
+            Exit::Provider,
+            format!(
+                "{} returned no token of the kind kubectl is given; the foreground asks again when the cached token runs out",
+                config.issuer_as_given
+            ),
+        ));
     }
+    Ok(tokens)
 }
 
 #[cfg(test)]

@@ -1,25 +1,29 @@
 //! Renewing an entry's tokens without a person: one step, [`renew`], for the foreground (a run
-//! whose cached token ran out, `acquire::obtain_under_lock`) and the background (refresh-ahead,
-//! `renew_ahead.rs`). It runs the one sequence — what the entry can be renewed with, the
-//! provider client, the refresh — keeps what must be kept of the provider's answer, and says
-//! what it came to in one type, [`Renewal`]. Each path maps that to its policy in a few lines:
-//! the foreground hands tokens out, or logs in where only a person can renew; the background
-//! notes the failure and backs off.
+//! whose cached token ran out, `miss.rs`) and the background (refresh-ahead, `renew_ahead.rs`),
+//! for every kind of entry. It picks how the entry renews — its refresh token, a grant that
+//! needs nobody, or for a `--shared-login` cluster a derivation from the login (`shared.rs`) —
+//! keeps what must be kept of the provider's answer, and says what it came to in one type,
+//! [`Renewal`]. Each path maps that to its policy in one `match`: the foreground hands tokens
+//! out, or logs in where only a person can renew; the background notes the failure and backs
+//! off.
 //!
-//! Without a person, tokens are renewed by the entry's refresh token, or by a grant that needs
-//! nobody (client credentials, token exchange, a password from the environment or a file:
-//! [`grant_needs_no_person`]). Anything else is a login, which only the foreground may start.
-//! What a refresh's answer means is decided here once, so that it means the same wherever it
-//! happens: new tokens (saved by the caller), a refused refresh token (dropped from the entry,
-//! never sent again, and the refusal noted; the entry's other tokens stay), an answer without
-//! the token kubectl needs or an unusable one (a rotated refresh token is kept either way: the
-//! old one is spent), or an outage (the entry as it was).
+//! What a refresh's answer means is decided here once ([`refresh`]), so that it means the same
+//! wherever it happens: new tokens (saved by the caller), a refused refresh token (dropped from
+//! the entry, never sent again, and the refusal noted; the entry's other tokens stay), an answer
+//! without the token kubectl needs or an unusable one (a rotated refresh token is kept either
+//! way: the old one is spent), or an outage (the entry as it was). A refusal noted earlier is
+//! the same outcome again, without a request, so that the still-valid token is handed out until
+//! it runs out.
 
-use crate::cache::{Cached, EntryLock, Note, TokenCache};
+use super::Held;
+use super::shared::{self, LoginEntry};
+use crate::cache::Note;
 use crate::clock::Clock;
 use crate::config::{Config, Grant};
 use crate::grants::{ProviderClient, RefreshOutcome};
+use crate::secret::Secret;
 use crate::tokens::Tokens;
+use chrono::{DateTime, Utc};
 
 /// What renewing an entry without a person came to. What had to be kept of the provider's
 /// answer has been: a rotated refresh token, a refused one dropped and the refusal noted.
@@ -27,90 +31,148 @@ pub(super) enum Renewal {
     /// New tokens with the credential kubectl needs, not saved yet: the foreground hands them
     /// out even when the cache cannot keep them, the background fails.
     Renewed(Tokens),
-    /// The provider refused the refresh token. The entry now holds `kept`: its tokens as they
-    /// were, without the refresh token; the refusal is noted (`refresh_refused`).
-    Refused { reason: String, kept: Tokens },
+    /// The provider refused the refresh token these tokens renew from (the entry's, or a shared
+    /// login's): just now (`earlier` is `None`: dropped and noted by this renewal), or at
+    /// `earlier`, as noted in the entry's state.
+    Refused {
+        reason: String,
+        earlier: Option<DateTime<Utc>>,
+    },
     /// No refresh token to renew with, and the configured grant needs nobody: a new grant
     /// renews the tokens.
     NewGrant,
     /// Only a login renews these tokens, which only the foreground may start; why, in a phrase.
-    NeedsPerson(&'static str),
+    NeedsPerson(String),
     /// The renewal failed: the provider unreachable, or refusing in another way, or an answer
     /// that cannot be used. The entry is as it was but for a rotated refresh token.
     Failed(anyhow::Error),
 }
 
-/// Renews `cached`, the entry under `lock`, without a person: refreshes it when it has a
-/// refresh token (fetched from the keyring if it is there), otherwise says how it can be
-/// renewed. `provider` is built here when a refresh needs it, and left for the caller (a
-/// login after a refused refresh token talks to the same provider).
+/// Renews `entry` (under its lock) without a person: a `--shared-login` cluster's token is
+/// derived from `login`, the shared login's entry (`shared::derive`); any other entry is
+/// refreshed by its refresh token, or said how it can be renewed. `provider` is built here when
+/// a request needs it, and left for the caller (a login after a refused refresh token talks to
+/// the same provider).
 pub(super) fn renew<'a>(
     config: &'a Config,
-    cache: &TokenCache,
-    cached: &Cached,
-    lock: &EntryLock,
+    entry: Held<'_>,
+    login: Option<&LoginEntry>,
     provider: &mut Option<ProviderClient<'a>>,
     clock: &'a dyn Clock,
 ) -> Renewal {
+    if let (Some(shared), Some(login)) = (&config.shared_login, login) {
+        return shared::derive(config, shared, login, provider, clock);
+    }
+    refresh(config, entry, provider, clock).unwrap_or_else(|refused| Renewal::Failed(refused.error))
+}
+
+/// The provider refused the target a refresh named (`invalid_target`). The refresh token was
+/// sent: a shared login records the refusal with it (`shared.rs`).
+pub(super) struct TargetRefused {
+    pub(super) reason: String,
+    pub(super) error: anyhow::Error,
+    pub(super) sent: Secret,
+}
+
+/// Refreshes `entry` by its refresh token (fetched from the keyring if it is there); without
+/// one, says how the entry can be renewed: the refusal noted earlier, a grant that needs nobody,
+/// or a login.
+pub(super) fn refresh<'a>(
+    config: &'a Config,
+    entry: Held<'_>,
+    provider: &mut Option<ProviderClient<'a>>,
+    clock: &'a dyn Clock,
+) -> Result<Renewal, TargetRefused> {
+    let Some(cached) = entry.cached else {
+        return Ok(without_refresh_token(config, "nothing is cached"));
+    };
     // Every error on the way is the renewal failing.
-    let mut renewal = || -> anyhow::Result<Renewal> {
-        let Some(refresh_token) = cache.refresh_token(cached, lock)? else {
-            return Ok(if grant_needs_no_person(config) {
-                Renewal::NewGrant
-            } else if cached.has_refresh_token() {
-                Renewal::NeedsPerson(
-                    "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)",
-                )
-            } else {
-                Renewal::NeedsPerson("the entry has no refresh token and its grant needs a person")
-            });
+    let mut renewal = || -> anyhow::Result<Result<Renewal, TargetRefused>> {
+        let Some(refresh_token) = entry.cache.refresh_token(cached, entry.lock)? else {
+            let state = entry.cache.state(Some(cached.tokens.obtained_at));
+            if let Some(refusal) = state.refresh_refused {
+                return Ok(Ok(Renewal::Refused {
+                    reason: refusal.reason,
+                    earlier: Some(refusal.at),
+                }));
+            }
+            return Ok(Ok(without_refresh_token(
+                config,
+                if cached.has_refresh_token() {
+                    "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)"
+                } else {
+                    "the entry has no refresh token"
+                },
+            )));
         };
         let provider = match provider {
             Some(provider) => provider,
             None => provider.insert(ProviderClient::new(config, clock)?),
         };
         let original = cached.tokens.original_identity();
-        Ok(match provider.refresh(&refresh_token, original.as_ref())? {
-            RefreshOutcome::Refreshed(tokens) if tokens.credential(config.token_kind).is_some() => {
-                Renewal::Renewed(tokens)
-            }
-            RefreshOutcome::Refreshed(tokens) => {
-                // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
-                cache.save_rotated_refresh_token(
-                    &cached.tokens,
-                    &refresh_token,
-                    tokens.refresh_token,
-                    lock,
-                )?;
-                Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs")
-            }
-            RefreshOutcome::Unusable {
-                refresh_token: rotated,
-                error,
-            } => {
-                cache.save_rotated_refresh_token(
-                    &cached.tokens,
-                    &refresh_token,
-                    Some(rotated),
-                    lock,
-                )?;
-                return Err(error);
-            }
-            RefreshOutcome::Rejected(reason) => {
-                // Revoked, or expired at the provider: sending it again can only be refused again.
-                let kept = Tokens {
-                    refresh_token: None,
-                    ..cached.tokens.clone()
-                };
-                cache.save(&kept, lock)?;
-                cache.update_state(lock, |state| {
-                    state.refresh_refused = Some(Note::new(&reason, clock.now()));
-                });
-                Renewal::Refused { reason, kept }
-            }
-        })
+        let kept = |rotated: Option<Secret>| {
+            entry.cache.save_rotated_refresh_token(
+                &cached.tokens,
+                &refresh_token,
+                rotated,
+                entry.lock,
+            )
+        };
+        Ok(Ok(
+            match provider.refresh(&refresh_token, original.as_ref())? {
+                RefreshOutcome::Refreshed(tokens)
+                    if tokens.credential(config.token_kind).is_some() =>
+                {
+                    Renewal::Renewed(tokens)
+                }
+                RefreshOutcome::Refreshed(tokens) => {
+                    // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
+                    kept(tokens.refresh_token)?;
+                    Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs".into())
+                }
+                RefreshOutcome::Unusable {
+                    refresh_token: rotated,
+                    error,
+                } => {
+                    kept(Some(rotated))?;
+                    return Err(error);
+                }
+                RefreshOutcome::Rejected(reason) => {
+                    // Revoked, or expired at the provider: sending it again can only be refused again.
+                    let dropped = Tokens {
+                        refresh_token: None,
+                        ..cached.tokens.clone()
+                    };
+                    entry.cache.save(&dropped, entry.lock)?;
+                    entry.cache.update_state(entry.lock, |state| {
+                        state.refresh_refused = Some(Note::new(&reason, clock.now()));
+                    });
+                    Renewal::Refused {
+                        reason,
+                        earlier: None,
+                    }
+                }
+                RefreshOutcome::TargetRefused { reason, error } => {
+                    return Ok(Err(TargetRefused {
+                        reason,
+                        error,
+                        sent: refresh_token,
+                    }));
+                }
+            },
+        ))
     };
-    renewal().unwrap_or_else(Renewal::Failed)
+    renewal().unwrap_or_else(|error| Ok(Renewal::Failed(error)))
+}
+
+/// How an entry without a refresh token renews: by a new grant when it needs nobody, else by a
+/// login (`why` not).
+fn without_refresh_token(config: &Config, why: &str) -> Renewal {
+    if grant_needs_no_person(config) {
+        Renewal::NewGrant
+    } else {
+        Renewal::NeedsPerson(format!("{why} and its grant needs a person"))
+    }
 }
 
 /// Whether the configured grant yields a new token without a person.

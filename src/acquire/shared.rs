@@ -1,17 +1,22 @@
 //! A shared login's tokens (`--shared-login`, settings in `config/shared_login.rs`): one login
 //! entry per issuer, client and account — the refresh token, the identity, the targets it was
 //! granted — and one derived entry per cluster target, holding that cluster's access token
-//! only. The cache hit reads the derived entry alone, as any hit does (`acquire/mod.rs`).
+//! only. The cache hit reads the derived entry alone, as any hit does (`acquire/mod.rs`); both
+//! entries are described once, by `cache::Entries::of`.
 //!
-//! On a miss the caller holds the derived entry's lock; this step takes the login entry's, in
-//! that order always, so that runs for different clusters queue on the login while runs for
-//! one cluster queue on its entry. Under the login's lock the login entry is read again and
-//! the token derived ([`derive`]): by the renewal step every refresh takes
-//! (`renewal::renew`, carrying the target), or by an RFC 8693 exchange of the login's access
-//! token (refreshed first when it ran out). A rotated refresh token is saved in the login entry
-//! before anything else happens with the answer — also when the derived token is then
-//! refused — so that parallel kubectl calls for several clusters never send a refresh token
-//! the provider rotated away (oidc-provider revokes the whole grant on reuse).
+//! Deriving is one way the renewal step renews (`renewal::renew` calls [`derive`]): the miss
+//! path and the background renewal take it like any renewal. On a miss the caller holds the
+//! derived entry's lock; the login entry's is taken second ([`LoginEntry::open`]), in that order
+//! always, so that runs for different clusters queue on the login while runs for one cluster
+//! queue on its entry. The token is derived by the refresh step every entry takes
+//! (`renewal::refresh`, on the login entry, the request carrying the target: `grants` appends
+//! what `config::Config::request_targets` says), or by an RFC 8693 exchange of the login's
+//! access token (refreshed first when it ran out). The login's new tokens are saved in the login
+//! entry before anything else happens with the answer — also when the derived token is then
+//! refused — so that parallel kubectl calls for several clusters never send a refresh token the
+//! provider rotated away (oidc-provider revokes the whole grant on reuse). Where only a login
+//! will do, the miss path's one login step runs with the login's settings: what it holds and
+//! what is asked, together ([`LoginEntry::login_settings`]); [`after_login`] then derives.
 //!
 //! Checked, never trusted: a derived token must be a JWT whose `aud` holds the target
 //! ([`check_audience`]); anything else (Auth0 answers an unknown audience with its default one)
@@ -21,13 +26,16 @@
 //! binds targets to the grant ([`SharedLogin::bound_to_the_grant`]): oidc-provider spends the
 //! refresh token on a refresh it answers `invalid_target`, and the next use revokes the login.
 //! When the settings now ask the login for it (`--login-resource`), a new login for the union
-//! of what was granted and what is asked follows; otherwise the error says to add it.
+//! of what was granted and what is asked follows; otherwise the error says to add it. A target
+//! the login was granted and the provider then refused (a provider that narrows a rotated
+//! refresh token to the last resource asked for, as glewlwyd's one-time refresh tokens do) is
+//! recorded in the login entry and not asked for again until the next login.
 
-use super::renewal::{self, Renewal};
-use super::{Trigger, keep};
-use crate::cache::{Cached, EntryLock, TokenCache};
+use super::renewal::{self, Renewal, TargetRefused};
+use super::{Held, keep};
+use crate::cache::{Cached, Entry, EntryLock, TokenCache};
 use crate::clock::Clock;
-use crate::config::{Config, Derive, SharedLogin, Target};
+use crate::config::{Config, Derive, SharedLogin, Target, TokenKind};
 use crate::error::{Exit, fail};
 use crate::grants::ProviderClient;
 use crate::tokens::Tokens;
@@ -40,17 +48,17 @@ pub(super) struct LoginEntry {
 }
 
 impl LoginEntry {
-    /// Takes the login entry's lock (waiting at most the lock timeout) and reads the entry.
-    pub(super) fn open(config: &Config) -> anyhow::Result<LoginEntry> {
-        let cache = TokenCache::shared_login(config, Vec::new());
-        let lock = cache.lock(config.cache.lock_timeout)?;
+    /// Takes the login entry's lock (waiting at most `timeout`) and reads the entry.
+    pub(super) fn open(entry: &Entry, timeout: std::time::Duration) -> anyhow::Result<LoginEntry> {
+        let cache = TokenCache::new(entry.clone());
+        let lock = cache.lock(timeout)?;
         LoginEntry::read(cache, lock)
     }
 
     /// Takes the login entry's lock if nobody holds it (`None`: somebody does), and reads it:
     /// for the background renewal, which never waits.
-    pub(super) fn try_open(config: &Config) -> anyhow::Result<Option<LoginEntry>> {
-        let cache = TokenCache::shared_login(config, Vec::new());
+    pub(super) fn try_open(entry: &Entry) -> anyhow::Result<Option<LoginEntry>> {
+        let cache = TokenCache::new(entry.clone());
         let Some(lock) = cache.try_lock()? else {
             return Ok(None);
         };
@@ -59,107 +67,136 @@ impl LoginEntry {
 
     fn read(cache: TokenCache, lock: EntryLock) -> anyhow::Result<LoginEntry> {
         let cached = cache.load()?;
-        // Every save of the login entry records what it was granted, as read: a refresh for
-        // one cluster must not change what the login holds for the others.
-        let cache = cache.granted(granted(cached.as_ref()));
+        // Every save of the login entry records what it holds, as read: a refresh for one
+        // cluster must not change what the login holds for the others.
+        let cache = cache.recording_login(cached.as_ref().and_then(|c| c.about.as_ref()));
         Ok(LoginEntry {
             cache,
             lock,
             cached,
         })
     }
-}
 
-/// The targets the login entry records it was granted (none for an entry that records none).
-fn granted(cached: Option<&Cached>) -> Vec<String> {
-    cached
-        .and_then(|cached| cached.about.as_ref())
-        .and_then(|about| about.granted.clone())
-        .unwrap_or_default()
-}
-
-/// What deriving a cluster's token from the shared login came to.
-pub(super) enum Derivation {
-    /// The cluster's token, its audience checked; not saved yet.
-    Derived(Tokens),
-    /// Only a new login gives this cluster a token: why, and whether the provider refused the
-    /// login's refresh token (the reason).
-    NeedsLogin {
-        why: String,
-        refused: Option<String>,
-    },
-    /// It failed: an outage, the provider refusing, a token for another audience, a target
-    /// outside the login that only a change of settings adds.
-    Failed(anyhow::Error),
-}
-
-/// Derives this cluster's token from the login entry `login`, without a person.
-pub(super) fn derive<'a>(
-    config: &'a Config,
-    login: &LoginEntry,
-    provider: &mut Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
-) -> Derivation {
-    let shared = shared_settings(config);
-    let Some(cached) = &login.cached else {
-        return Derivation::NeedsLogin {
-            why: "no shared login yet".into(),
-            refused: None,
-        };
-    };
-    if shared.bound_to_the_grant() {
-        let granted = granted(Some(cached));
-        if !granted.iter().any(|held| held == shared.target.value()) {
-            if shared
-                .login_resources
-                .iter()
-                .any(|asked| asked == shared.target.value())
-            {
-                return Derivation::NeedsLogin {
-                    why: format!(
-                        "the shared login was not granted {}, which --login-resource now asks for: one more login, for every cluster",
-                        shared.target.describe()
-                    ),
-                    refused: None,
-                };
-            }
-            return Derivation::Failed(outside_the_login(config, shared, &granted));
+    /// The login entry, as the renewal and login steps take an entry.
+    pub(super) fn held(&self) -> Held<'_> {
+        Held {
+            cache: &self.cache,
+            lock: &self.lock,
+            cached: self.cached.as_ref(),
         }
     }
-    derive_from(config, login, cached, provider, clock).unwrap_or_else(Derivation::Failed)
+
+    /// The targets the login entry records it was granted (none for an entry that records none).
+    fn granted(&self) -> Vec<String> {
+        self.about_list(|about| about.granted.as_ref())
+    }
+
+    /// The granted targets the provider has since refused to refresh the login for.
+    fn refused_targets(&self) -> Vec<String> {
+        self.about_list(|about| about.refused_targets.as_ref())
+    }
+
+    fn about_list(
+        &self,
+        list: impl Fn(&crate::cache::EntryAbout) -> Option<&Vec<String>>,
+    ) -> Vec<String> {
+        self.cached
+            .as_ref()
+            .and_then(|cached| cached.about.as_ref())
+            .and_then(list)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The settings a new login runs with: `config`'s, asking also for what the login holds (a
+    /// login for one more cluster must not take the others' targets away); and the login
+    /// entry recording those targets as granted with every save.
+    pub(super) fn login_settings(self, config: &Config) -> (Config, LoginEntry) {
+        let mut union = config.clone();
+        if let Some(shared) = &mut union.shared_login {
+            shared.also_ask_for(self.granted());
+        }
+        let targets = shared_settings(&union).login_targets();
+        let entry = LoginEntry {
+            cache: self.cache.granted(targets),
+            ..self
+        };
+        (union, entry)
+    }
 }
 
-/// The cluster's token from the login entry's tokens `cached`: renewed by a refresh grant that
-/// carries the target (the provider client sends it: `grants/mod.rs`), or, for an RFC 8693
-/// exchange, the login's access token exchanged for the target, refreshed first when it has
-/// less than `--min-validity` left. Either way checked before it is handed back.
-fn derive_from<'a>(
+/// Derives this cluster's token from the login entry `login`, without a person: the renewal
+/// step of a shared login's cluster (see the module comment).
+pub(super) fn derive<'a>(
     config: &'a Config,
+    shared: &SharedLogin,
     login: &LoginEntry,
-    cached: &Cached,
     provider: &mut Option<ProviderClient<'a>>,
     clock: &'a dyn Clock,
-) -> anyhow::Result<Derivation> {
-    let target = &shared_settings(config).target;
-    let exchange = shared_settings(config).derive == Derive::TokenExchange;
+) -> Renewal {
+    let Some(cached) = &login.cached else {
+        return Renewal::NeedsPerson("no shared login yet".into());
+    };
+    if login
+        .refused_targets()
+        .iter()
+        .any(|refused| refused == shared.target.value())
+    {
+        return Renewal::Failed(refused_since(config, shared));
+    }
+    if shared.bound_to_the_grant()
+        && !login
+            .granted()
+            .iter()
+            .any(|held| held == shared.target.value())
+    {
+        if shared
+            .login_resources
+            .iter()
+            .any(|asked| asked == shared.target.value())
+        {
+            return Renewal::NeedsPerson(format!(
+                "the shared login was not granted {}, which --login-resource now asks for: one more login, for every cluster",
+                shared.target.describe()
+            ));
+        }
+        return Renewal::Failed(outside_the_login(config, shared, &login.granted()));
+    }
+    let exchange = shared.derive == Derive::TokenExchange;
     let usable_as_it_is = exchange
         && cached
             .tokens
-            .fresh_credential(
-                crate::config::TokenKind::AccessToken,
-                clock.now(),
-                config.min_validity,
-            )
+            .fresh_credential(TokenKind::AccessToken, clock.now(), config.min_validity)
             .is_some();
     let login_tokens = if usable_as_it_is {
         cached.tokens.clone()
     } else {
-        match renew_login(config, login, cached, provider, clock)? {
-            Ok(tokens) => tokens,
-            Err(needs_login) => return Ok(needs_login),
+        match renewal::refresh(config, login.held(), provider, clock) {
+            Ok(Renewal::Renewed(tokens)) => {
+                keep(&login.cache, &tokens, &login.lock);
+                tokens
+            }
+            Ok(Renewal::NewGrant) => {
+                return Renewal::NeedsPerson("the shared login has no refresh token".into());
+            }
+            Ok(other) => return other,
+            Err(refused) => return Renewal::Failed(narrowed(config, shared, login, refused)),
         }
     };
-    let tokens = if exchange {
+    derived_from(config, shared, &login_tokens, provider, clock)
+        .map_or_else(Renewal::Failed, Renewal::Renewed)
+}
+
+/// The cluster's token from the login's tokens: the login's access token when the refresh
+/// asked for the target, or exchanged for it (RFC 8693); checked before it is handed back.
+fn derived_from<'a>(
+    config: &'a Config,
+    shared: &SharedLogin,
+    login_tokens: &Tokens,
+    provider: &mut Option<ProviderClient<'a>>,
+    clock: &'a dyn Clock,
+) -> anyhow::Result<Tokens> {
+    let tokens = if shared.derive == Derive::TokenExchange {
         let access_token = login_tokens
             .access_token
             .as_ref()
@@ -168,161 +205,48 @@ fn derive_from<'a>(
             Some(provider) => provider,
             None => provider.insert(ProviderClient::new(config, clock)?),
         };
-        provider.exchange_access_token(access_token, target)?
+        provider.exchange_access_token(access_token, &shared.target)?
     } else {
-        login_tokens
+        login_tokens.clone()
     };
-    check_audience(config, &tokens, target)?;
-    Ok(Derivation::Derived(derived_only(&tokens)))
+    check_audience(config, &tokens, &shared.target)?;
+    Ok(derived_only(&tokens))
 }
 
-/// Renews the login entry by its refresh token (the renewal step of every refresh) and saves
-/// what it came to there at once: the new tokens (a rotated refresh token among them), before
-/// the caller looks at the access token. `Err(Derivation)`: only a login will do.
-fn renew_login<'a>(
-    config: &'a Config,
-    login: &LoginEntry,
-    cached: &Cached,
-    provider: &mut Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
-) -> anyhow::Result<Result<Tokens, Derivation>> {
-    match renewal::renew(config, &login.cache, cached, &login.lock, provider, clock) {
-        Renewal::Renewed(tokens) => {
-            keep(&login.cache, &tokens, &login.lock);
-            Ok(Ok(tokens))
-        }
-        Renewal::Refused { reason, .. } => Ok(Err(Derivation::NeedsLogin {
-            why: format!("the provider refused the shared login's refresh token ({reason})"),
-            refused: Some(reason),
-        })),
-        Renewal::NewGrant => Ok(Err(Derivation::NeedsLogin {
-            why: "the shared login has no refresh token".into(),
-            refused: None,
-        })),
-        Renewal::NeedsPerson(why) => Ok(Err(Derivation::NeedsLogin {
-            why: why.into(),
-            refused: None,
-        })),
-        Renewal::Failed(err) => Err(err),
-    }
-}
-
-/// The foreground's miss for a shared-login cluster, the derived entry's lock held (and
-/// `cached`, what it holds, read under it): derive from the login, or log in (for the union of
-/// what the login holds and what is asked) and derive. `kubecred login` always logs in.
-///
-/// As with any entry, a cluster token that is no longer fresh but still valid is handed out
-/// when the provider refused the login's refresh token (now, or noted earlier), until it runs
-/// out; `forced` (a 401 re-run, --force-refresh): not even then.
-pub(super) fn obtain(
+/// After the login step logged in again (its tokens `tokens`, saved in `login`): this
+/// cluster's token, saved in `entry`. The login's own access token is this cluster's when the
+/// provider issued it for the target (a refresh derivation asks the code exchange for it);
+/// otherwise it is derived from the new login now.
+pub(super) fn after_login(
     config: &Config,
-    derived: &TokenCache,
-    derived_lock: &EntryLock,
-    cached: Option<&Cached>,
-    trigger: Trigger,
-    forced: bool,
+    entry: Held<'_>,
+    mut login: LoginEntry,
+    tokens: &Tokens,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
-    let login = LoginEntry::open(config)?;
-    let mut provider = None;
-    let mut refused = None;
-    if trigger == Trigger::GetToken {
-        if !forced
-            && let Some(cached) = cached
-            && let Some(tokens) = super::valid_after_refused_refresh(
-                config,
-                cached,
-                &login
-                    .cache
-                    .state(login.cached.as_ref().map(|c| c.tokens.obtained_at)),
-                clock,
-            )
-        {
-            return Ok(tokens);
-        }
-        match derive(config, &login, &mut provider, clock) {
-            Derivation::Derived(tokens) => {
-                keep(derived, &tokens, derived_lock);
-                return Ok(tokens);
-            }
-            Derivation::NeedsLogin {
-                why,
-                refused: Some(reason),
-            } if !forced
-                && let Some(cached) = cached
-                && let Some((_, expiry)) = cached
-                    .tokens
-                    .usable_credential(config.token_kind, clock.now()) =>
-            {
-                crate::debug!(1, "{why}");
-                crate::log::notice(format!(
-                    "{} refused the shared login's refresh token ({reason}); this cluster's cached token is used until {}, then a login is needed (kubecred login)",
-                    config.issuer_as_given,
-                    crate::duration::display_time(crate::tokens::printed_expiry(
-                        expiry,
-                        clock.now()
-                    ))
+    let shared = shared_settings(config);
+    let derived = if check_audience(config, tokens, &shared.target).is_ok() {
+        derived_only(tokens)
+    } else {
+        login.cached = login.cache.load()?;
+        match derive(config, shared, &login, &mut None, clock) {
+            Renewal::Renewed(tokens) => tokens,
+            Renewal::Failed(err) => return Err(err),
+            Renewal::NeedsPerson(why) | Renewal::Refused { reason: why, .. } => {
+                return Err(fail(
+                    Exit::Provider,
+                    format!(
+                        "{} logged you in, but no token for {} could be derived from the login ({why}); check the provider's settings for this target",
+                        config.issuer_as_given,
+                        shared.target.describe()
+                    ),
                 ));
-                return Ok(cached.tokens.clone());
             }
-            Derivation::NeedsLogin { why, refused: r } => {
-                crate::debug!(1, "{why}; logging in");
-                refused = r;
-            }
-            Derivation::Failed(err) => return Err(err),
+            Renewal::NewGrant => unreachable!("a shared login's grant needs a person"),
         }
-    }
-    drop(provider);
-    // The login asks for what it already holds as well: a login for one more cluster must not
-    // take the others' targets away.
-    let mut union = config.clone();
-    if let Some(shared) = &mut union.shared_login {
-        shared.also_ask_for(granted(login.cached.as_ref()));
-    }
-    let targets = shared_settings(&union).login_targets();
-    let login_cache = login.cache.granted(targets);
-    let state = login_cache.state(login.cached.as_ref().map(|c| c.tokens.obtained_at));
-    super::preflight_login(&union, &state, trigger, clock)?;
-    if let Some(reason) = refused
-        && union.grant.needs_a_person()
-    {
-        crate::log::notice(format!(
-            "{} refused the shared login's refresh token ({reason}); logging in again",
-            union.issuer_as_given
-        ));
-    }
-    super::notice_secrets_on_command_line(&union);
-    let provider = ProviderClient::new(&union, clock)?;
-    let tokens = super::obtain_new(&union, &login_cache, &provider, &login.lock, clock)?;
-    let target = &shared_settings(config).target;
-    // The login's own access token is this cluster's when the provider issued it for the
-    // target (a refresh derivation asks the code exchange for it); otherwise derive it now.
-    if check_audience(config, &tokens, target).is_ok() {
-        let derived_tokens = derived_only(&tokens);
-        keep(derived, &derived_tokens, derived_lock);
-        return Ok(derived_tokens);
-    }
-    let relogged = LoginEntry {
-        cached: login_cache.load()?,
-        cache: login_cache,
-        lock: login.lock,
     };
-    let mut provider = Some(provider);
-    match derive(config, &relogged, &mut provider, clock) {
-        Derivation::Derived(tokens) => {
-            keep(derived, &tokens, derived_lock);
-            Ok(tokens)
-        }
-        Derivation::NeedsLogin { why, .. } => Err(fail(
-            Exit::Provider,
-            format!(
-                "{} logged you in, but no token for {} could be derived from the login ({why}); check the provider's settings for this target",
-                config.issuer_as_given,
-                target.describe()
-            ),
-        )),
-        Derivation::Failed(err) => Err(err),
-    }
+    keep(entry.cache, &derived, entry.lock);
+    Ok(derived)
 }
 
 fn shared_settings(config: &Config) -> &SharedLogin {
@@ -385,6 +309,54 @@ fn check_audience(config: &Config, tokens: &Tokens, target: &Target) -> anyhow::
             target.describe()
         ),
     ))
+}
+
+/// The provider refused to refresh the login for a target it was granted (`invalid_target`):
+/// the refresh token no longer covers it. Recorded in the login entry (its tokens kept, with
+/// the refresh token sent), so that it is not asked for again until the next login.
+fn narrowed(
+    config: &Config,
+    shared: &SharedLogin,
+    login: &LoginEntry,
+    refused: TargetRefused,
+) -> anyhow::Error {
+    crate::debug!(1, "{}", crate::error::one_line(&refused.error));
+    if let Some(cached) = &login.cached {
+        let kept = Tokens {
+            refresh_token: Some(refused.sent),
+            ..cached.tokens.clone()
+        };
+        let recording = login.cache.clone().refusing_target(shared.target.value());
+        if let Err(err) = recording.rewrite(&kept, &login.lock) {
+            crate::debug!(
+                1,
+                "could not record the refused target: {}",
+                crate::error::one_line(&err)
+            );
+        }
+    }
+    fail(
+        Exit::Provider,
+        format!(
+            "{} refused to refresh the shared login for {} ({}), which the login was granted: the provider no longer grants it to this login's refresh token, as a provider does that narrows each rotated refresh token to the last target asked for (glewlwyd's one-time refresh tokens); not asked again until the next login, which would be narrowed the same way — turn that off at the provider, or give this cluster a login of its own (without --shared-login)",
+            config.issuer_as_given,
+            shared.target.describe(),
+            refused.reason
+        ),
+    )
+}
+
+/// The error for a target the provider refused the login after granting it ([`narrowed`]),
+/// without asking again.
+fn refused_since(config: &Config, shared: &SharedLogin) -> anyhow::Error {
+    fail(
+        Exit::Provider,
+        format!(
+            "the shared login for {} no longer serves {}: the provider refused to refresh it for this target after granting it, so it is not asked again until the next login; turn off the provider's narrowing of rotated refresh tokens (glewlwyd's one-time refresh tokens) and log in again (kubecred login), or give this cluster a login of its own (without --shared-login)",
+            config.issuer_as_given,
+            shared.target.describe()
+        ),
+    )
 }
 
 /// The error for a target the login was not granted and the settings do not ask it for.

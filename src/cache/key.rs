@@ -13,9 +13,9 @@
 //! device flow over SSH): the same user's token for the same client.
 //!
 //! A shared login (`--shared-login`) has two kinds of entry: the login's, keyed as above with
-//! its targets left out (one per issuer, client and account: [`CacheKey::for_shared_login`]),
-//! and one per cluster target, keyed by the login's key, the target and how the token is
-//! derived ([`CacheKey::for_config`] of that cluster's settings, so the hit finds it directly).
+//! its targets left out (one per issuer, client and account: [`CacheKey::for_settings`] of any
+//! of its clusters' settings), and one per cluster target, keyed by the login's key, the target
+//! and how the token is derived ([`CacheKey::derived`]; `entry.rs` makes both once).
 
 use crate::config::{ClientAuth, Config, PrivateKeyPem, SharedLogin};
 use crate::digest::sha256_hex;
@@ -83,21 +83,9 @@ struct DerivedKeyMaterial<'a> {
 }
 
 impl CacheKey {
-    /// The entry `config`'s token is cached in: for a `--shared-login` cluster, the entry of
-    /// the token derived for it ([`CacheKey::derived`]).
-    pub fn for_config(config: &Config) -> CacheKey {
-        match &config.shared_login {
-            None => CacheKey::of_settings(config),
-            Some(shared) => CacheKey::derived(&CacheKey::of_settings(config), shared),
-        }
-    }
-
-    /// The entry of the one login a `--shared-login` config shares (its refresh token).
-    pub fn for_shared_login(config: &Config) -> CacheKey {
-        CacheKey::of_settings(config)
-    }
-
-    fn of_settings(config: &Config) -> CacheKey {
+    /// The key of `config`'s settings: its entry, or for a `--shared-login` cluster the one
+    /// login's entry (no target in it), which its token is derived from ([`CacheKey::derived`]).
+    pub fn for_settings(config: &Config) -> CacheKey {
         CacheKey(sha256_hex(canonical_key_material(config).as_bytes()))
     }
 
@@ -215,7 +203,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         args.extend(strings(extra));
-        CacheKey::for_config(&config_from(&args))
+        crate::cache::Entries::of(&config_from(&args)).token.key
     }
 
     #[test]
@@ -249,15 +237,15 @@ mod tests {
         let exchanged = cluster(&["--resource=https://b", "--derive=token-exchange"]);
         let by_scope = cluster(&["--target-scope=api://b/.default"]);
         // One login, whatever the cluster and whatever it asks the login for …
-        let login = CacheKey::for_shared_login(&a);
+        let login = CacheKey::for_settings(&a);
         for other in [&b, &exchanged, &by_scope] {
-            assert_eq!(CacheKey::for_shared_login(other), login);
+            assert_eq!(CacheKey::for_settings(other), login);
         }
         // … and one token per target and way of deriving it, none of them the login's entry
         // nor a plain login's with the same resource (that one holds an ID token too).
         let keys: HashSet<CacheKey> = [&a, &b, &exchanged, &by_scope]
             .iter()
-            .map(|config| CacheKey::for_config(config))
+            .map(|config| crate::cache::Entries::of(config).token.key)
             .chain([login, key_of(&["--resource=https://b"])])
             .collect();
         assert_eq!(keys.len(), 6);

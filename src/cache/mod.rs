@@ -14,10 +14,11 @@
 //!
 //! One entry per [`CacheKey`] (`key.rs`): a hash of everything that changes which token the
 //! provider issues. The entry holds both the ID and the access token, so the kind printed is not
-//! part of the key. A shared login (`--shared-login`) is one entry for the login
-//! ([`TokenCache::shared_login`], recording the targets it was granted) and one per cluster
-//! target holding only that cluster's access token ([`TokenCache::new`], recording the login
-//! it was derived from): `acquire/shared.rs` derives them.
+//! part of the key. A cache is opened on an [`Entry`], described once from the settings
+//! (`entry.rs`, [`Entries::of`]): its key, what it records about itself, where it is kept. A
+//! shared login (`--shared-login`) is one entry for the login (recording the targets it was
+//! granted) and one per cluster target holding only that cluster's access token (recording the
+//! login it was derived from): `acquire/shared.rs` derives them.
 //!
 //! Every file of an entry is the cache's: its tokens (a file, or keyring items and the
 //! secret-free index of `sessions.rs`), its lock (`lock.rs`) and its state, what is noted about
@@ -30,6 +31,7 @@
 //! caller should [`load`](TokenCache::load) again: another process may have refreshed meanwhile.
 
 mod backends;
+mod entry;
 mod entry_state;
 mod key;
 mod keyring_store;
@@ -42,6 +44,7 @@ mod stored_entry;
 #[cfg(test)]
 mod tests;
 
+pub use entry::{Entries, Entry};
 pub(crate) use entry_state::{EntryState, Note, RenewalFailure, RenewalNote};
 pub use key::CacheKey;
 
@@ -50,7 +53,7 @@ pub use sessions::{SecretPiece, Session, SessionPlace, list_sessions, secrets_of
 pub use store::Store;
 pub use stored_entry::{EntryAbout, RefreshPlace};
 
-use crate::config::{CacheStorage, Config};
+use crate::config::CacheStorage;
 use crate::error::{Exit, fail};
 use crate::private_file::{self, ReadError};
 use crate::secret::Secret;
@@ -63,23 +66,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use store::Os;
 use stored_entry::StoredEntry;
-
-/// What an entry records of the settings `config` obtains it with (the subject is
-/// filled in from the tokens when they are saved).
-fn about_settings(config: &Config) -> EntryAbout {
-    EntryAbout {
-        issuer: config.issuer_as_given.clone(),
-        client_id: config.client.id.clone(),
-        account: config.account.clone(),
-        subject: None,
-        grant: config.grant.name().to_string(),
-        scopes: config.scopes.clone(),
-        audience: config.audience.clone(),
-        resource: config.resource.clone(),
-        granted: None,
-        derived_from: None,
-    }
-}
 
 /// An entry larger than this is not one kubecred wrote (ID tokens are a few KB).
 const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
@@ -121,48 +107,40 @@ pub struct TokenCache {
 }
 
 impl TokenCache {
-    /// The entry of `config`'s token; for a `--shared-login` cluster, of the token derived
-    /// for it ([`TokenCache::shared_login`] is the login's).
-    pub fn new(config: &Config) -> TokenCache {
-        let mut about = about_settings(config);
-        // On the hit path: the login's key is hashed once, and the derived key from it.
-        let key = match &config.shared_login {
-            None => CacheKey::for_config(config),
-            Some(shared) => {
-                let login = CacheKey::for_shared_login(config);
-                about.grant = format!("{} (shared login)", shared.derive.name());
-                about.audience = Some(shared.target.audience().to_string());
-                about.resource = match &shared.target {
-                    crate::config::Target::Resource(uri) => Some(uri.clone()),
-                    _ => None,
-                };
-                let derived = CacheKey::derived(&login, shared);
-                about.derived_from = Some(login.to_string());
-                derived
-            }
-        };
-        TokenCache::of_entry(config.cache.storage, &config.cache.dir, key, Some(about))
+    /// The cache of `entry`. Its description ([`Entries::of`]) is made once from the settings;
+    /// the cache never sees them.
+    pub fn new(entry: Entry) -> TokenCache {
+        TokenCache::of_entry(entry.storage, &entry.dir, entry.key, entry.about)
     }
 
-    /// The entry of the one login a `--shared-login` config shares, recording `granted`, the
-    /// targets that login holds, with every save.
-    pub fn shared_login(config: &Config, granted: Vec<String>) -> TokenCache {
-        let about = EntryAbout {
-            granted: Some(granted),
-            ..about_settings(config)
-        };
-        TokenCache::of_entry(
-            config.cache.storage,
-            &config.cache.dir,
-            CacheKey::for_shared_login(config),
-            Some(about),
-        )
-    }
-
-    /// This cache, recording `granted` as what its shared login holds from now on.
+    /// This cache, recording `granted` as what its shared login holds from now on, and no
+    /// target refused since (a new login's record).
     pub fn granted(mut self, granted: Vec<String>) -> TokenCache {
         if let Some(about) = &mut self.about {
             about.granted = Some(granted);
+            about.refused_targets = None;
+        }
+        self
+    }
+
+    /// This cache, recording what a shared login's entry `about` records now: the targets it
+    /// was granted and those the provider refused since (a refresh must not change what the
+    /// login holds for the other clusters).
+    pub fn recording_login(mut self, read: Option<&EntryAbout>) -> TokenCache {
+        if let Some(about) = &mut self.about {
+            about.granted = Some(read.and_then(|r| r.granted.clone()).unwrap_or_default());
+            about.refused_targets = read.and_then(|r| r.refused_targets.clone());
+        }
+        self
+    }
+
+    /// This cache, recording that the provider refused `target` to its shared login.
+    pub fn refusing_target(mut self, target: &str) -> TokenCache {
+        if let Some(about) = &mut self.about {
+            let refused = about.refused_targets.get_or_insert_with(Vec::new);
+            if !refused.iter().any(|t| t == target) {
+                refused.push(target.to_string());
+            }
         }
         self
     }
@@ -302,7 +280,9 @@ impl TokenCache {
 
     /// Saves `tokens`, replacing the entry; it has completed (and is on disk) when this returns,
     /// so call it before printing the credential. What was noted about the entry goes with the
-    /// tokens it was about ([`TokenCache::state`]).
+    /// tokens it was about ([`TokenCache::state`]) — also when they cannot be written: the
+    /// notes were about tokens these replace, and a cool-down left behind by a login that
+    /// succeeded would hold off the next one for nothing.
     ///
     /// `tokens.refresh_token` is stored as given: when the provider did not send a new refresh
     /// token, the caller must carry the old one over (from [`TokenCache::refresh_token`]), or the
@@ -311,9 +291,9 @@ impl TokenCache {
     /// An error says why the entry could not be kept; a caller holding tokens it just obtained
     /// should hand them out all the same (a login is never lost to the cache).
     pub fn save(&self, tokens: &Tokens, lock: &EntryLock) -> anyhow::Result<()> {
-        self.write(tokens, lock)?;
+        let written = self.write(tokens, lock);
         self.state_file().clear();
-        Ok(())
+        written
     }
 
     /// After a refresh whose answer was of no other use: the provider may have rotated the
@@ -335,7 +315,15 @@ impl TokenCache {
             refresh_token: Some(rotated),
             ..tokens.clone()
         };
-        self.write(&kept, lock)
+        self.rewrite(&kept, lock)
+    }
+
+    /// Writes the entry's `tokens` again, with what this cache records about it now (a changed
+    /// record, or a rotated refresh token): they are the same tokens, so what is noted about
+    /// them stays. `tokens` must carry the refresh token (from [`TokenCache::refresh_token`]),
+    /// or the entry loses it.
+    pub(crate) fn rewrite(&self, tokens: &Tokens, lock: &EntryLock) -> anyhow::Result<()> {
+        self.write(tokens, lock)
     }
 
     fn write(&self, tokens: &Tokens, _lock: &EntryLock) -> anyhow::Result<()> {

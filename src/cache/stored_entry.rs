@@ -62,6 +62,11 @@ pub struct EntryAbout {
     /// sent (`acquire/shared.rs`). Added within version 2, like the fields below.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granted: Option<Vec<String>>,
+    /// A shared login's entry: targets it was granted that the provider has since refused to
+    /// refresh it for (`invalid_target`: a provider that narrows a rotated refresh token to the
+    /// last resource asked for). Not asked for again until the next login replaces the entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_targets: Option<Vec<String>>,
     /// A token derived from a shared login: the key of that login's entry, which `logout`
     /// ends with every token derived from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,6 +300,7 @@ mod tests {
             audience: None,
             resource: Some("https://kubernetes.example".into()),
             granted: Some(vec!["https://a.example".into()]),
+            refused_targets: None,
             derived_from: None,
         };
         let json = StoredEntry::with_refresh_inside(&tokens(None), Some(about.clone())).to_json();

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cli::{Cli, Command as CliCommand};
-use crate::config::Environment;
+use crate::config::{Config, Environment};
 use crate::exec_credential::ExecInfo;
 use chrono::{DateTime, Utc};
 use clap::Parser;
@@ -31,14 +31,33 @@ pub(super) fn unique() -> String {
     format!("{}-{n}-{nanos}", std::process::id())
 }
 
-/// A cache in `dir` with its own key.
+/// A cache in `dir` with its own key: an entry described by hand, no settings needed.
 pub(super) fn cache_in(dir: &Path, storage: &str) -> TokenCache {
-    TokenCache::new(&config_from(&[
-        format!("--issuer-url=https://idp.example/{}", unique()),
-        "--client-id=kubernetes".into(),
-        format!("--cache-dir={}", dir.display()),
-        format!("--cache-storage={storage}"),
-    ]))
+    let issuer = format!("https://idp.example/{}", unique());
+    TokenCache::new(Entry {
+        key: CacheKey::from_file_stem(&crate::digest::sha256_hex(issuer.as_bytes())).unwrap(),
+        about: Some(EntryAbout {
+            issuer,
+            client_id: "kubernetes".into(),
+            account: None,
+            subject: None,
+            grant: "authcode".into(),
+            scopes: vec!["openid".into()],
+            audience: None,
+            resource: None,
+            granted: None,
+            refused_targets: None,
+            derived_from: None,
+        }),
+        storage: match storage {
+            "auto" => CacheStorage::Auto,
+            "disk" => CacheStorage::Disk,
+            "keyring" => CacheStorage::Keyring,
+            "none" => CacheStorage::None,
+            other => panic!("no storage {other}"),
+        },
+        dir: dir.to_path_buf(),
+    })
 }
 
 pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
@@ -291,13 +310,16 @@ fn entries_are_listed_with_what_they_are_for_and_no_secret() {
             .unwrap()
             .is_empty()
     );
-    let work = TokenCache::new(&config_from(&strings(&[
-        "--issuer-url=https://idp.example",
-        "--client-id=kubernetes",
-        "--account=work",
-        &format!("--cache-dir={}", dir.path().display()),
-        "--cache-storage=disk",
-    ])));
+    let work = TokenCache::new(
+        Entries::of(&config_from(&strings(&[
+            "--issuer-url=https://idp.example",
+            "--client-id=kubernetes",
+            "--account=work",
+            &format!("--cache-dir={}", dir.path().display()),
+            "--cache-storage=disk",
+        ])))
+        .token,
+    );
     let other = cache_in(dir.path(), "disk");
     work.save(&tokens("work", true), &lock(&work)).unwrap();
     other.save(&tokens("other", false), &lock(&other)).unwrap();
@@ -346,11 +368,14 @@ fn an_entry_names_its_issuer_as_it_was_written() {
         "https://idp.example/",
         "https://idp.example/realms/main",
     ] {
-        let cache = TokenCache::new(&config_from(&[
-            format!("--issuer-url={written}"),
-            "--client-id=kubernetes".into(),
-            format!("--cache-dir={}", dir.path().display()),
-        ]));
+        let cache = TokenCache::new(
+            Entries::of(&config_from(&[
+                format!("--issuer-url={written}"),
+                "--client-id=kubernetes".into(),
+                format!("--cache-dir={}", dir.path().display()),
+            ]))
+            .token,
+        );
         assert_eq!(cache.about.as_ref().unwrap().issuer, written);
     }
 }

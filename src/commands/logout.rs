@@ -8,7 +8,7 @@
 
 use super::{Run, resolve};
 use crate::acquire::{self, Forgotten, RevocationOutcome};
-use crate::cache::{EntryAbout, Session, TokenCache, list_sessions};
+use crate::cache::{Entries, EntryAbout, Session, TokenCache, list_sessions};
 use crate::cli::{LogoutArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::config::{self, Config};
@@ -25,10 +25,8 @@ pub(super) fn run(
     }
     let config = resolve(&args.token, Run::ByPerson, argv)?;
     // A shared login is ended for every cluster: its entry, and every token derived from it.
-    let cache = match config.shared_login {
-        Some(_) => TokenCache::shared_login(&config, Vec::new()),
-        None => TokenCache::new(&config),
-    };
+    let Entries { token, login } = Entries::of(&config);
+    let cache = TokenCache::new(login.unwrap_or(token));
     let what = describe(&config.issuer_as_given, &config.client.id, &config.account);
     let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
     report(&what, &done);

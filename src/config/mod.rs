@@ -14,6 +14,7 @@ mod extension;
 mod federation;
 mod login;
 mod redirect_uri;
+mod request_targets;
 mod settings;
 mod shared_login;
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use federation::{
 pub use login::is_loopback_host;
 use login::resolve_login;
 pub use redirect_uri::RedirectUri;
+pub use request_targets::RequestTargets;
 pub use settings::*;
 pub use shared_login::{Derive, SharedLogin, Target};
 

@@ -1,9 +1,9 @@
 //! `--shared-login`: one login (one refresh token) for an issuer, client and account, and each
 //! cluster's token derived from it for the cluster's own target. This module resolves the
-//! settings ([`SharedLogin`]) and owns what they mean for the requests: which parameter names a
-//! target, what the one login asks for, and which audience a derived token must carry. The
-//! derivation itself is `acquire/shared.rs`; the login's and the derived tokens' entries are
-//! keyed by `cache/key.rs`.
+//! settings ([`SharedLogin`]) and what they mean: what the one login asks for, whether a target
+//! is bound to the login's grant, and which audience a derived token must carry. What each
+//! request carries is `request_targets.rs`'s; the derivation itself is `acquire/shared.rs`; the
+//! login's and the derived tokens' entries are keyed by `cache/key.rs`.
 //!
 //! A target is a resource (RFC 8707: oidc-provider, Authelia), an audience (Auth0's
 //! multi-resource refresh tokens) or a scope (Entra ID and Keycloak derive the audience from the
@@ -62,21 +62,19 @@ impl Target {
         }
     }
 
+    /// The resource (RFC 8707) the target names, if it is one.
+    pub fn resource(&self) -> Option<&str> {
+        match self {
+            Target::Resource(uri) => Some(uri),
+            _ => None,
+        }
+    }
+
     /// What the target is, as written (the resource, audience or scope).
     pub fn value(&self) -> &str {
         match self {
             Target::Resource(value) | Target::Audience(value) => value,
             Target::Scope { scope, .. } => scope,
-        }
-    }
-
-    /// The form parameter that carries the target on a token request, and on an exchange;
-    /// `None` for a scope, which goes with the scopes.
-    pub fn parameter(&self) -> Option<(&'static str, &str)> {
-        match self {
-            Target::Resource(uri) => Some(("resource", uri)),
-            Target::Audience(audience) => Some(("audience", audience)),
-            Target::Scope { .. } => None,
         }
     }
 }
@@ -108,25 +106,6 @@ impl SharedLogin {
             targets.push(self.target.value().to_string());
         }
         targets
-    }
-
-    /// The parameter the login's own token requests (the code exchange, the refresh) carry:
-    /// with a refresh derivation, this cluster's target; with an exchange, one of the
-    /// `--login-resource`s (a provider that granted several wants one named, RFC 8707 §2.2) —
-    /// this cluster's when it is among them, so that the login's token may serve it as it is.
-    pub fn token_request_parameter(&self) -> Option<(&'static str, &str)> {
-        match self.derive {
-            Derive::Refresh => self.target.parameter(),
-            Derive::TokenExchange => {
-                let own = self.target.value();
-                let resource = self
-                    .login_resources
-                    .iter()
-                    .find(|resource| *resource == own)
-                    .or(self.login_resources.first())?;
-                Some(("resource", resource))
-            }
-        }
     }
 
     /// Asks the login for `targets` too (what a login being replaced held): resources, or
@@ -273,46 +252,6 @@ mod tests {
         );
         assert_eq!(audience_of_scope("cluster-b"), "cluster-b");
         assert_eq!(audience_of_scope("api://cluster-b"), "api://cluster-b");
-    }
-
-    #[test]
-    fn each_token_request_names_the_target_as_its_provider_family_takes_it() {
-        let shared = |target, derive, login_resources: &[&str]| SharedLogin {
-            target,
-            derive,
-            login_resources: login_resources.iter().map(|r| r.to_string()).collect(),
-            login_scopes: Vec::new(),
-        };
-        let resource = Target::Resource("https://b".into());
-        let audience = Target::Audience("https://b".into());
-        let scope = Target::Scope {
-            scope: "api://b/.default".into(),
-            audience: "api://b".into(),
-        };
-        // A refresh derivation: the refresh (and the login's code exchange) ask for this
-        // cluster's target: `resource` (RFC 8707), `audience` (Auth0), or by scope (Entra ID).
-        let refresh = |target| shared(target, Derive::Refresh, &["https://a"]);
-        assert_eq!(
-            refresh(resource.clone()).token_request_parameter(),
-            Some(("resource", "https://b"))
-        );
-        assert_eq!(
-            refresh(audience.clone()).token_request_parameter(),
-            Some(("audience", "https://b"))
-        );
-        assert_eq!(refresh(scope.clone()).token_request_parameter(), None);
-        // An exchange: the login's own requests name one resource the login asked for, this
-        // cluster's when it is one of them; none when the login asked for none.
-        let exchange = |target, login: &[&str]| shared(target, Derive::TokenExchange, login);
-        assert_eq!(
-            exchange(resource.clone(), &["https://a", "https://b"]).token_request_parameter(),
-            Some(("resource", "https://b"))
-        );
-        assert_eq!(
-            exchange(audience, &["https://a"]).token_request_parameter(),
-            Some(("resource", "https://a"))
-        );
-        assert_eq!(exchange(scope, &[]).token_request_parameter(), None);
     }
 
     #[test]

@@ -62,7 +62,7 @@ impl ProviderClient<'_> {
         } else {
             None
         };
-        for (name, value) in self.login_target_params() {
+        for (name, value) in self.targets.authorization.clone() {
             request = request.add_extra_param(name, value);
         }
         if let Some(hint) = &self.config.login.login_hint {

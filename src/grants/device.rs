@@ -60,7 +60,7 @@ impl ProviderClient<'_> {
                 )
             })?
             .add_scopes(self.scopes());
-        for (name, value) in self.login_target_params() {
+        for (name, value) in self.targets.authorization.clone() {
             request = request.add_extra_param(name, value);
         }
         // RFC 8628 has no PKCE, but some providers accept it on the device grant to bind the
@@ -112,7 +112,7 @@ impl ProviderClient<'_> {
             browser::open_quietly(&target, &self.config.login.browser);
         }
         let mut poll = client.exchange_device_access_token(&details);
-        for (name, value) in self.audience_params() {
+        for (name, value) in self.targets.token.clone() {
             poll = poll.add_extra_param(name, value);
         }
         if let Some(verifier) = &verifier {

@@ -26,7 +26,7 @@ pub use refresh::RefreshOutcome;
 pub use revoke::Revocation;
 
 use crate::clock::Clock;
-use crate::config::{BrowserChoice, ClientAuth, Config, Derive, Grant, Target};
+use crate::config::{BrowserChoice, ClientAuth, Config, Grant, RequestTargets};
 use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
@@ -93,6 +93,8 @@ pub struct ProviderClient<'a> {
     /// Whether a login has shown a person something to act on (a browser tab, a URL, a device
     /// code): what the failed-login cool-down holds off ([`Self::asked_a_person`]).
     asked_a_person: std::cell::Cell<bool>,
+    /// What each request says about its target, as the settings decide it.
+    targets: RequestTargets,
 }
 
 impl<'a> ProviderClient<'a> {
@@ -120,6 +122,7 @@ impl<'a> ProviderClient<'a> {
             http,
             provider,
             asked_a_person: std::cell::Cell::new(false),
+            targets: config.request_targets(),
         })
     }
 
@@ -168,89 +171,18 @@ impl<'a> ProviderClient<'a> {
         client
     }
 
-    /// Scopes, and `audience` / `resource` as extra parameters, for token requests; with the
-    /// client assertion, when the client authenticates by one (a new one per request).
+    /// The extra parameters of token requests: the target parameters the settings name
+    /// (`config::RequestTargets`), with the client assertion when the client authenticates by
+    /// one (a new one per request).
     fn token_params(&self) -> anyhow::Result<Vec<(&'static str, String)>> {
         let mut params = self.client_assertion_params()?;
-        params.extend(self.audience_params());
+        params.extend(self.targets.token.iter().cloned());
         Ok(params)
     }
 
-    /// `audience` / `resource`, for requests that carry no client assertion (the device flow,
-    /// whose polls would all reuse one; `config` refuses assertions with it). For a shared
-    /// login, what `SharedLogin::token_request_parameter` names: this cluster's target when
-    /// its token is derived by refresh, one of the login's resources when by exchange.
-    fn audience_params(&self) -> Vec<(&'static str, String)> {
-        if let Some(shared) = &self.config.shared_login {
-            return shared
-                .token_request_parameter()
-                .map(|(name, value)| (name, value.to_string()))
-                .into_iter()
-                .collect();
-        }
-        let mut params = Vec::new();
-        if let Some(audience) = &self.config.audience {
-            params.push(("audience", audience.clone()));
-        }
-        if let Some(resource) = &self.config.resource {
-            params.push(("resource", resource.clone()));
-        }
-        params
-    }
-
-    /// The scopes a login asks for: a shared login with scope targets asks for every
-    /// cluster's (`SharedLogin::login_targets`).
+    /// The scopes a login (or a grant that names scopes) asks for.
     fn scopes(&self) -> impl Iterator<Item = Scope> + '_ {
-        let shared_scopes = match &self.config.shared_login {
-            Some(shared) if matches!(shared.target, Target::Scope { .. }) => shared.login_targets(),
-            _ => Vec::new(),
-        };
-        let mut scopes = self.config.scopes.clone();
-        for scope in shared_scopes {
-            if !scopes.contains(&scope) {
-                scopes.push(scope);
-            }
-        }
-        scopes.into_iter().map(Scope::new)
-    }
-
-    /// The parameters by which an authorization (or device authorization) request says what
-    /// the login is for: `resource` and `audience`; for a shared login, every cluster's
-    /// resource at once (RFC 8707 §2.1), or this cluster's audience (scope targets go with the
-    /// scopes).
-    fn login_target_params(&self) -> Vec<(&'static str, String)> {
-        let Some(shared) = &self.config.shared_login else {
-            return self.audience_params();
-        };
-        match &shared.target {
-            Target::Scope { .. } => Vec::new(),
-            Target::Audience(audience) if shared.derive == Derive::Refresh => {
-                vec![("audience", audience.clone())]
-            }
-            _ => shared
-                .login_targets()
-                .into_iter()
-                .map(|resource| ("resource", resource))
-                .collect(),
-        }
-    }
-
-    /// The scopes a refresh asks for: none (the grant's), except a shared login's refresh for a
-    /// scope target, which asks for that scope beside the configured ones (how Entra ID and
-    /// Keycloak pick the audience).
-    fn refresh_scopes(&self) -> Vec<Scope> {
-        match &self.config.shared_login {
-            Some(shared) if shared.derive == Derive::Refresh => match &shared.target {
-                Target::Scope { scope, .. } => {
-                    let mut scopes: Vec<Scope> =
-                        self.config.scopes.iter().cloned().map(Scope::new).collect();
-                    scopes.push(Scope::new(scope.clone()));
-                    scopes
-                }
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        }
+        self.targets.scopes.iter().cloned().map(Scope::new)
     }
 
     /// Turns a token response into [`Tokens`], verifying the ID token when there is one.

@@ -14,6 +14,13 @@ pub enum RefreshOutcome {
     Refreshed(Tokens),
     /// The provider no longer accepts the refresh token (`invalid_grant`): log in again.
     Rejected(String),
+    /// The provider refused the target the refresh named (`invalid_target`): `reason` as it
+    /// said it, `error` the refusal worded for a user. A shared login's refresh token may
+    /// still serve other targets (`acquire/shared.rs`).
+    TargetRefused {
+        reason: String,
+        error: anyhow::Error,
+    },
     /// The provider answered, but the answer cannot be used (e.g. the ID token failed
     /// verification). It may have rotated the refresh token all the same, so the caller must
     /// keep `refresh_token`: the old one is spent, and reusing it can revoke the whole grant.
@@ -38,9 +45,14 @@ impl ProviderClient<'_> {
         for (name, value) in self.token_params()? {
             request = request.add_extra_param(name, value);
         }
-        let scopes = self.refresh_scopes();
-        if !scopes.is_empty() {
-            request = request.add_scopes(scopes);
+        if !self.targets.refresh_scopes.is_empty() {
+            request = request.add_scopes(
+                self.targets
+                    .refresh_scopes
+                    .iter()
+                    .cloned()
+                    .map(oauth2::Scope::new),
+            );
         }
         crate::debug!(1, "refreshing the token at {}", client.token_uri().as_str());
         let requested_at = self.clock.now();
@@ -70,21 +82,18 @@ impl ProviderClient<'_> {
             {
                 Ok(RefreshOutcome::Rejected(describe_server_error(&err)))
             }
-            // A shared login is only refreshed for a target it was granted (`acquire/shared.rs`):
-            // the provider's grant has narrowed since, which settings cannot mend.
+            // The target named (RFC 8707 §2.2): the caller knows whether it was granted.
             Err(RequestTokenError::ServerResponse(err))
-                if err.error().as_ref() == "invalid_target"
-                    && let Some(shared) = &self.config.shared_login =>
+                if err.error().as_ref() == "invalid_target" =>
             {
-                Err(crate::error::fail(
-                    crate::error::Exit::Provider,
-                    format!(
-                        "{} refused to refresh the shared login for {} ({}), which the login was granted: the provider no longer grants it to this login; check that it still knows the target, then log in again (kubecred login) for every cluster",
-                        self.config.issuer_as_given,
-                        shared.target.describe(),
-                        describe_server_error(&err)
-                    ),
-                ))
+                let reason = describe_server_error(&err);
+                let error = token_error(
+                    RequestTokenError::ServerResponse(err),
+                    "refresh",
+                    &self.provider.metadata.issuer,
+                    &call,
+                );
+                Ok(RefreshOutcome::TargetRefused { reason, error })
             }
             Err(err) => Err(token_error(
                 err,

@@ -42,10 +42,10 @@ impl ProviderClient<'_> {
         if let Some(requested) = &subject.requested_token_type {
             params.push(("requested_token_type", requested.clone()));
         }
-        if !self.config.scopes.is_empty() {
-            params.push(("scope", self.config.scopes.join(" ")));
+        if !self.targets.scopes.is_empty() {
+            params.push(("scope", self.targets.scopes.join(" ")));
         }
-        params.extend(self.audience_params());
+        params.extend(self.targets.token.iter().cloned());
         let endpoint = &self.provider.metadata.token_endpoint;
         crate::debug!(
             1,
@@ -76,13 +76,7 @@ impl ProviderClient<'_> {
             ("subject_token_type", ACCESS_TOKEN_TYPE.into()),
             ("requested_token_type", crate::config::TOKEN_TYPE_JWT.into()),
         ];
-        match target {
-            Target::Scope { scope, .. } => params.push(("scope", scope.clone())),
-            _ => {
-                let (name, value) = target.parameter().expect("a resource or an audience");
-                params.push((name, value.to_string()));
-            }
-        }
+        params.push(target.exchange_parameter());
         let endpoint = &self.provider.metadata.token_endpoint;
         crate::debug!(
             1,

@@ -24,7 +24,7 @@ mod write;
 use super::claims_table;
 use crate::acquire;
 use crate::authn_config::{self, AuthenticatedUser, AuthenticationConfiguration};
-use crate::cache::TokenCache;
+use crate::cache::{Entries, TokenCache};
 use crate::cli::{SetupArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::command_on_path::ExecCommand;
@@ -90,9 +90,9 @@ pub(super) fn run(
     }
     // A shared login hands out the cluster's token alone; its refresh token is the login
     // entry's, where every other cluster's token will be derived from.
-    let refresh_token_issued = match &config.shared_login {
+    let refresh_token_issued = match Entries::of(config).login {
         None => tokens.refresh_token.is_some(),
-        Some(_) => TokenCache::shared_login(config, Vec::new())
+        Some(login) => TokenCache::new(login)
             .load()?
             .is_some_and(|login| login.has_refresh_token()),
     };
