@@ -539,6 +539,49 @@ fn a_grant_narrowed_at_the_provider_is_said_to_be_so_and_nothing_is_cached() {
 }
 
 #[test]
+fn a_target_the_provider_stopped_granting_is_not_asked_again_until_the_next_login() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let w = World::with_audiences(&[A, B]);
+    let clusters = [Cluster::resource("a", A), Cluster::resource("b", B)];
+    let args = w.exec_args(&shared_args(&w.bed, &[A, B]));
+    w.token_for(&args, &clusters[0]);
+    // The provider stops granting b to the login's refresh token (as glewlwyd narrows a rotated
+    // refresh token to the last resource asked for): the one refresh for b is refused, and the
+    // message says what happened and what can help — not another login, which would be
+    // narrowed the same way.
+    w.bed.configure(json!({ "resources": [A] }));
+    let refreshes = w.bed.token_requests("refresh_token");
+    w.kubecred_for(&args, &clusters[1])
+        .run()
+        .failure(3)
+        .stderr_contains("not asked again until the next login")
+        .stderr_contains("without --shared-login");
+    assert_eq!(w.bed.token_requests("refresh_token"), refreshes + 1);
+    // Each later run says why at once, and sends nothing.
+    let run = w
+        .kubecred_for(&args, &clusters[1])
+        .run()
+        .failure(3)
+        .stderr_contains(&format!("no longer serves resource {B}"));
+    assert_eq!(run.stdout(), "");
+    assert_eq!(
+        w.bed.token_requests("refresh_token"),
+        refreshes + 1,
+        "the refused refresh is never sent again"
+    );
+    // A login asks again: granted once more, b works, from the new login.
+    w.bed.configure(json!({ "resources": [A, B] }));
+    let mut login = args.clone();
+    login[0] = "login".into();
+    w.kubecred_for(&login, &clusters[1]).run().success();
+    assert_eq!(w.launches(), 2);
+    let b = w.token_for(&args, &clusters[1]);
+    assert_eq!(audiences(&b), [B]);
+}
+
+#[test]
 fn a_cluster_outside_the_login_resources_is_refused_until_the_login_asks_for_it() {
     if !have(Need::Browser) {
         return;
