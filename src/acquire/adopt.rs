@@ -76,6 +76,50 @@ fn take(
             "its settings cache nothing (--cache-storage none)".into(),
         ));
     }
+    let Kept { tokens, expired_at } = match worth_keeping(config, carried, clock, mode)? {
+        Ok(kept) => kept,
+        Err(nothing) => return Ok(nothing),
+    };
+    let cache = TokenCache::new(crate::cache::Entries::of(config).token);
+    let lock = match mode {
+        Mode::Save => Some(cache.lock(config.cache.lock_timeout)?),
+        Mode::Preview => None,
+    };
+    if let Some(cached) = cache.load()? {
+        let usable = cached
+            .tokens
+            .usable_credential(config.token_kind, clock.now())
+            .is_some();
+        if usable || cached.has_refresh_token() {
+            return Ok(Adopted::AlreadyCached);
+        }
+    }
+    if let Some(lock) = &lock {
+        cache.save(&tokens, lock)?;
+    }
+    Ok(Adopted::Saved {
+        id_token_until: tokens.id_token_expiry,
+        id_token_expired_at: expired_at,
+        refresh_token: tokens.refresh_token.is_some(),
+    })
+}
+
+/// What of the carried tokens is worth keeping.
+struct Kept {
+    tokens: Tokens,
+    /// When the carried ID token, dropped, expired.
+    expired_at: Option<DateTime<Utc>>,
+}
+
+/// The tokens of `carried` worth keeping, its ID token verified (`Mode::Preview`: its claims
+/// read without the signature), and when an expired one that was dropped expired; or
+/// `Adopted::Nothing`, saying why nothing is.
+fn worth_keeping(
+    config: &Config,
+    carried: Carried,
+    clock: &dyn Clock,
+    mode: Mode,
+) -> anyhow::Result<Result<Kept, Adopted>> {
     // An ID token is the credential only when the settings print one; otherwise only its
     // refresh token is of use (a refresh brings the access token).
     let id_token = carried
@@ -93,20 +137,19 @@ fn take(
         )?),
         (None, _) => None,
     };
-    let now = clock.now();
     let (valid, expired) = match verified {
         Some(CarriedIdToken::Valid(claims)) => (Some(claims), None),
         Some(CarriedIdToken::Expired(claims)) => (None, Some(claims)),
         None => (None, None),
     };
     if valid.is_none() && carried.refresh_token.is_none() {
-        return Ok(Adopted::Nothing(match &expired {
+        return Ok(Err(Adopted::Nothing(match &expired {
             Some(claims) => format!(
                 "its ID token expired at {} and it has no refresh token",
                 crate::duration::display_time(claims.exp)
             ),
             None => "it holds no token kubecred can use".into(),
-        }));
+        })));
     }
     let identity = valid
         .as_ref()
@@ -116,8 +159,8 @@ fn take(
     // is a share of its real lifetime; a refresh token alone was obtained "now" as far as
     // kubecred knows.
     let obtained_at = match (&valid, &id_token) {
-        (Some(_), Some(token)) => issued_at(token).unwrap_or(now),
-        _ => now,
+        (Some(_), Some(token)) => issued_at(token).unwrap_or(clock.now()),
+        _ => clock.now(),
     };
     let tokens = Tokens {
         id_token: valid.as_ref().and(id_token.clone()),
@@ -129,29 +172,10 @@ fn take(
         identity,
         granted_scope: None,
     };
-
-    let cache = TokenCache::new(crate::cache::Entries::of(config).token);
-    let lock = match mode {
-        Mode::Save => Some(cache.lock(config.cache.lock_timeout)?),
-        Mode::Preview => None,
-    };
-    if let Some(cached) = cache.load()? {
-        let usable = cached
-            .tokens
-            .usable_credential(config.token_kind, now)
-            .is_some();
-        if usable || cached.has_refresh_token() {
-            return Ok(Adopted::AlreadyCached);
-        }
-    }
-    if let Some(lock) = &lock {
-        cache.save(&tokens, lock)?;
-    }
-    Ok(Adopted::Saved {
-        id_token_until: tokens.id_token_expiry,
-        id_token_expired_at: expired.map(|claims| claims.exp),
-        refresh_token: tokens.refresh_token.is_some(),
-    })
+    Ok(Ok(Kept {
+        tokens,
+        expired_at: expired.map(|claims| claims.exp),
+    }))
 }
 
 /// The `iat` of a token whose signature has been verified.

@@ -17,7 +17,7 @@
 
 use super::Held;
 use super::shared::{self, LoginEntry};
-use crate::cache::Note;
+use crate::cache::{Cached, Note};
 use crate::clock::Clock;
 use crate::config::{Config, Grant};
 use crate::grants::{ProviderClient, RefreshOutcome};
@@ -87,82 +87,96 @@ pub(super) fn refresh<'a>(
         return Ok(without_refresh_token(config, "nothing is cached"));
     };
     // Every error on the way is the renewal failing.
-    let mut renewal = || -> anyhow::Result<Result<Renewal, TargetRefused>> {
+    let mut attempt = || -> anyhow::Result<Result<Renewal, TargetRefused>> {
         let Some(refresh_token) = entry.cache.refresh_token(cached, entry.lock)? else {
-            let state = entry.cache.state(Some(cached.tokens.obtained_at));
-            if let Some(refusal) = state.refresh_refused {
-                return Ok(Ok(Renewal::Refused {
-                    reason: refusal.reason,
-                    earlier: Some(refusal.at),
-                }));
-            }
-            return Ok(Ok(without_refresh_token(
-                config,
-                if cached.has_refresh_token() {
-                    "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)"
-                } else {
-                    "the entry has no refresh token"
-                },
-            )));
+            return Ok(Ok(no_refresh_token(config, entry, cached)));
         };
         let provider = match provider {
             Some(provider) => provider,
             None => provider.insert(ProviderClient::new(config, clock)?),
         };
         let original = cached.tokens.original_identity();
-        let kept = |rotated: Option<Secret>| {
-            entry.cache.save_rotated_refresh_token(
-                &cached.tokens,
-                &refresh_token,
-                rotated,
-                entry.lock,
-            )
-        };
-        Ok(Ok(
-            match provider.refresh(&refresh_token, original.as_ref())? {
-                RefreshOutcome::Refreshed(tokens)
-                    if tokens.credential(config.token_kind).is_some() =>
-                {
-                    Renewal::Renewed(tokens)
-                }
-                RefreshOutcome::Refreshed(tokens) => {
-                    // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
-                    kept(tokens.refresh_token)?;
-                    Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs".into())
-                }
-                RefreshOutcome::Unusable {
-                    refresh_token: rotated,
-                    error,
-                } => {
-                    kept(Some(rotated))?;
-                    return Err(error);
-                }
-                RefreshOutcome::Rejected(reason) => {
-                    // Revoked, or expired at the provider: sending it again can only be refused again.
-                    let dropped = Tokens {
-                        refresh_token: None,
-                        ..cached.tokens.clone()
-                    };
-                    entry.cache.save(&dropped, entry.lock)?;
-                    entry.cache.update_state(entry.lock, |state| {
-                        state.refresh_refused = Some(Note::new(&reason, clock.now()));
-                    });
-                    Renewal::Refused {
-                        reason,
-                        earlier: None,
-                    }
-                }
-                RefreshOutcome::TargetRefused { reason, error } => {
-                    return Ok(Err(TargetRefused {
-                        reason,
-                        error,
-                        sent: refresh_token,
-                    }));
-                }
-            },
-        ))
+        let outcome = provider.refresh(&refresh_token, original.as_ref())?;
+        answered(config, entry, cached, refresh_token, outcome, clock)
     };
-    renewal().unwrap_or_else(|error| Ok(Renewal::Failed(error)))
+    attempt().unwrap_or_else(|error| Ok(Renewal::Failed(error)))
+}
+
+/// What the provider's answer to the refresh of `cached` with `sent` means, with what must be
+/// kept of it kept: a rotated refresh token (the old one is spent), a refused one dropped and
+/// the refusal noted.
+fn answered(
+    config: &Config,
+    entry: Held<'_>,
+    cached: &Cached,
+    sent: Secret,
+    outcome: RefreshOutcome,
+    clock: &dyn Clock,
+) -> anyhow::Result<Result<Renewal, TargetRefused>> {
+    let keep_rotated = |rotated: Option<Secret>| {
+        entry
+            .cache
+            .save_rotated_refresh_token(&cached.tokens, &sent, rotated, entry.lock)
+    };
+    Ok(Ok(match outcome {
+        RefreshOutcome::Refreshed(tokens) if tokens.credential(config.token_kind).is_some() => {
+            Renewal::Renewed(tokens)
+        }
+        RefreshOutcome::Refreshed(tokens) => {
+            // No ID token on a refresh: OpenID Connect Core §12.2 allows it.
+            keep_rotated(tokens.refresh_token)?;
+            Renewal::NeedsPerson("the refresh answer lacks the token kubectl needs".into())
+        }
+        RefreshOutcome::Unusable {
+            refresh_token: rotated,
+            error,
+        } => {
+            keep_rotated(Some(rotated))?;
+            return Err(error);
+        }
+        RefreshOutcome::Rejected(reason) => {
+            // Revoked, or expired at the provider: sending it again can only be refused again.
+            let dropped = Tokens {
+                refresh_token: None,
+                ..cached.tokens.clone()
+            };
+            entry.cache.save(&dropped, entry.lock)?;
+            entry.cache.update_state(entry.lock, |state| {
+                state.refresh_refused = Some(Note::new(&reason, clock.now()));
+            });
+            Renewal::Refused {
+                reason,
+                earlier: None,
+            }
+        }
+        RefreshOutcome::TargetRefused { reason, error } => {
+            return Ok(Err(TargetRefused {
+                reason,
+                error,
+                sent,
+            }));
+        }
+    }))
+}
+
+/// How `cached`, with no refresh token to send, renews: the provider's refusal noted after
+/// these tokens were obtained is the outcome again; otherwise a new grant or a login.
+fn no_refresh_token(config: &Config, entry: Held<'_>, cached: &Cached) -> Renewal {
+    let state = entry.cache.state(Some(cached.tokens.obtained_at));
+    if let Some(refusal) = state.refresh_refused {
+        return Renewal::Refused {
+            reason: refusal.reason,
+            earlier: Some(refusal.at),
+        };
+    }
+    without_refresh_token(
+        config,
+        if cached.has_refresh_token() {
+            "the entry's refresh token is not in the OS keyring reachable here (deleted, or kept by another session's keyring)"
+        } else {
+            "the entry has no refresh token"
+        },
+    )
 }
 
 /// How an entry without a refresh token renews: by a new grant when it needs nobody, else by a

@@ -190,7 +190,20 @@ fn resolve_client(
             ));
         }
     };
-    let secret = match (&args.client_secret, &args.client_secret_file) {
+    let secret = client_secret(args)?;
+    let method = args.client_auth_method.map(|method| match method {
+        ClientAuthMethodArg::Auto => ClientAuthMethod::Auto,
+        ClientAuthMethodArg::Basic => ClientAuthMethod::Basic,
+        ClientAuthMethodArg::Post => ClientAuthMethod::Post,
+    });
+    let auth = federation::resolve_client_auth(&args.federation, env, secret, method)?;
+    check_client_auth(&id, &auth, grant)?;
+    Ok(ClientSettings { id, auth })
+}
+
+/// The client secret from `--client-secret` (or its variable), else `--client-secret-file`.
+fn client_secret(args: &TokenArgs) -> anyhow::Result<Option<Secret>> {
+    Ok(match (&args.client_secret, &args.client_secret_file) {
         // An empty secret is a mistake (an unset variable expanded in a script), never a secret:
         // sent as one, it fails at the provider with a less helpful message, or not at all.
         (Some(secret), _) if secret.trim().is_empty() => {
@@ -216,13 +229,11 @@ fn resolve_client(
             Some(Secret::new(trimmed))
         }
         (None, None) => None,
-    };
-    let method = args.client_auth_method.map(|method| match method {
-        ClientAuthMethodArg::Auto => ClientAuthMethod::Auto,
-        ClientAuthMethodArg::Basic => ClientAuthMethod::Basic,
-        ClientAuthMethodArg::Post => ClientAuthMethod::Post,
-    });
-    let auth = federation::resolve_client_auth(&args.federation, env, secret, method)?;
+    })
+}
+
+/// The client authentication `grant` can use with the client `id`.
+fn check_client_auth(id: &str, auth: &ClientAuth, grant: Grant) -> anyhow::Result<()> {
     if grant == Grant::ClientCredentials && matches!(auth, ClientAuth::None) {
         return Err(input(
             "client-credentials needs client authentication: pass --client-secret-file (or set KUBECRED_CLIENT_SECRET), --client-private-key-file, or a client assertion (--client-assertion-file/-env/-source)",
@@ -249,7 +260,7 @@ fn resolve_client(
             "--grant-type federated-token sends no request to a provider: drop the client secret, key or assertion",
         ));
     }
-    Ok(ClientSettings { id, auth })
+    Ok(())
 }
 
 /// The grant: `--grant-type`, else the extension's `grantType`, else `auto` (a browser login);

@@ -167,7 +167,21 @@ pub(super) fn resolve(
             "--shared-login hands out access tokens (an ID token's audience is the client, and cannot change per cluster): drop --use-access-token=false",
         ));
     }
-    let target = match (resource, audience, target_scope) {
+    Ok(Some(SharedLogin {
+        target: target(resource, audience, target_scope)?,
+        derive: derive(args, ext)?,
+        login_resources: login_list(&args.login_resources, ext, "loginResources")?,
+        login_scopes: login_list(&args.login_scopes, ext, "loginScopes")?,
+    }))
+}
+
+/// This cluster's one target, from the settings that may name it.
+fn target(
+    resource: Option<String>,
+    audience: Option<String>,
+    target_scope: Option<String>,
+) -> anyhow::Result<Target> {
+    Ok(match (resource, audience, target_scope) {
         (Some(uri), None, None) => Target::Resource(uri),
         (None, Some(audience), None) => Target::Audience(audience),
         (None, audience, Some(scope)) => {
@@ -184,8 +198,12 @@ pub(super) fn resolve(
                 "--shared-login takes one target per cluster: --resource or --audience (or --target-scope, with --audience naming the audience its tokens carry), not both",
             ));
         }
-    };
-    let derive = match args.derive {
+    })
+}
+
+/// `--derive`, or the extension's `derive`; a refresh by default.
+fn derive(args: &TokenArgs, ext: &Extension) -> anyhow::Result<Derive> {
+    Ok(match args.derive {
         Some(DeriveArg::Refresh) => Derive::Refresh,
         Some(DeriveArg::TokenExchange) => Derive::TokenExchange,
         None => match ext.string("derive")?.as_deref() {
@@ -197,31 +215,28 @@ pub(super) fn resolve(
                 )));
             }
         },
+    })
+}
+
+/// A list of what the login asks for: the flag's values as `given`, else the extension's `key`;
+/// trimmed, without empty items or repeats, in order.
+fn login_list(given: &[String], ext: &Extension, key: &str) -> anyhow::Result<Vec<String>> {
+    let items = if given.is_empty() {
+        ext.string_list(key)?.unwrap_or_default()
+    } else {
+        given.to_vec()
     };
-    let list = |given: &[String], key: &str| -> anyhow::Result<Vec<String>> {
-        let items = if given.is_empty() {
-            ext.string_list(key)?.unwrap_or_default()
-        } else {
-            given.to_vec()
-        };
-        let mut unique: Vec<String> = Vec::new();
-        for item in items
-            .iter()
-            .map(|item| item.trim())
-            .filter(|i| !i.is_empty())
-        {
-            if !unique.iter().any(|have| have == item) {
-                unique.push(item.to_string());
-            }
+    let mut unique: Vec<String> = Vec::new();
+    for item in items
+        .iter()
+        .map(|item| item.trim())
+        .filter(|i| !i.is_empty())
+    {
+        if !unique.iter().any(|have| have == item) {
+            unique.push(item.to_string());
         }
-        Ok(unique)
-    };
-    Ok(Some(SharedLogin {
-        target,
-        derive,
-        login_resources: list(&args.login_resources, "loginResources")?,
-        login_scopes: list(&args.login_scopes, "loginScopes")?,
-    }))
+    }
+    Ok(unique)
 }
 
 /// The audience a provider gives a token asked for with `scope`, by Entra ID's convention:

@@ -13,8 +13,8 @@ use crate::http::{OAuthCall, Replay, RequestFailure};
 use crate::login::{browser, device_display};
 use crate::tokens::Tokens;
 use oauth2::{
-    ErrorResponseType, PkceCodeChallenge, RequestTokenError, StandardDeviceAuthorizationResponse,
-    StandardErrorResponse,
+    ErrorResponseType, PkceCodeChallenge, PkceCodeVerifier, RequestTokenError,
+    StandardDeviceAuthorizationResponse, StandardErrorResponse,
 };
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -48,6 +48,26 @@ impl ProviderClient<'_> {
     /// choice: a refusal at the start gets a line of its own instead).
     pub(super) fn device_flow(&self, announce: Option<&str>) -> Result<Tokens, DeviceFlowFailure> {
         let client = self.oauth_client();
+        let (details, verifier) = self.start_device_flow(&client)?;
+        if let Some(announce) = announce {
+            crate::log::notice(announce);
+        }
+        self.show_device_code(&details);
+        self.poll_device_flow(&client, &details, verifier.as_ref())
+    }
+
+    /// The device authorization request: the code to show, and the PKCE verifier the polls
+    /// prove the flow with, when the settings use PKCE.
+    fn start_device_flow(
+        &self,
+        client: &super::OAuthClient,
+    ) -> Result<
+        (
+            StandardDeviceAuthorizationResponse,
+            Option<PkceCodeVerifier>,
+        ),
+        DeviceFlowFailure,
+    > {
         let mut request = client
             .exchange_device_code()
             .map_err(|_| {
@@ -76,21 +96,23 @@ impl ProviderClient<'_> {
         };
         // A duplicate authorization request only starts a second, unused code.
         let start_call = self.oauth_call("the device authorization request", Replay::Safe);
-        let details: StandardDeviceAuthorizationResponse =
-            request.request(&start_call).map_err(|err| {
-                self.refused_or(err, Step::Authorization, &start_call, |err| {
-                    request_error(
-                        err,
-                        "device authorization request",
-                        &self.provider.metadata.issuer,
-                        &start_call,
-                        None,
-                    )
-                })
-            })?;
-        if let Some(announce) = announce {
-            crate::log::notice(announce);
-        }
+        let details = request.request(&start_call).map_err(|err| {
+            self.refused_or(err, Step::Authorization, &start_call, |err| {
+                request_error(
+                    err,
+                    "device authorization request",
+                    &self.provider.metadata.issuer,
+                    &start_call,
+                    None,
+                )
+            })
+        })?;
+        Ok((details, verifier))
+    }
+
+    /// Shows the person the code: the URL, the code and a QR code on stderr, and the browser
+    /// opened on it where one can open.
+    fn show_device_code(&self, details: &StandardDeviceAuthorizationResponse) {
         self.asking_a_person();
         let complete = details
             .verification_uri_complete()
@@ -106,76 +128,104 @@ impl ProviderClient<'_> {
         let no_browser_here = self.config.login.browser == BrowserChoice::System
             && browser::cannot_open_here().is_some();
         if !no_browser_here {
-            let target = complete
-                .clone()
-                .unwrap_or_else(|| details.verification_uri().to_string());
+            let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
             browser::open_quietly(&target, &self.config.login.browser);
         }
-        let mut poll = client.exchange_device_access_token(&details);
+    }
+
+    /// Polls the token endpoint until the person approves, the code expires or
+    /// `--auth-timeout` passes.
+    fn poll_device_flow(
+        &self,
+        client: &super::OAuthClient,
+        details: &StandardDeviceAuthorizationResponse,
+        verifier: Option<&PkceCodeVerifier>,
+    ) -> Result<Tokens, DeviceFlowFailure> {
+        let mut poll = client.exchange_device_access_token(details);
         for (name, value) in self.targets.token.clone() {
             poll = poll.add_extra_param(name, value);
         }
-        if let Some(verifier) = &verifier {
+        if let Some(verifier) = verifier {
             poll = poll.add_extra_param("code_verifier", verifier.secret().to_string());
         }
         // oauth2 honours `interval`, `slow_down` (+5 s) and `authorization_pending`; its timeout
         // replaces the code's `expires_in`, so pass the earlier of the two. It reports either
         // running out as `expired_token`: tell our own --auth-timeout apart by the clock.
         let auth_timeout = self.config.login.auth_timeout;
-        let limited_by_us = auth_timeout < details.expires_in();
+        let limit = auth_timeout.min(details.expires_in());
         let started = Instant::now();
-        let give_up_at = started + auth_timeout.min(details.expires_in());
+        let give_up_at = started + limit;
         let requested_at = self.clock.now();
         // The device code is redeemed once, by the poll that gets the tokens.
         let poll_call = self.oauth_call("the device token poll", Replay::OnlyIfUnprocessed);
         let spinner = crate::login::progress::Spinner::start(
             "waiting for the login to be approved",
-            started + auth_timeout.min(details.expires_in()),
+            give_up_at,
         );
         let response = poll
             .request(
                 &poll_call,
                 |interval| std::thread::sleep(poll_sleep(interval, give_up_at, Instant::now())),
-                Some(auth_timeout.min(details.expires_in())),
+                Some(limit),
             )
-            .map_err(|err| self.refused_or(err, Step::Poll, &poll_call, |err| match err {
-                RequestTokenError::ServerResponse(err) => {
-                    let code = err.error().to_string();
-                    if code == "expired_token" && limited_by_us && started.elapsed() >= auth_timeout {
-                        // Polls that failed (the provider unreachable) are retried by oauth2
-                        // until the time is up: say so, or the timeout hides an outage.
-                        let failing = poll_call
-                            .last_failure()
-                            .map(|failure| format!(" (the last poll failed: {failure})"))
-                            .unwrap_or_default();
-                        return fail(
-                            Exit::Login,
-                            format!(
-                                "no device login completed within {}s (--auth-timeout){failing}; run `kubecred login` to get a new code, or pass a longer --auth-timeout",
-                                auth_timeout.as_secs()
-                            ),
-                        );
-                    }
-                    let next = match code.as_str() {
-                        "access_denied" => "the login was denied; run `kubecred login` to try again",
-                        "expired_token" => "the code expired before the login was approved; run `kubecred login` for a new code",
-                        _ => "run `kubecred login` to try again",
-                    };
-                    fail(
-                        Exit::Login,
-                        format!("device login failed: {}; {next}", describe_server_error(&err)),
-                    )
-                }
-                other => token_error(
-                    other,
-                    "device code",
-                    &self.provider.metadata.issuer,
-                    &poll_call,
-                ),
-            }));
+            .map_err(|err| {
+                self.refused_or(err, Step::Poll, &poll_call, |err| {
+                    let ours =
+                        auth_timeout < details.expires_in() && started.elapsed() >= auth_timeout;
+                    self.poll_error(err, &poll_call, ours)
+                })
+            });
         drop(spinner); // Cleared before any message about the outcome.
         let response = response?;
         Ok(self.tokens_from(response, None, None, requested_at)?)
+    }
+
+    /// A failed device poll, worded: `our_timeout` when our own --auth-timeout ran out (oauth2
+    /// reports it as `expired_token`, like the code's own expiry).
+    fn poll_error<T: ErrorResponseType + fmt::Display>(
+        &self,
+        err: RequestTokenError<RequestFailure, StandardErrorResponse<T>>,
+        poll_call: &OAuthCall,
+        our_timeout: bool,
+    ) -> anyhow::Error {
+        let RequestTokenError::ServerResponse(err) = err else {
+            return token_error(
+                err,
+                "device code",
+                &self.provider.metadata.issuer,
+                poll_call,
+            );
+        };
+        let code = err.error().to_string();
+        if code == "expired_token" && our_timeout {
+            // Polls that failed (the provider unreachable) are retried by oauth2 until the
+            // time is up: say so, or the timeout hides an outage.
+            let failing = poll_call
+                .last_failure()
+                .map(|failure| format!(" (the last poll failed: {failure})"))
+                .unwrap_or_default();
+            return fail(
+                Exit::Login,
+                format!(
+                    "no device login completed within {}s (--auth-timeout){failing}; run `kubecred login` to get a new code, or pass a longer --auth-timeout",
+                    self.config.login.auth_timeout.as_secs()
+                ),
+            );
+        }
+        let next = match code.as_str() {
+            "access_denied" => "the login was denied; run `kubecred login` to try again",
+            "expired_token" => {
+                "the code expired before the login was approved; run `kubecred login` for a new code"
+            }
+            _ => "run `kubecred login` to try again",
+        };
+        fail(
+            Exit::Login,
+            format!(
+                "device login failed: {}; {next}",
+                describe_server_error(&err)
+            ),
+        )
     }
 
     /// The provider's refusal of the device flow itself, remembered for this issuer and client;

@@ -342,7 +342,6 @@ impl ProviderClient<'_> {
             );
             return self.authcode();
         }
-        let issuer = &self.provider.metadata.issuer;
         let can_paste = crate::login::paste::stdin_is_interactive(self.config.exec.interactive);
         if let Some(refusal) = device_flow_memory::remembered(
             &self.config.cache.dir,
@@ -350,35 +349,64 @@ impl ProviderClient<'_> {
             &self.config.client.id,
             self.clock.now(),
         ) {
-            let ago = refusal
-                .refused_at()
-                .and_then(|at| (self.clock.now() - at).to_std().ok())
-                .map(crate::duration::display_elapsed)
-                .unwrap_or_else(|| "lately".into());
-            let refused = format!(
-                "{issuer} refused the device flow for this client {ago} ago ({})",
-                refusal.said
-            );
-            if !can_paste {
-                return Err(fail(
-                    Exit::Login,
-                    format!("no browser can open here ({why}), {refused}, and {NO_PASTE_HERE}"),
-                ));
-            }
-            crate::log::notice(format!(
-                "no browser can open here ({why}), and {refused}, so --grant-type auto uses the browser login with the code pasted here; pass --grant-type device-code to try the device flow again"
-            ));
-            return self.authcode();
+            return self.after_a_remembered_refusal(&why, &refusal, can_paste);
         }
         let deadline = Instant::now() + self.config.login.auth_timeout;
+        let issuer = &self.provider.metadata.issuer;
         let announce = format!(
             "no browser can open here ({why}), so --grant-type auto uses the device flow, which {issuer} offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise"
         );
-        let refused = match self.device_flow(Some(&announce)) {
-            Ok(tokens) => return Ok(tokens),
-            Err(DeviceFlowFailure::Failed(err)) => return Err(err),
-            Err(DeviceFlowFailure::Refused(refused)) => refused,
-        };
+        match self.device_flow(Some(&announce)) {
+            Ok(tokens) => Ok(tokens),
+            Err(DeviceFlowFailure::Failed(err)) => Err(err),
+            Err(DeviceFlowFailure::Refused(refused)) => {
+                self.after_a_device_flow_refusal(&why, refused, can_paste, deadline)
+            }
+        }
+    }
+
+    /// `auto` where no browser can open (`why`) and the provider refused the device flow for
+    /// this client lately (`refusal`): the browser login with the code pasted, where a terminal
+    /// can take it.
+    fn after_a_remembered_refusal(
+        &self,
+        why: &str,
+        refusal: &device_flow_memory::DeviceFlowRefusal,
+        can_paste: bool,
+    ) -> anyhow::Result<Tokens> {
+        let issuer = &self.provider.metadata.issuer;
+        let ago = refusal
+            .refused_at()
+            .and_then(|at| (self.clock.now() - at).to_std().ok())
+            .map(crate::duration::display_elapsed)
+            .unwrap_or_else(|| "lately".into());
+        let refused = format!(
+            "{issuer} refused the device flow for this client {ago} ago ({})",
+            refusal.said
+        );
+        if !can_paste {
+            return Err(fail(
+                Exit::Login,
+                format!("no browser can open here ({why}), {refused}, and {NO_PASTE_HERE}"),
+            ));
+        }
+        crate::log::notice(format!(
+            "no browser can open here ({why}), and {refused}, so --grant-type auto uses the browser login with the code pasted here; pass --grant-type device-code to try the device flow again"
+        ));
+        self.authcode()
+    }
+
+    /// `auto` where no browser can open (`why`) and the provider just refused the device flow:
+    /// the browser login with the code pasted, within the same `deadline`, where a terminal can
+    /// take it; else the refusal, saying where a login can happen.
+    fn after_a_device_flow_refusal(
+        &self,
+        why: &str,
+        refused: device_refusal::DeviceFlowRefused,
+        can_paste: bool,
+        deadline: Instant,
+    ) -> anyhow::Result<Tokens> {
+        let issuer = &self.provider.metadata.issuer;
         if !can_paste {
             let why_not = format!("no browser can open here ({why}) and {NO_PASTE_HERE}");
             return Err(refused.into_error(issuer, &self.config.client.id, Some(&why_not)));
