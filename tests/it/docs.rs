@@ -1,36 +1,17 @@
-//! README's promises against the binary, beside its error lines (`troubleshooting.rs`): the
-//! Settings table names get-token's flags and their defaults as clap defines them, every "(the
-//! default)" is clap's default, `get-token --help` says what `auto` does, Quick start binds the
-//! username `setup` configures, a figure in README's or ARCHITECTURE.md's benchmark prose is one
-//! bench/RESULTS.md holds, and the cache directory without `HOME` is where README says.
+//! The manual's promises against the binary, beside its error lines (`troubleshooting.rs`): the
+//! Settings reference names get-token's flags and their defaults as clap defines them (it is
+//! generated, `settings_reference.rs`; this reads what was committed), every "(the default)" is
+//! clap's default, `get-token --help` says what `auto` does, README's Quick start binds the
+//! username `setup` configures, a figure in the benchmark prose (docs/benchmarks.md, README's
+//! From source, ARCHITECTURE.md) is one bench/RESULTS.md holds, the cache directory without
+//! `HOME` is where docs/settings.md says.
 
 use crate::sessions::kubecred_plain;
+use crate::support::manual::{self, read, section};
 use crate::support::*;
 use crate::troubleshooting::{cells, code_spans};
 use clap::CommandFactory;
 use kubecred::cli::Cli;
-
-fn read(file: &str) -> String {
-    std::fs::read_to_string(repo_root().join(file)).unwrap()
-}
-
-/// The text of a Markdown section: from its heading line to the next heading of its level or
-/// higher.
-fn section<'a>(text: &'a str, heading: &str) -> &'a str {
-    let start = text
-        .find(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("no section {heading:?}"));
-    let level = heading.chars().take_while(|&c| c == '#').count();
-    let body = &text[start + heading.len() + 2..];
-    let end = body
-        .match_indices("\n#")
-        .find(|(at, _)| {
-            let hashes = body[at + 1..].chars().take_while(|&c| c == '#').count();
-            hashes <= level && body[at + 1 + hashes..].starts_with(' ')
-        })
-        .map_or(body.len(), |(at, _)| at);
-    &body[..end]
-}
 
 /// The rows of the first table in `text` whose header row starts with `header`.
 fn table_rows(text: &str, header: &str) -> Vec<Vec<String>> {
@@ -76,8 +57,11 @@ fn flag_name(span: &str) -> Option<String> {
 
 #[test]
 fn the_settings_table_names_get_tokens_flags_and_defaults_as_clap_does() {
-    let readme = read("README.md");
-    let rows = table_rows(section(&readme, "## Settings"), "| flag | default |");
+    let reference = read("docs/reference/settings.md");
+    let rows = table_rows(
+        section(&reference, "## get-token's settings"),
+        "| flag | default |",
+    );
     let command = get_token_command();
     let visible: Vec<&clap::Arg> = command
         .get_arguments()
@@ -100,19 +84,19 @@ fn the_settings_table_names_get_tokens_flags_and_defaults_as_clap_does() {
         for flag in &flags {
             let Some(arg) = visible.iter().find(|arg| &name_of(arg) == flag) else {
                 problems.push(format!(
-                    "README's Settings table has {flag}, which get-token lacks"
+                    "the Settings reference has {flag}, which get-token lacks"
                 ));
                 continue;
             };
             documented.push(flag.clone());
-            // A default clap's help states as values (not as prose) is in README's cell.
+            // A default clap's help states as values (not as prose) is in the page's cell.
             if let Some(default) = documented_default(arg) {
                 let parts: Vec<&str> = default.split(", ").collect();
                 if parts.iter().all(|part| !part.contains(' ')) {
                     for part in parts {
                         if !row[1].contains(&format!("`{part}`")) {
                             problems.push(format!(
-                                "{flag}: clap's default is {default}, README's cell says {:?}",
+                                "{flag}: clap's default is {default}, the Settings reference says {:?}",
                                 row[1]
                             ));
                         }
@@ -124,9 +108,7 @@ fn the_settings_table_names_get_tokens_flags_and_defaults_as_clap_does() {
     for arg in &visible {
         let name = name_of(arg);
         if !documented.contains(&name) {
-            problems.push(format!(
-                "get-token {name} is not in README's Settings table"
-            ));
+            problems.push(format!("get-token {name} is not in the Settings reference"));
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
@@ -162,7 +144,7 @@ fn named_flags(cell: &str) -> Vec<(String, Option<String>)> {
 
 #[test]
 fn the_migration_tables_name_flags_and_values_kubecred_takes() {
-    let readme = read("README.md");
+    let readme = read("docs/switching.md");
     let command = get_token_command();
     let mut problems = Vec::new();
     let mut checked = 0;
@@ -215,7 +197,7 @@ fn the_migration_tables_name_flags_and_values_kubecred_takes() {
     assert!(get_token_arg(&command, "--login").is_none());
 }
 
-/// README's "(the default)" claims: "`--flag=value` (the default" in text, and in a table whose
+/// The manual's "(the default)" claims: "`--flag=value` (the default" in text, and in a table whose
 /// first header is "`--flag`", a row "`value` (the default)". Each must be clap's default.
 fn default_claims(readme: &str) -> Vec<(String, String)> {
     let mut claims = Vec::new();
@@ -257,8 +239,8 @@ fn default_claims(readme: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn every_default_readme_names_is_clap_s() {
-    let readme = read("README.md");
+fn every_default_the_manual_names_is_clap_s() {
+    let readme = manual::all_text();
     let claims = default_claims(&readme);
     assert!(claims.len() >= 2, "found only {claims:?}");
     let command = get_token_command();
@@ -269,13 +251,13 @@ fn every_default_readme_names_is_clap_s() {
                 .is_some_and(|long| format!("--{long}") == *flag)
         }) else {
             problems.push(format!(
-                "README says {value} is the default of {flag}, which get-token lacks"
+                "the manual says {value} is the default of {flag}, which get-token lacks"
             ));
             continue;
         };
         if documented_default(arg).as_deref() != Some(value) {
             problems.push(format!(
-                "README says {value} is the default of {flag}; clap says {:?}",
+                "the manual says {value} is the default of {flag}; clap says {:?}",
                 documented_default(arg)
             ));
         }
@@ -520,6 +502,7 @@ fn figures_not_in_results(prose: &str, results: &str) -> Vec<String> {
 fn benchmark_figures_in_prose_are_the_ones_bench_results_holds() {
     let results = read("bench/RESULTS.md");
     let readme = read("README.md");
+    let benchmarks = read("docs/benchmarks.md");
     let architecture = read("ARCHITECTURE.md");
     let from_source = readme
         .lines()
@@ -530,8 +513,8 @@ fn benchmark_figures_in_prose_are_the_ones_bench_results_holds() {
     let mut problems = Vec::new();
     for (place, prose) in [
         (
-            "README, Benchmarks",
-            section(&readme, "## Benchmarks").to_string(),
+            "docs/benchmarks.md",
+            section(&benchmarks, "# Benchmarks").to_string(),
         ),
         ("README, From source", from_source),
         (
@@ -566,16 +549,17 @@ fn the_figure_check_can_fail() {
 
 #[test]
 fn without_home_the_cache_dir_is_under_the_password_databases_home() {
-    // README, Settings: `--cache-dir`'s default with HOME unset.
-    let readme = read("README.md");
-    let rows = table_rows(section(&readme, "## Settings"), "| flag | default |");
-    let cache_dir = rows
-        .iter()
-        .find(|row| row[0] == "`--cache-dir`")
-        .expect("--cache-dir in README's Settings table");
+    // docs/settings.md: `--cache-dir`'s default with HOME unset.
+    let settings = read("docs/settings.md");
+    let cache_dir = settings
+        .split("\n- ")
+        .find(|item| item.starts_with("`--cache-dir`"))
+        .expect("--cache-dir's default in docs/settings.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         cache_dir
-            .join(" ")
             .contains("`HOME` unset or empty, the home directory comes from the password database"),
         "{cache_dir:?}"
     );
