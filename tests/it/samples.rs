@@ -202,3 +202,50 @@ fn a_misspelt_flag_in_a_sample_would_fail() {
         assert!(Cli::try_parse_command_line(argv).is_err(), "{argv:?}");
     }
 }
+
+/// The code spans of a provider section's "**kubecred**" item: the settings it quotes.
+fn quoted_settings(section_text: &str) -> Vec<String> {
+    let item = section_text
+        .split("\n- ")
+        .find(|item| item.starts_with("**kubecred**"))
+        .unwrap_or_default();
+    crate::troubleshooting::code_spans(&item.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+#[test]
+fn the_providers_page_quotes_the_samples_settings() {
+    let page = read("docs/providers.md");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for provider in PROVIDERS {
+        let link = format!("(../kubeconfig-samples/{provider})");
+        let Some(section_text) = page
+            .split("\n## ")
+            .skip(1)
+            .find(|part| part.contains(&link) && !part.starts_with("kubeconfig samples"))
+        else {
+            problems.push(format!("no section of docs/providers.md links {provider}"));
+            continue;
+        };
+        let sample = read(&format!("kubeconfig-samples/{provider}"));
+        let settings = quoted_settings(section_text);
+        if settings.len() < 3 {
+            problems.push(format!("{provider}: its section quotes {settings:?}"));
+        }
+        for setting in settings {
+            checked += 1;
+            if !sample.contains(&setting) {
+                problems.push(format!(
+                    "{provider}: the page says `{setting}`, the sample does not"
+                ));
+            }
+        }
+    }
+    assert!(checked > 20, "checked {checked} settings");
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The check can fail.
+    assert_eq!(
+        quoted_settings("x\n- **kubecred**: `--a=1`\n  `--b=2`\n- **API server**: `c`"),
+        ["--a=1", "--b=2"]
+    );
+}
