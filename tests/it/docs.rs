@@ -4,7 +4,8 @@
 //! clap's default, `get-token --help` says what `auto` does, README's Quick start binds the
 //! username `setup` configures, a figure in the benchmark prose (docs/benchmarks.md, README's
 //! From source, ARCHITECTURE.md) is one bench/RESULTS.md holds, the cache directory without
-//! `HOME` is where docs/settings.md says.
+//! `HOME` is where docs/settings.md says, the exit codes page lists kubecred's exit codes, and
+//! every relative link and anchor of README.md and docs/ resolves.
 
 use crate::sessions::kubecred_plain;
 use crate::support::manual::{self, read, section};
@@ -599,4 +600,154 @@ fn without_home_the_cache_dir_is_under_the_password_databases_home() {
             "HOME {home_variable:?}"
         );
     }
+}
+
+/// The Markdown files of the manual: README.md and every page under docs/.
+fn manual_files() -> Vec<String> {
+    fn walk(dir: &std::path::Path, prefix: &str, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                walk(&path, &format!("{prefix}{name}/"), out);
+            } else if name.ends_with(".md") {
+                out.push(format!("{prefix}{name}"));
+            }
+        }
+    }
+    let mut files = vec!["README.md".to_string()];
+    walk(&repo_root().join("docs"), "docs/", &mut files);
+    files.sort();
+    files
+}
+
+/// The targets of a Markdown text's inline links, `[text](target)`, outside fenced code and
+/// code spans.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans hold examples, not links.
+        let prose: String = line
+            .split('`')
+            .enumerate()
+            .map(|(index, piece)| if index % 2 == 0 { piece } else { "" })
+            .collect();
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            targets.push(after[..end].to_string());
+            rest = &after[end..];
+        }
+    }
+    targets
+}
+
+/// What is wrong with the relative links of `file` (`text`): targets that do not exist, and
+/// anchors that are no heading of their page.
+fn broken_links(file: &str, text: &str) -> Vec<String> {
+    let dir = std::path::Path::new(file)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let mut broken = Vec::new();
+    for target in link_targets(text) {
+        let scheme = target
+            .split_once(':')
+            .is_some_and(|(scheme, _)| scheme.chars().all(|c| c.is_ascii_alphabetic()));
+        if scheme || target.is_empty() {
+            continue;
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (target.as_str(), None),
+        };
+        let resolved = if path.is_empty() {
+            std::path::PathBuf::from(file)
+        } else {
+            let mut resolved = std::path::PathBuf::new();
+            for part in dir.join(path).components() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        if !resolved.pop() {
+                            broken.push(format!("{file}: {target} leaves the repository"));
+                        }
+                    }
+                    std::path::Component::CurDir => {}
+                    other => resolved.push(other),
+                }
+            }
+            resolved
+        };
+        let on_disk = repo_root().join(&resolved);
+        if !on_disk.exists() {
+            broken.push(format!("{file}: {target}: no {}", resolved.display()));
+            continue;
+        }
+        if let Some(anchor) = anchor {
+            let page = std::fs::read_to_string(&on_disk).unwrap_or_default();
+            if !manual::anchors(&page).iter().any(|a| a == anchor) {
+                broken.push(format!(
+                    "{file}: {target}: {} has no heading #{anchor}",
+                    resolved.display()
+                ));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn every_relative_link_and_anchor_of_the_manual_resolves() {
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in manual_files() {
+        let text = read(&file);
+        checked += link_targets(&text).len();
+        broken.extend(broken_links(&file, &text));
+    }
+    assert!(checked > 150, "read only {checked} links");
+    assert!(broken.is_empty(), "{broken:#?}");
+    // The check can fail: a missing file, a missing anchor, a link in code is no link.
+    assert_eq!(
+        broken_links(
+            "docs/x.md",
+            "[a](nowhere.md) [b](../README.md#no-such-heading) [c](../README.md#install) `[d](e.md)`\n"
+        ),
+        [
+            "docs/x.md: nowhere.md: no docs/nowhere.md",
+            "docs/x.md: ../README.md#no-such-heading: README.md has no heading #no-such-heading",
+        ]
+    );
+}
+
+#[test]
+fn every_page_is_one_click_from_readme_and_in_the_site() {
+    let readme = read("README.md");
+    let summary = read("docs/SUMMARY.md");
+    let linked = link_targets(&readme);
+    let in_summary = link_targets(&summary);
+    let mut problems = Vec::new();
+    for file in manual_files() {
+        let Some(page) = file.strip_prefix("docs/") else {
+            continue;
+        };
+        if page == "SUMMARY.md" {
+            continue;
+        }
+        if !linked.iter().any(|target| target == &file) {
+            problems.push(format!("README.md does not link {file}"));
+        }
+        if !in_summary.iter().any(|target| target == page) {
+            problems.push(format!("docs/SUMMARY.md does not list {page}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
 }
