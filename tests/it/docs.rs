@@ -751,3 +751,38 @@ fn every_page_is_one_click_from_readme_and_in_the_site() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[test]
+fn help_and_the_man_page_point_to_the_manuals_site() {
+    // The site README names, and every page of it that the binary names is a page of docs/.
+    let readme = read("README.md");
+    let site = "https://OWNER.github.io/kubecred/";
+    assert!(readme.contains(site), "README names no {site}");
+    let env = TestEnv::new();
+    let help = kubecred_plain(&env, &["--help"]).run().success().stdout();
+    let man = kubecred_plain(&env, &["man"]).run().success().stdout();
+    let get_token = kubecred_plain(&env, &["get-token", "--help"])
+        .run()
+        .success()
+        .stdout();
+    assert!(help.contains(site), "kubecred --help:\n{help}");
+    assert!(man.contains(site), "kubecred man:\n{man}");
+    let mut named = 0;
+    for text in [&help, &man, &get_token] {
+        for (at, _) in text.match_indices(site) {
+            let page: String = text[at + site.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "-_/.".contains(*c))
+                .collect();
+            let Some(page) = page.strip_suffix(".html") else {
+                continue;
+            };
+            named += 1;
+            assert!(
+                repo_root().join(format!("docs/{page}.md")).exists(),
+                "{site}{page}.html is no page of docs/"
+            );
+        }
+    }
+    assert!(named > 0, "get-token --help names no page of the manual");
+}
