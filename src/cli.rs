@@ -50,7 +50,8 @@ pub const VERSION: &str = concat!(
     long_about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers.\n\n\
         kubectl runs `kubecred get-token` from a kubeconfig `exec` stanza; kubecred prints one \
         ExecCredential on stdout, answering from its cache when it can. Also runs as a kubectl \
-        plugin: installed as `kubectl-kubecred` on PATH, `kubectl kubecred status` works.",
+        plugin: installed as `kubectl-kubecred` on PATH, `kubectl kubecred status` works.\n\n\
+        The manual, a page per task: https://OWNER.github.io/kubecred/",
     // pflag semantics, as kubectl and kubelogin: a single-valued flag given twice takes the later
     // value, so a wrapper or a kubeconfig `args` list can append an override. Repeatable flags
     // (--scope, --certificate-authority, ...) still accumulate. Propagated to every subcommand.
@@ -66,10 +67,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print an ExecCredential for kubectl (the command a kubeconfig `exec` stanza runs).
-    #[command(
-        after_help = "Example (what kubectl runs; see README for the kubeconfig stanza):\n  \
-        kubecred get-token --issuer-url https://idp.example --client-id kubernetes"
-    )]
+    #[command(after_help = "Example (what kubectl runs; the kubeconfig stanza: \
+        https://OWNER.github.io/kubecred/kubeconfig.html):\n  \
+        kubecred get-token --issuer-url https://idp.example --client-id kubernetes")]
     GetToken(TokenArgs),
     /// Log in now, even during a login cool-down, and cache the result (prints nothing on stdout);
     /// or, with --remote-bootstrap, take here the browser's part of a login started elsewhere.

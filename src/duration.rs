@@ -11,7 +11,7 @@ use std::time::Duration;
 /// The longest duration any setting takes: far beyond any sensible timeout or validity margin,
 /// and small enough that `Instant::now() + d` and chrono conversions can never overflow.
 pub const MAX: Duration = Duration::from_secs(7 * 24 * 3600);
-/// How [`MAX`] is written in messages and the README.
+/// How [`MAX`] is written in messages and the manual (docs/).
 pub const MAX_TEXT: &str = "168h (7 days)";
 
 /// Parses `90s`, `5m`, `1h30m`, `250ms`, or a bare number of seconds; at most [`MAX`].

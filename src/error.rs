@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-/// The process exit codes, as documented in README.md.
+/// The process exit codes, as documented in docs/exit-codes.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Bad input or settings: KUBERNETES_EXEC_INFO, flags, environment, cluster extension, files.
@@ -135,6 +135,37 @@ mod tests {
     fn one_line_folds_line_breaks() {
         let err = fail(Exit::Input, "line one\nline two");
         assert_eq!(one_line(&err), "line one line two");
+    }
+
+    #[test]
+    fn the_exit_codes_page_lists_every_exit_code() {
+        // The match has no wildcard: a new class fails to compile here until the page has it.
+        let code = |exit: Exit| match exit {
+            Exit::Input | Exit::Usage | Exit::Provider | Exit::Login | Exit::Cache => exit as i32,
+        };
+        let mut codes = vec![0];
+        codes.extend(
+            [
+                Exit::Input,
+                Exit::Usage,
+                Exit::Provider,
+                Exit::Login,
+                Exit::Cache,
+            ]
+            .map(code),
+        );
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exit-codes.md"),
+        )
+        .unwrap();
+        let listed: Vec<i32> = page
+            .lines()
+            .skip_while(|line| !line.starts_with("| code | meaning |"))
+            .skip(2)
+            .take_while(|line| line.starts_with('|'))
+            .map(|line| line.split('|').nth(1).unwrap().trim().parse().unwrap())
+            .collect();
+        assert_eq!(listed, codes, "docs/exit-codes.md's table");
     }
 
     #[test]

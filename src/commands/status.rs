@@ -25,7 +25,7 @@ pub(super) fn run(args: &StatusArgs, clock: &dyn Clock) -> anyhow::Result<Option
     }))
 }
 
-/// One entry for scripts; the field names are a stable interface (README "kubecred status").
+/// One entry for scripts; the field names are a stable interface (docs/tokens.md, "Sessions and accounts").
 #[derive(Serialize)]
 struct JsonEntry<'a> {
     key: &'a str,

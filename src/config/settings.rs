@@ -199,7 +199,7 @@ pub struct CacheSettings {
     pub lock_timeout: Duration,
 }
 
-/// Where cached tokens live (README "Where tokens live").
+/// Where cached tokens live (docs/tokens.md "Where tokens live").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheStorage {
     /// Short-lived tokens on disk; the refresh token in the OS keyring when one is reachable.

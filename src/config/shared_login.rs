@@ -158,7 +158,7 @@ pub(super) fn resolve(
     let target_scope = args.target_scope.clone().or(ext.string("targetScope")?);
     if !(grant.is_user_login()) {
         return Err(input(format!(
-            "--shared-login shares a person's login, and --grant-type {} logs nobody in: drop --shared-login; a machine gets a token per cluster by exchanging its own token with each cluster's --audience (--grant-type token-exchange; README: One login for many clusters)",
+            "--shared-login shares a person's login, and --grant-type {} logs nobody in: drop --shared-login; a machine gets a token per cluster by exchanging its own token with each cluster's --audience (--grant-type token-exchange; kubecred's manual: One login for many clusters)",
             grant.name()
         )));
     }

@@ -125,7 +125,7 @@ impl fmt::Display for RequestFailure {
 impl std::error::Error for RequestFailure {}
 
 /// " (after 4 attempts)" when a request was tried more than once, else nothing: every message
-/// about a failure that was retried ends with it (README, "When the provider is slow").
+/// about a failure that was retried ends with it (docs/networks.md, "When the provider is slow").
 pub fn after_attempts(attempts: u32) -> String {
     if attempts > 1 {
         format!(" (after {attempts} attempts)")

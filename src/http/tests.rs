@@ -259,7 +259,7 @@ fn a_503_then_success_is_retried() {
 
 #[test]
 fn an_answer_that_stays_unavailable_names_the_number_of_attempts() {
-    // README: "the final error names the HTTP status or the network failure and the number of
+    // docs/networks.md: "the final error names the HTTP status or the network failure and the number of
     // attempts" — an answer as much as a failure.
     let server = TestServer::start();
     server.answer("/doc", Answer::with(503, "<html>down</html>"));
@@ -413,7 +413,7 @@ fn a_connection_closed_before_the_answer_is_a_dropped_connection() {
 
 #[test]
 fn a_name_that_does_not_resolve_and_a_refused_certificate_are_not_retried() {
-    // The same answer a second later: retrying only delays the error (README, "When the
+    // The same answer a second later: retrying only delays the error (docs/networks.md, "When the
     // provider is slow, down or overloaded").
     for permanent in [
         NetworkFailure::Dns,

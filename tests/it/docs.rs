@@ -1,36 +1,18 @@
-//! README's promises against the binary, beside its error lines (`troubleshooting.rs`): the
-//! Settings table names get-token's flags and their defaults as clap defines them, every "(the
-//! default)" is clap's default, `get-token --help` says what `auto` does, Quick start binds the
-//! username `setup` configures, a figure in README's or ARCHITECTURE.md's benchmark prose is one
-//! bench/RESULTS.md holds, and the cache directory without `HOME` is where README says.
+//! The manual's promises against the binary, beside its error lines (`troubleshooting.rs`): the
+//! Settings reference names get-token's flags and their defaults as clap defines them (it is
+//! generated, `settings_reference.rs`; this reads what was committed), every "(the default)" is
+//! clap's default, `get-token --help` says what `auto` does, README's Quick start binds the
+//! username `setup` configures, a figure in the benchmark prose (docs/benchmarks.md, README's
+//! From source, ARCHITECTURE.md) is one bench/RESULTS.md holds, the cache directory without
+//! `HOME` is where docs/settings.md says, the exit codes page lists kubecred's exit codes, and
+//! every relative link and anchor of README.md and docs/ resolves.
 
 use crate::sessions::kubecred_plain;
+use crate::support::manual::{self, read, section};
 use crate::support::*;
 use crate::troubleshooting::{cells, code_spans};
 use clap::CommandFactory;
 use kubecred::cli::Cli;
-
-fn read(file: &str) -> String {
-    std::fs::read_to_string(repo_root().join(file)).unwrap()
-}
-
-/// The text of a Markdown section: from its heading line to the next heading of its level or
-/// higher.
-fn section<'a>(text: &'a str, heading: &str) -> &'a str {
-    let start = text
-        .find(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("no section {heading:?}"));
-    let level = heading.chars().take_while(|&c| c == '#').count();
-    let body = &text[start + heading.len() + 2..];
-    let end = body
-        .match_indices("\n#")
-        .find(|(at, _)| {
-            let hashes = body[at + 1..].chars().take_while(|&c| c == '#').count();
-            hashes <= level && body[at + 1 + hashes..].starts_with(' ')
-        })
-        .map_or(body.len(), |(at, _)| at);
-    &body[..end]
-}
 
 /// The rows of the first table in `text` whose header row starts with `header`.
 fn table_rows(text: &str, header: &str) -> Vec<Vec<String>> {
@@ -76,8 +58,11 @@ fn flag_name(span: &str) -> Option<String> {
 
 #[test]
 fn the_settings_table_names_get_tokens_flags_and_defaults_as_clap_does() {
-    let readme = read("README.md");
-    let rows = table_rows(section(&readme, "## Settings"), "| flag | default |");
+    let reference = read("docs/reference/settings.md");
+    let rows = table_rows(
+        section(&reference, "## get-token's settings"),
+        "| flag | default |",
+    );
     let command = get_token_command();
     let visible: Vec<&clap::Arg> = command
         .get_arguments()
@@ -100,19 +85,19 @@ fn the_settings_table_names_get_tokens_flags_and_defaults_as_clap_does() {
         for flag in &flags {
             let Some(arg) = visible.iter().find(|arg| &name_of(arg) == flag) else {
                 problems.push(format!(
-                    "README's Settings table has {flag}, which get-token lacks"
+                    "the Settings reference has {flag}, which get-token lacks"
                 ));
                 continue;
             };
             documented.push(flag.clone());
-            // A default clap's help states as values (not as prose) is in README's cell.
+            // A default clap's help states as values (not as prose) is in the page's cell.
             if let Some(default) = documented_default(arg) {
                 let parts: Vec<&str> = default.split(", ").collect();
                 if parts.iter().all(|part| !part.contains(' ')) {
                     for part in parts {
                         if !row[1].contains(&format!("`{part}`")) {
                             problems.push(format!(
-                                "{flag}: clap's default is {default}, README's cell says {:?}",
+                                "{flag}: clap's default is {default}, the Settings reference says {:?}",
                                 row[1]
                             ));
                         }
@@ -124,9 +109,7 @@ fn the_settings_table_names_get_tokens_flags_and_defaults_as_clap_does() {
     for arg in &visible {
         let name = name_of(arg);
         if !documented.contains(&name) {
-            problems.push(format!(
-                "get-token {name} is not in README's Settings table"
-            ));
+            problems.push(format!("get-token {name} is not in the Settings reference"));
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
@@ -162,7 +145,7 @@ fn named_flags(cell: &str) -> Vec<(String, Option<String>)> {
 
 #[test]
 fn the_migration_tables_name_flags_and_values_kubecred_takes() {
-    let readme = read("README.md");
+    let readme = read("docs/switching.md");
     let command = get_token_command();
     let mut problems = Vec::new();
     let mut checked = 0;
@@ -215,7 +198,7 @@ fn the_migration_tables_name_flags_and_values_kubecred_takes() {
     assert!(get_token_arg(&command, "--login").is_none());
 }
 
-/// README's "(the default)" claims: "`--flag=value` (the default" in text, and in a table whose
+/// The manual's "(the default)" claims: "`--flag=value` (the default" in text, and in a table whose
 /// first header is "`--flag`", a row "`value` (the default)". Each must be clap's default.
 fn default_claims(readme: &str) -> Vec<(String, String)> {
     let mut claims = Vec::new();
@@ -257,8 +240,8 @@ fn default_claims(readme: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn every_default_readme_names_is_clap_s() {
-    let readme = read("README.md");
+fn every_default_the_manual_names_is_clap_s() {
+    let readme = manual::all_text();
     let claims = default_claims(&readme);
     assert!(claims.len() >= 2, "found only {claims:?}");
     let command = get_token_command();
@@ -269,13 +252,13 @@ fn every_default_readme_names_is_clap_s() {
                 .is_some_and(|long| format!("--{long}") == *flag)
         }) else {
             problems.push(format!(
-                "README says {value} is the default of {flag}, which get-token lacks"
+                "the manual says {value} is the default of {flag}, which get-token lacks"
             ));
             continue;
         };
         if documented_default(arg).as_deref() != Some(value) {
             problems.push(format!(
-                "README says {value} is the default of {flag}; clap says {:?}",
+                "the manual says {value} is the default of {flag}; clap says {:?}",
                 documented_default(arg)
             ));
         }
@@ -520,6 +503,7 @@ fn figures_not_in_results(prose: &str, results: &str) -> Vec<String> {
 fn benchmark_figures_in_prose_are_the_ones_bench_results_holds() {
     let results = read("bench/RESULTS.md");
     let readme = read("README.md");
+    let benchmarks = read("docs/benchmarks.md");
     let architecture = read("ARCHITECTURE.md");
     let from_source = readme
         .lines()
@@ -530,8 +514,8 @@ fn benchmark_figures_in_prose_are_the_ones_bench_results_holds() {
     let mut problems = Vec::new();
     for (place, prose) in [
         (
-            "README, Benchmarks",
-            section(&readme, "## Benchmarks").to_string(),
+            "docs/benchmarks.md",
+            section(&benchmarks, "# Benchmarks").to_string(),
         ),
         ("README, From source", from_source),
         (
@@ -566,16 +550,17 @@ fn the_figure_check_can_fail() {
 
 #[test]
 fn without_home_the_cache_dir_is_under_the_password_databases_home() {
-    // README, Settings: `--cache-dir`'s default with HOME unset.
-    let readme = read("README.md");
-    let rows = table_rows(section(&readme, "## Settings"), "| flag | default |");
-    let cache_dir = rows
-        .iter()
-        .find(|row| row[0] == "`--cache-dir`")
-        .expect("--cache-dir in README's Settings table");
+    // docs/settings.md: `--cache-dir`'s default with HOME unset.
+    let settings = read("docs/settings.md");
+    let cache_dir = settings
+        .split("\n- ")
+        .find(|item| item.starts_with("`--cache-dir`"))
+        .expect("--cache-dir's default in docs/settings.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         cache_dir
-            .join(" ")
             .contains("`HOME` unset or empty, the home directory comes from the password database"),
         "{cache_dir:?}"
     );
@@ -615,4 +600,189 @@ fn without_home_the_cache_dir_is_under_the_password_databases_home() {
             "HOME {home_variable:?}"
         );
     }
+}
+
+/// The Markdown files of the manual: README.md and every page under docs/.
+fn manual_files() -> Vec<String> {
+    fn walk(dir: &std::path::Path, prefix: &str, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                walk(&path, &format!("{prefix}{name}/"), out);
+            } else if name.ends_with(".md") {
+                out.push(format!("{prefix}{name}"));
+            }
+        }
+    }
+    let mut files = vec!["README.md".to_string()];
+    walk(&repo_root().join("docs"), "docs/", &mut files);
+    files.sort();
+    files
+}
+
+/// The targets of a Markdown text's inline links, `[text](target)`, outside fenced code and
+/// code spans.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Code spans hold examples, not links.
+        let prose: String = line
+            .split('`')
+            .enumerate()
+            .map(|(index, piece)| if index % 2 == 0 { piece } else { "" })
+            .collect();
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            targets.push(after[..end].to_string());
+            rest = &after[end..];
+        }
+    }
+    targets
+}
+
+/// What is wrong with the relative links of `file` (`text`): targets that do not exist, and
+/// anchors that are no heading of their page.
+fn broken_links(file: &str, text: &str) -> Vec<String> {
+    let dir = std::path::Path::new(file)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let mut broken = Vec::new();
+    for target in link_targets(text) {
+        let scheme = target
+            .split_once(':')
+            .is_some_and(|(scheme, _)| scheme.chars().all(|c| c.is_ascii_alphabetic()));
+        if scheme || target.is_empty() {
+            continue;
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (target.as_str(), None),
+        };
+        let resolved = if path.is_empty() {
+            std::path::PathBuf::from(file)
+        } else {
+            let mut resolved = std::path::PathBuf::new();
+            for part in dir.join(path).components() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        if !resolved.pop() {
+                            broken.push(format!("{file}: {target} leaves the repository"));
+                        }
+                    }
+                    std::path::Component::CurDir => {}
+                    other => resolved.push(other),
+                }
+            }
+            resolved
+        };
+        let on_disk = repo_root().join(&resolved);
+        if !on_disk.exists() {
+            broken.push(format!("{file}: {target}: no {}", resolved.display()));
+            continue;
+        }
+        if let Some(anchor) = anchor {
+            let page = std::fs::read_to_string(&on_disk).unwrap_or_default();
+            if !manual::anchors(&page).iter().any(|a| a == anchor) {
+                broken.push(format!(
+                    "{file}: {target}: {} has no heading #{anchor}",
+                    resolved.display()
+                ));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn every_relative_link_and_anchor_of_the_manual_resolves() {
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in manual_files() {
+        let text = read(&file);
+        checked += link_targets(&text).len();
+        broken.extend(broken_links(&file, &text));
+    }
+    assert!(checked > 150, "read only {checked} links");
+    assert!(broken.is_empty(), "{broken:#?}");
+    // The check can fail: a missing file, a missing anchor, a link in code is no link.
+    assert_eq!(
+        broken_links(
+            "docs/x.md",
+            "[a](nowhere.md) [b](../README.md#no-such-heading) [c](../README.md#install) `[d](e.md)`\n"
+        ),
+        [
+            "docs/x.md: nowhere.md: no docs/nowhere.md",
+            "docs/x.md: ../README.md#no-such-heading: README.md has no heading #no-such-heading",
+        ]
+    );
+}
+
+#[test]
+fn every_page_is_one_click_from_readme_and_in_the_site() {
+    let readme = read("README.md");
+    let summary = read("docs/SUMMARY.md");
+    let linked = link_targets(&readme);
+    let in_summary = link_targets(&summary);
+    let mut problems = Vec::new();
+    for file in manual_files() {
+        let Some(page) = file.strip_prefix("docs/") else {
+            continue;
+        };
+        if page == "SUMMARY.md" {
+            continue;
+        }
+        if !linked.iter().any(|target| target == &file) {
+            problems.push(format!("README.md does not link {file}"));
+        }
+        if !in_summary.iter().any(|target| target == page) {
+            problems.push(format!("docs/SUMMARY.md does not list {page}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn help_and_the_man_page_point_to_the_manuals_site() {
+    // The site README names, and every page of it that the binary names is a page of docs/.
+    let readme = read("README.md");
+    let site = "https://OWNER.github.io/kubecred/";
+    assert!(readme.contains(site), "README names no {site}");
+    let env = TestEnv::new();
+    let help = kubecred_plain(&env, &["--help"]).run().success().stdout();
+    let man = kubecred_plain(&env, &["man"]).run().success().stdout();
+    let get_token = kubecred_plain(&env, &["get-token", "--help"])
+        .run()
+        .success()
+        .stdout();
+    assert!(help.contains(site), "kubecred --help:\n{help}");
+    assert!(man.contains(site), "kubecred man:\n{man}");
+    let mut named = 0;
+    for text in [&help, &man, &get_token] {
+        for (at, _) in text.match_indices(site) {
+            let page: String = text[at + site.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "-_/.".contains(*c))
+                .collect();
+            let Some(page) = page.strip_suffix(".html") else {
+                continue;
+            };
+            named += 1;
+            assert!(
+                repo_root().join(format!("docs/{page}.md")).exists(),
+                "{site}{page}.html is no page of docs/"
+            );
+        }
+    }
+    assert!(named > 0, "get-token --help names no page of the manual");
 }

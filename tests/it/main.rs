@@ -41,6 +41,7 @@ mod resilience;
 mod samples;
 mod secrets;
 mod sessions;
+mod settings_reference;
 mod setup;
 mod shared_login;
 mod tidy;

@@ -3,13 +3,14 @@
 //! definitions (a misspelt flag or variable fails), and the settings resolve as `get-token` would
 //! resolve them (values, the cluster extension kubectl would hand over, grant requirements).
 
+use crate::support::manual::{read, section};
 use crate::support::*;
 use kubecred::cli::{Cli, Command};
 use kubecred::config::{Config, Environment};
 use kubecred::exec_credential::ExecInfo;
 use serde_json::{Value, json};
 
-/// The provider samples the README promises and links; each file must exist (a rename would
+/// The provider samples docs/providers.md promises and links; each file must exist (a rename would
 /// break the link).
 const PROVIDERS: &[&str] = &[
     "dex.yaml",
@@ -26,7 +27,8 @@ const PROVIDERS: &[&str] = &[
 fn every_sample_loads_in_kubectl_and_its_settings_resolve() {
     let env = TestEnv::new();
     let dir = repo_root().join("kubeconfig-samples");
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let providers = read("docs/providers.md");
+    let reference = read("docs/reference/settings.md");
     let mut files = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -48,22 +50,18 @@ fn every_sample_loads_in_kubectl_and_its_settings_resolve() {
 
     for provider in PROVIDERS {
         assert!(
-            readme.contains(&format!("(kubeconfig-samples/{provider})")),
-            "README.md does not link kubeconfig-samples/{provider}"
+            providers.contains(&format!("(../kubeconfig-samples/{provider})")),
+            "docs/providers.md does not link kubeconfig-samples/{provider}"
         );
     }
 
-    // README says "every file in kubeconfig-samples/": its table lists every one.
-    let table = readme
-        .split("### kubeconfig samples")
-        .nth(1)
-        .and_then(|rest| rest.split("\n## ").next())
-        .expect("README.md has a kubeconfig samples section");
+    // docs/providers.md says "every file in kubeconfig-samples/": its table lists every one.
+    let table = section(&providers, "## kubeconfig samples");
     for path in &files {
         let name = path.file_name().unwrap().to_string_lossy();
         assert!(
-            table.contains(&format!("| [`{name}`](kubeconfig-samples/{name}) |")),
-            "README's kubeconfig samples table does not list {name}"
+            table.contains(&format!("| [`{name}`](../kubeconfig-samples/{name}) |")),
+            "docs/providers.md's kubeconfig samples table does not list {name}"
         );
     }
 
@@ -82,14 +80,14 @@ fn every_sample_loads_in_kubectl_and_its_settings_resolve() {
         let users = config["users"].as_array().unwrap();
         assert!(!users.is_empty(), "{name}: no users");
         for user in users {
-            check_exec_stanza(&name, &config, user, &readme);
+            check_exec_stanza(&name, &config, user, &reference);
         }
     }
 }
 
 /// One user's exec stanza: kubecred, get-token, arguments and environment that parse, settings
 /// that resolve with the cluster extension of every context that uses this user.
-fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
+fn check_exec_stanza(file: &str, config: &Value, user: &Value, reference: &str) {
     let user_name = user["name"].as_str().unwrap();
     let at = format!("{file}: user {user_name}");
     let exec = &user["user"]["exec"];
@@ -157,8 +155,8 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, readme: &str) {
             );
             for key in keys.keys() {
                 assert!(
-                    readme.contains(&format!("| `{key}` |")),
-                    "{at}: extension key {key} is not one of README's extension keys"
+                    reference.contains(&format!("| `{key}` |")),
+                    "{at}: extension key {key} is not one of the Settings reference's extension keys"
                 );
             }
         }
@@ -203,4 +201,51 @@ fn a_misspelt_flag_in_a_sample_would_fail() {
     ] {
         assert!(Cli::try_parse_command_line(argv).is_err(), "{argv:?}");
     }
+}
+
+/// The code spans of a provider section's "**kubecred**" item: the settings it quotes.
+fn quoted_settings(section_text: &str) -> Vec<String> {
+    let item = section_text
+        .split("\n- ")
+        .find(|item| item.starts_with("**kubecred**"))
+        .unwrap_or_default();
+    crate::troubleshooting::code_spans(&item.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+#[test]
+fn the_providers_page_quotes_the_samples_settings() {
+    let page = read("docs/providers.md");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for provider in PROVIDERS {
+        let link = format!("(../kubeconfig-samples/{provider})");
+        let Some(section_text) = page
+            .split("\n## ")
+            .skip(1)
+            .find(|part| part.contains(&link) && !part.starts_with("kubeconfig samples"))
+        else {
+            problems.push(format!("no section of docs/providers.md links {provider}"));
+            continue;
+        };
+        let sample = read(&format!("kubeconfig-samples/{provider}"));
+        let settings = quoted_settings(section_text);
+        if settings.len() < 3 {
+            problems.push(format!("{provider}: its section quotes {settings:?}"));
+        }
+        for setting in settings {
+            checked += 1;
+            if !sample.contains(&setting) {
+                problems.push(format!(
+                    "{provider}: the page says `{setting}`, the sample does not"
+                ));
+            }
+        }
+    }
+    assert!(checked > 20, "checked {checked} settings");
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The check can fail.
+    assert_eq!(
+        quoted_settings("x\n- **kubecred**: `--a=1`\n  `--b=2`\n- **API server**: `c`"),
+        ["--a=1", "--b=2"]
+    );
 }

@@ -1,6 +1,7 @@
-//! README's error lines are the binary's. Every line README quotes — the first column of its
-//! "the error line says" tables (Troubleshooting, Behind a proxy) and every `kubecred: …` line
-//! in its prose — has exactly one witness here, and each witness must hold:
+//! The manual's error lines are the binary's. Every line the manual (README.md and the pages of
+//! docs/, `support::manual`) quotes — the first column of its "the error line says" tables
+//! (docs/troubleshooting.md, docs/networks.md's Behind a proxy) and every `kubecred: …` line in
+//! its prose — has exactly one witness here, and each witness must hold:
 //!
 //! - **Triggered**: a trigger in this file makes the binary print the line, and the quote must match
 //!   a line of what it wrote on stderr;
@@ -11,7 +12,7 @@
 //!   defines (a string literal outside tests).
 //!
 //! In a quote, `…` stands for any text (a URL, a reason, a number): the parts between are
-//! matched in order. A quoted line without a witness, a witness for a line README no longer
+//! matched in order. A quoted line without a witness, a witness for a line the manual no longer
 //! quotes, and a witness that does not hold each fail; `the_check_can_fail` shows that they do.
 
 use crate::support::rust_text::{SourceText, format_segments, rust_files};
@@ -43,7 +44,7 @@ enum Trigger {
 use Trigger::*;
 use Witness::*;
 
-/// Every quoted line, with its witness. Keep in README's order.
+/// Every quoted line, with its witness. Keep in the manual's order (README, then docs/SUMMARY.md's).
 const WITNESSES: &[(&str, Witness)] = &[
     // ---- Troubleshooting ----
     (
@@ -458,7 +459,7 @@ const WITNESSES: &[(&str, Witness)] = &[
 
 // ---- the quotes ----
 
-/// README's quoted lines, in order, each once: the code spans in the first column of every table
+/// The manual's quoted lines, in order, each once: the code spans in the first column of every table
 /// whose first header is "the error line says", and every code span starting with `kubecred: `
 /// that quotes a line (not a form such as `kubecred: error: <what failed>`, nor a bare prefix).
 fn quoted_lines(readme: &str) -> Vec<String> {
@@ -601,14 +602,14 @@ fn test_literals(witness: &str) -> Result<Vec<String>, String> {
     Ok(source.literals_in(&body).map(|l| l.text.clone()).collect())
 }
 
-/// What is wrong with README's quotes and their witnesses: quotes without one, witnesses for
-/// quotes README does not have, Test and Source witnesses that do not hold, a Source witness
+/// What is wrong with the manual's quotes and their witnesses: quotes without one, witnesses for
+/// quotes the manual does not have, Test and Source witnesses that do not hold, a Source witness
 /// that does not say why it is one. (Triggered witnesses are checked by running them.)
 fn witness_problems(quotes: &[String], witnesses: &[(&str, Witness)]) -> Vec<String> {
     let mut problems = Vec::new();
     for quote in quotes {
         match witnesses.iter().filter(|(q, _)| q == quote).count() {
-            0 => problems.push(format!("README quotes {quote:?}, which has no witness")),
+            0 => problems.push(format!("the manual quotes {quote:?}, which has no witness")),
             1 => {}
             n => problems.push(format!("{quote:?} has {n} witnesses")),
         }
@@ -617,7 +618,7 @@ fn witness_problems(quotes: &[String], witnesses: &[(&str, Witness)]) -> Vec<Str
     for (quote, witness) in witnesses {
         if !quotes.iter().any(|q| q == quote) {
             problems.push(format!(
-                "README does not quote {quote:?}, though it has a witness"
+                "the manual does not quote {quote:?}, though it has a witness"
             ));
         }
         let missing = match witness {
@@ -649,13 +650,13 @@ fn witness_problems(quotes: &[String], witnesses: &[(&str, Witness)]) -> Vec<Str
     problems
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(repo_root().join("README.md")).unwrap()
+fn manual_text() -> String {
+    crate::support::manual::all_text()
 }
 
 #[test]
 fn every_quoted_line_has_one_witness_and_the_static_ones_hold() {
-    let quotes = quoted_lines(&readme());
+    let quotes = quoted_lines(&manual_text());
     assert!(quotes.len() > 60, "found only {quotes:#?}");
     let problems = witness_problems(&quotes, WITNESSES);
     assert!(problems.is_empty(), "{problems:#?}");
@@ -709,7 +710,7 @@ fn the_check_can_fail() {
     for expected in [
         "a Source witness must say why",
         "\"a line nobody wrote\", which has no witness",
-        "README does not quote \"a quote README lost\"",
+        "the manual does not quote \"a quote README lost\"",
         "[\"refresh token rejected\"] not found in the literals of tests/it/exec_protocol.rs::missing_settings_say_what_to_do",
         "troubleshooting.rs::quoted_lines: not a #[test] function",
     ] {
@@ -738,7 +739,7 @@ Text `kubecred: error: <what failed>; <what to do>` and `kubecred: warning:` and
 /// Runs the triggers of one kind, each in a world of its own, and checks each quote against
 /// what the binary wrote.
 fn run_witnesses(kind: fn(&Trigger) -> bool, bed: Option<&Testbed>) {
-    let quotes = quoted_lines(&readme());
+    let quotes = quoted_lines(&manual_text());
     let mut failures = Vec::new();
     let mut ran = 0;
     for (quote, witness) in WITNESSES {
@@ -748,7 +749,10 @@ fn run_witnesses(kind: fn(&Trigger) -> bool, bed: Option<&Testbed>) {
         if !kind(trigger) {
             continue;
         }
-        assert!(quotes.iter().any(|q| q == quote), "README lost {quote:?}");
+        assert!(
+            quotes.iter().any(|q| q == quote),
+            "the manual lost {quote:?}"
+        );
         let env = TestEnv::new();
         let run = match (trigger, bed) {
             (Local(trigger) | Proxy(trigger), _) => trigger(&env),

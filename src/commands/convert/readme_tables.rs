@@ -1,16 +1,17 @@
-//! README's conversion tables (Migrating from int128/kubelogin, from Azure kubelogin) checked
-//! against the code, so that they cannot name a flag a peer does not have, leave out one it has,
-//! or promise a kubecred flag that does not exist: the left column against the flag tables
+//! The conversion tables of docs/switching.md (Migrating from int128/kubelogin, from Azure
+//! kubelogin; README's once, hence the name) checked against the code, so that they cannot name
+//! a flag a peer does not have, leave out one it has, or promise a kubecred flag that does not
+//! exist: the left column against the flag tables
 //! `convert-kubeconfig` reads the peers' stanzas with (`kubelogin::command_line`, `azure.rs`),
 //! the right column against get-token's clap definition.
 
 use crate::pflag::Flag;
 
-/// The table after `marker` in README.md: its rows' two cells.
+/// The table after `marker` in docs/switching.md: its rows' two cells.
 fn table(readme: &str, marker: &str) -> Vec<(String, String)> {
     let start = readme
         .find(marker)
-        .unwrap_or_else(|| panic!("README.md has no {marker}"));
+        .unwrap_or_else(|| panic!("docs/switching.md has no {marker}"));
     readme[start..]
         .lines()
         .skip(1)
@@ -74,13 +75,14 @@ fn kubecred_flags() -> Vec<String> {
 }
 
 fn check(marker: &str, peer: &[Flag]) {
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .unwrap();
-    let rows = table(&readme, marker);
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/switching.md"),
+    )
+    .unwrap();
+    let rows = table(&page, marker);
     assert!(
         rows.len() >= 15,
-        "README's {marker}: {} rows read",
+        "docs/switching.md's {marker}: {} rows read",
         rows.len()
     );
     let kubecred = kubecred_flags();
@@ -89,14 +91,14 @@ fn check(marker: &str, peer: &[Flag]) {
         for flag in flags_named(theirs) {
             assert!(
                 in_table(&flag, peer),
-                "README's {marker} names {flag}, which the peer does not have"
+                "docs/switching.md's {marker} names {flag}, which the peer does not have"
             );
             named.push(flag);
         }
         for flag in flags_named(ours) {
             assert!(
                 kubecred.contains(&flag),
-                "README's {marker} promises {flag}, which kubecred's get-token does not have"
+                "docs/switching.md's {marker} promises {flag}, which kubecred's get-token does not have"
             );
         }
     }
@@ -107,7 +109,7 @@ fn check(marker: &str, peer: &[Flag]) {
         let long = format!("--{}", flag.name);
         assert!(
             named.contains(&long) || flag.short.is_some_and(|c| named.contains(&format!("-{c}"))),
-            "README's {marker} leaves out {long}"
+            "docs/switching.md's {marker} leaves out {long}"
         );
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod manual;
 pub mod rust_text;
 #[cfg(target_os = "linux")]
 pub mod terminal;
