@@ -364,8 +364,12 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Browser(shared_login_answered_with_an_opaque_token)),
     ),
     (
-        "… refused to refresh the shared login for … (…), which the login was granted: the provider no longer grants it to this login; …",
+        "… refused to refresh the shared login for … (…), which the login was granted: the provider no longer grants it to this login's refresh token, …; not asked again until the next login, …",
         Triggered(Browser(shared_login_narrowed_at_the_provider)),
+    ),
+    (
+        "the shared login for … no longer serves …: the provider refused to refresh it for this target after granting it, so it is not asked again until the next login; …",
+        Triggered(Browser(shared_login_narrowed_then_asked_again)),
     ),
     (
         "cluster extension derive … is not refresh or token-exchange",
@@ -1309,6 +1313,16 @@ fn shared_login_then(env: &TestEnv, bed: &Testbed, resource: &str) -> Vec<String
 fn shared_login_narrowed_at_the_provider(env: &TestEnv, bed: &Testbed) -> Run {
     let args = shared_login_then(env, bed, "https://b.example");
     bed.configure(json!({"resources": ["https://a.example"]}));
+    let run = env.kubecred_owned(&args).run();
+    bed.configure(json!({"resources": null}));
+    run.failure(3)
+}
+
+/// The same cluster asked again after its target was refused: refused at once, nothing sent.
+fn shared_login_narrowed_then_asked_again(env: &TestEnv, bed: &Testbed) -> Run {
+    let args = shared_login_then(env, bed, "https://b.example");
+    bed.configure(json!({"resources": ["https://a.example"]}));
+    env.kubecred_owned(&args).run().failure(3);
     let run = env.kubecred_owned(&args).run();
     bed.configure(json!({"resources": null}));
     run.failure(3)
