@@ -18,6 +18,7 @@ use super::{Held, Trigger, keep};
 use crate::cache::{Cached, Entry, TokenCache};
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::error::{Exit, fail};
 use crate::tokens::{Tokens, printed_expiry};
 
 /// Single flight: the miss of `cache`'s entry (and, for a shared login's cluster, of `login`,
@@ -95,9 +96,45 @@ pub(super) fn obtain_under_lock(
             let (settings, login) = login.login_settings(config);
             let tokens =
                 login_step::log_in(&settings, login.held(), trigger, refused, None, clock)?;
-            shared::after_login(config, entry, login, &tokens, clock)
+            after_login(config, entry, login, &tokens, clock)
         }
     }
+}
+
+/// After the login step logged in again (its tokens `tokens`, saved in `login`): this
+/// cluster's token, saved in `entry`. The login's own access token is this cluster's when the
+/// provider issued it for the target (a refresh derivation asks the code exchange for it);
+/// otherwise it is derived from the new login now.
+fn after_login(
+    config: &Config,
+    entry: Held<'_>,
+    mut login: LoginEntry,
+    tokens: &Tokens,
+    clock: &dyn Clock,
+) -> anyhow::Result<Tokens> {
+    let shared = shared::shared_settings(config);
+    let derived = if shared::check_audience(config, tokens, &shared.target).is_ok() {
+        shared::derived_only(tokens)
+    } else {
+        login.cached = login.cache.load()?;
+        match renewal::renew(config, entry, Some(&login), &mut None, clock) {
+            Renewal::Renewed(tokens) => tokens,
+            Renewal::Failed(err) => return Err(err),
+            Renewal::NeedsPerson(why) | Renewal::Refused { reason: why, .. } => {
+                return Err(fail(
+                    Exit::Provider,
+                    format!(
+                        "{} logged you in, but no token for {} could be derived from the login ({why}); check the provider's settings for this target",
+                        config.issuer_as_given,
+                        shared.target.describe()
+                    ),
+                ));
+            }
+            Renewal::NewGrant => unreachable!("a shared login's grant needs a person"),
+        }
+    };
+    keep(entry.cache, &derived, entry.lock);
+    Ok(derived)
 }
 
 /// How the messages about a refused refresh token name it and the token still handed out.

@@ -15,11 +15,11 @@
 //! the same outcome again, without a request, so that the still-valid token is handed out until
 //! it runs out.
 
-use super::Held;
 use super::shared::{self, LoginEntry};
+use super::{Held, keep};
 use crate::cache::{Cached, Note};
 use crate::clock::Clock;
-use crate::config::{Config, Grant};
+use crate::config::{Config, Derive, Grant, SharedLogin, TokenKind};
 use crate::grants::{ProviderClient, RefreshOutcome};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
@@ -61,9 +61,101 @@ pub(super) fn renew<'a>(
     clock: &'a dyn Clock,
 ) -> Renewal {
     if let (Some(shared), Some(login)) = (&config.shared_login, login) {
-        return shared::derive(config, shared, login, provider, clock);
+        return derive(config, shared, login, provider, clock);
     }
     refresh(config, entry, provider, clock).unwrap_or_else(|refused| Renewal::Failed(refused.error))
+}
+
+/// Derives this cluster's token from the login entry `login`, without a person: the renewal
+/// step of a shared login's cluster (see the module comment).
+fn derive<'a>(
+    config: &'a Config,
+    shared: &SharedLogin,
+    login: &LoginEntry,
+    provider: &mut Option<ProviderClient<'a>>,
+    clock: &'a dyn Clock,
+) -> Renewal {
+    let Some(cached) = &login.cached else {
+        return Renewal::NeedsPerson("no shared login yet".into());
+    };
+    if login
+        .refused_targets()
+        .iter()
+        .any(|refused| refused == shared.target.value())
+    {
+        return Renewal::Failed(shared::refused_since(config, shared));
+    }
+    if shared.bound_to_the_grant()
+        && !login
+            .granted()
+            .iter()
+            .any(|held| held == shared.target.value())
+    {
+        if shared
+            .login_resources
+            .iter()
+            .any(|asked| asked == shared.target.value())
+        {
+            return Renewal::NeedsPerson(format!(
+                "the shared login was not granted {}, which --login-resource now asks for: one more login, for every cluster",
+                shared.target.describe()
+            ));
+        }
+        return Renewal::Failed(shared::outside_the_login(config, shared, &login.granted()));
+    }
+    let exchange = shared.derive == Derive::TokenExchange;
+    let usable_as_it_is = exchange
+        && cached
+            .tokens
+            .fresh_credential(TokenKind::AccessToken, clock.now(), config.min_validity)
+            .is_some();
+    let login_tokens = if usable_as_it_is {
+        cached.tokens.clone()
+    } else {
+        match refresh(config, login.held(), provider, clock) {
+            Ok(Renewal::Renewed(tokens)) => {
+                keep(&login.cache, &tokens, &login.lock);
+                tokens
+            }
+            Ok(Renewal::NewGrant) => {
+                return Renewal::NeedsPerson("the shared login has no refresh token".into());
+            }
+            Ok(other) => return other,
+            Err(refused) => {
+                crate::debug!(1, "{}", crate::error::one_line(&refused.error));
+                let error = shared::narrowed(config, shared, login, &refused.reason, refused.sent);
+                return Renewal::Failed(error);
+            }
+        }
+    };
+    derived_from(config, shared, &login_tokens, provider, clock)
+        .map_or_else(Renewal::Failed, Renewal::Renewed)
+}
+
+/// The cluster's token from the login's tokens: the login's access token when the refresh
+/// asked for the target, or exchanged for it (RFC 8693); checked before it is handed back.
+fn derived_from<'a>(
+    config: &'a Config,
+    shared: &SharedLogin,
+    login_tokens: &Tokens,
+    provider: &mut Option<ProviderClient<'a>>,
+    clock: &'a dyn Clock,
+) -> anyhow::Result<Tokens> {
+    let tokens = if shared.derive == Derive::TokenExchange {
+        let access_token = login_tokens
+            .access_token
+            .as_ref()
+            .expect("a fresh or renewed login has an access token");
+        let provider = match provider {
+            Some(provider) => provider,
+            None => provider.insert(ProviderClient::new(config, clock)?),
+        };
+        provider.exchange_access_token(access_token, &shared.target)?
+    } else {
+        login_tokens.clone()
+    };
+    shared::check_audience(config, &tokens, &shared.target)?;
+    Ok(shared::derived_only(&tokens))
 }
 
 /// The provider refused the target a refresh named (`invalid_target`). The refresh token was

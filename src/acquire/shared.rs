@@ -4,8 +4,9 @@
 //! only. The cache hit reads the derived entry alone, as any hit does (`acquire/mod.rs`); both
 //! entries are described once, by `cache::Entries::of`.
 //!
-//! Deriving is one way the renewal step renews (`renewal::renew` calls [`derive`]): the miss
-//! path and the background renewal take it like any renewal. On a miss the caller holds the
+//! This module holds the shared login's pieces; deriving itself is one way the renewal step
+//! renews (`renewal.rs`, `derive`): the miss path and the background renewal take it like any
+//! renewal. On a miss the caller holds the
 //! derived entry's lock; the login entry's is taken second ([`LoginEntry::open`]), in that order
 //! always, so that runs for different clusters queue on the login while runs for one cluster
 //! queue on its entry. The token is derived by the refresh step every entry takes
@@ -16,7 +17,7 @@
 //! refused — so that parallel kubectl calls for several clusters never send a refresh token the
 //! provider rotated away (oidc-provider revokes the whole grant on reuse). Where only a login
 //! will do, the miss path's one login step runs with the login's settings: what it holds and
-//! what is asked, together ([`LoginEntry::login_settings`]); [`after_login`] then derives.
+//! what is asked, together ([`LoginEntry::login_settings`]); the miss path then derives.
 //!
 //! Checked, never trusted: a derived token must be a JWT whose `aud` holds the target
 //! ([`check_audience`]); anything else (Auth0 answers an unknown audience with its default one)
@@ -29,22 +30,21 @@
 //! of what was granted and what is asked follows; otherwise the error says to add it. A target
 //! the login was granted and the provider then refused (a provider that narrows a rotated
 //! refresh token to the last resource asked for, as glewlwyd's one-time refresh tokens do) is
-//! recorded in the login entry and not asked for again until the next login.
+//! recorded in the login entry and not asked for again until the next login ([`narrowed`],
+//! [`refused_since`]).
 
-use super::renewal::{self, Renewal, TargetRefused};
-use super::{Held, keep};
+use super::Held;
 use crate::cache::{Cached, Entry, EntryLock, TokenCache};
-use crate::clock::Clock;
-use crate::config::{Config, Derive, SharedLogin, Target, TokenKind};
+use crate::config::{Config, SharedLogin, Target};
 use crate::error::{Exit, fail};
-use crate::grants::ProviderClient;
+use crate::secret::Secret;
 use crate::tokens::Tokens;
 
 /// The login entry of a shared login, under its lock, as read after taking it.
 pub(super) struct LoginEntry {
-    cache: TokenCache,
-    lock: EntryLock,
-    cached: Option<Cached>,
+    pub(super) cache: TokenCache,
+    pub(super) lock: EntryLock,
+    pub(super) cached: Option<Cached>,
 }
 
 impl LoginEntry {
@@ -87,12 +87,12 @@ impl LoginEntry {
     }
 
     /// The targets the login entry records it was granted (none for an entry that records none).
-    fn granted(&self) -> Vec<String> {
+    pub(super) fn granted(&self) -> Vec<String> {
         self.about_list(|about| about.granted.as_ref())
     }
 
     /// The granted targets the provider has since refused to refresh the login for.
-    fn refused_targets(&self) -> Vec<String> {
+    pub(super) fn refused_targets(&self) -> Vec<String> {
         self.about_list(|about| about.refused_targets.as_ref())
     }
 
@@ -125,131 +125,7 @@ impl LoginEntry {
     }
 }
 
-/// Derives this cluster's token from the login entry `login`, without a person: the renewal
-/// step of a shared login's cluster (see the module comment).
-pub(super) fn derive<'a>(
-    config: &'a Config,
-    shared: &SharedLogin,
-    login: &LoginEntry,
-    provider: &mut Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
-) -> Renewal {
-    let Some(cached) = &login.cached else {
-        return Renewal::NeedsPerson("no shared login yet".into());
-    };
-    if login
-        .refused_targets()
-        .iter()
-        .any(|refused| refused == shared.target.value())
-    {
-        return Renewal::Failed(refused_since(config, shared));
-    }
-    if shared.bound_to_the_grant()
-        && !login
-            .granted()
-            .iter()
-            .any(|held| held == shared.target.value())
-    {
-        if shared
-            .login_resources
-            .iter()
-            .any(|asked| asked == shared.target.value())
-        {
-            return Renewal::NeedsPerson(format!(
-                "the shared login was not granted {}, which --login-resource now asks for: one more login, for every cluster",
-                shared.target.describe()
-            ));
-        }
-        return Renewal::Failed(outside_the_login(config, shared, &login.granted()));
-    }
-    let exchange = shared.derive == Derive::TokenExchange;
-    let usable_as_it_is = exchange
-        && cached
-            .tokens
-            .fresh_credential(TokenKind::AccessToken, clock.now(), config.min_validity)
-            .is_some();
-    let login_tokens = if usable_as_it_is {
-        cached.tokens.clone()
-    } else {
-        match renewal::refresh(config, login.held(), provider, clock) {
-            Ok(Renewal::Renewed(tokens)) => {
-                keep(&login.cache, &tokens, &login.lock);
-                tokens
-            }
-            Ok(Renewal::NewGrant) => {
-                return Renewal::NeedsPerson("the shared login has no refresh token".into());
-            }
-            Ok(other) => return other,
-            Err(refused) => return Renewal::Failed(narrowed(config, shared, login, refused)),
-        }
-    };
-    derived_from(config, shared, &login_tokens, provider, clock)
-        .map_or_else(Renewal::Failed, Renewal::Renewed)
-}
-
-/// The cluster's token from the login's tokens: the login's access token when the refresh
-/// asked for the target, or exchanged for it (RFC 8693); checked before it is handed back.
-fn derived_from<'a>(
-    config: &'a Config,
-    shared: &SharedLogin,
-    login_tokens: &Tokens,
-    provider: &mut Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
-) -> anyhow::Result<Tokens> {
-    let tokens = if shared.derive == Derive::TokenExchange {
-        let access_token = login_tokens
-            .access_token
-            .as_ref()
-            .expect("a fresh or renewed login has an access token");
-        let provider = match provider {
-            Some(provider) => provider,
-            None => provider.insert(ProviderClient::new(config, clock)?),
-        };
-        provider.exchange_access_token(access_token, &shared.target)?
-    } else {
-        login_tokens.clone()
-    };
-    check_audience(config, &tokens, &shared.target)?;
-    Ok(derived_only(&tokens))
-}
-
-/// After the login step logged in again (its tokens `tokens`, saved in `login`): this
-/// cluster's token, saved in `entry`. The login's own access token is this cluster's when the
-/// provider issued it for the target (a refresh derivation asks the code exchange for it);
-/// otherwise it is derived from the new login now.
-pub(super) fn after_login(
-    config: &Config,
-    entry: Held<'_>,
-    mut login: LoginEntry,
-    tokens: &Tokens,
-    clock: &dyn Clock,
-) -> anyhow::Result<Tokens> {
-    let shared = shared_settings(config);
-    let derived = if check_audience(config, tokens, &shared.target).is_ok() {
-        derived_only(tokens)
-    } else {
-        login.cached = login.cache.load()?;
-        match derive(config, shared, &login, &mut None, clock) {
-            Renewal::Renewed(tokens) => tokens,
-            Renewal::Failed(err) => return Err(err),
-            Renewal::NeedsPerson(why) | Renewal::Refused { reason: why, .. } => {
-                return Err(fail(
-                    Exit::Provider,
-                    format!(
-                        "{} logged you in, but no token for {} could be derived from the login ({why}); check the provider's settings for this target",
-                        config.issuer_as_given,
-                        shared.target.describe()
-                    ),
-                ));
-            }
-            Renewal::NewGrant => unreachable!("a shared login's grant needs a person"),
-        }
-    };
-    keep(entry.cache, &derived, entry.lock);
-    Ok(derived)
-}
-
-fn shared_settings(config: &Config) -> &SharedLogin {
+pub(super) fn shared_settings(config: &Config) -> &SharedLogin {
     config
         .shared_login
         .as_ref()
@@ -258,7 +134,7 @@ fn shared_settings(config: &Config) -> &SharedLogin {
 
 /// What the derived entry keeps: the access token, its expiry and the identity, nothing that
 /// renews (the login does).
-fn derived_only(tokens: &Tokens) -> Tokens {
+pub(super) fn derived_only(tokens: &Tokens) -> Tokens {
     Tokens {
         id_token: None,
         id_token_expiry: None,
@@ -273,7 +149,11 @@ fn derived_only(tokens: &Tokens) -> Tokens {
 
 /// The token derived for `target` must be a JWT whose `aud` holds the target's audience: the
 /// API server of another cluster would accept it otherwise, or this one refuse it.
-fn check_audience(config: &Config, tokens: &Tokens, target: &Target) -> anyhow::Result<()> {
+pub(super) fn check_audience(
+    config: &Config,
+    tokens: &Tokens,
+    target: &Target,
+) -> anyhow::Result<()> {
     let wanted = target.audience();
     let issuer = &config.issuer_as_given;
     let payload = tokens
@@ -314,16 +194,16 @@ fn check_audience(config: &Config, tokens: &Tokens, target: &Target) -> anyhow::
 /// The provider refused to refresh the login for a target it was granted (`invalid_target`):
 /// the refresh token no longer covers it. Recorded in the login entry (its tokens kept, with
 /// the refresh token sent), so that it is not asked for again until the next login.
-fn narrowed(
+pub(super) fn narrowed(
     config: &Config,
     shared: &SharedLogin,
     login: &LoginEntry,
-    refused: TargetRefused,
+    reason: &str,
+    sent: Secret,
 ) -> anyhow::Error {
-    crate::debug!(1, "{}", crate::error::one_line(&refused.error));
     if let Some(cached) = &login.cached {
         let kept = Tokens {
-            refresh_token: Some(refused.sent),
+            refresh_token: Some(sent),
             ..cached.tokens.clone()
         };
         let recording = login.cache.clone().refusing_target(shared.target.value());
@@ -341,14 +221,14 @@ fn narrowed(
             "{} refused to refresh the shared login for {} ({}), which the login was granted: the provider no longer grants it to this login's refresh token, as a provider does that narrows each rotated refresh token to the last target asked for (glewlwyd's one-time refresh tokens); not asked again until the next login, which would be narrowed the same way — turn that off at the provider, or give this cluster a login of its own (without --shared-login)",
             config.issuer_as_given,
             shared.target.describe(),
-            refused.reason
+            reason
         ),
     )
 }
 
 /// The error for a target the provider refused the login after granting it ([`narrowed`]),
 /// without asking again.
-fn refused_since(config: &Config, shared: &SharedLogin) -> anyhow::Error {
+pub(super) fn refused_since(config: &Config, shared: &SharedLogin) -> anyhow::Error {
     fail(
         Exit::Provider,
         format!(
@@ -360,7 +240,11 @@ fn refused_since(config: &Config, shared: &SharedLogin) -> anyhow::Error {
 }
 
 /// The error for a target the login was not granted and the settings do not ask it for.
-fn outside_the_login(config: &Config, shared: &SharedLogin, granted: &[String]) -> anyhow::Error {
+pub(super) fn outside_the_login(
+    config: &Config,
+    shared: &SharedLogin,
+    granted: &[String],
+) -> anyhow::Error {
     let held = if granted.is_empty() {
         "nothing recorded".to_string()
     } else {
