@@ -366,24 +366,28 @@ mod tests {
 
     #[test]
     fn a_value_refused_for_a_reason_no_list_names_keeps_clap_s_reason() {
-        assert_eq!(
-            line(&["kubecred", "renew-ahead", "--lock-fd=x"]),
-            "invalid value 'x' for '--lock-fd <FD>': invalid digit found in string (see kubecred renew-ahead --help)"
-        );
-        assert_eq!(
-            line(&["kubecred", "renew-ahead", "--lock-fd="]),
-            "invalid value '' for '--lock-fd <FD>': cannot parse integer from empty string (see kubecred renew-ahead --help)"
-        );
-        // An on/off flag given an empty word is told the words it takes, as for any other word.
-        assert_eq!(
-            line(&["kubecred", "get-token", "--pkce="]),
-            "invalid value '' for --pkce; it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
-        );
-        // A counted flag is named as it is typed.
-        assert_eq!(
-            line(&["kubecred", "login", "--verbose=2"]),
-            "--verbose takes no value, but was given '2': write --verbose alone to turn it on (see kubecred login --help)"
-        );
+        for (words, expected) in [
+            (
+                &["kubecred", "renew-ahead", "--lock-fd=x"],
+                "invalid value 'x' for '--lock-fd <FD>': invalid digit found in string (see kubecred renew-ahead --help)",
+            ),
+            (
+                &["kubecred", "renew-ahead", "--lock-fd="],
+                "invalid value '' for '--lock-fd <FD>': cannot parse integer from empty string (see kubecred renew-ahead --help)",
+            ),
+            // An on/off flag given an empty word is told the words it takes, as for any other.
+            (
+                &["kubecred", "get-token", "--pkce="],
+                "invalid value '' for --pkce; it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)",
+            ),
+            // A counted flag is named as it is typed.
+            (
+                &["kubecred", "login", "--verbose=2"],
+                "--verbose takes no value, but was given '2': write --verbose alone to turn it on (see kubecred login --help)",
+            ),
+        ] {
+            assert_eq!(line(words), expected, "{words:?}");
+        }
     }
 
     #[test]
