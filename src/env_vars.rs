@@ -27,9 +27,19 @@ pub const SSH_SESSION: [&str; 3] = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"];
 /// The per-user cache directory's place (unix: `$XDG_CACHE_HOME/kubecred`, else
 /// `$HOME/.cache/kubecred`; macOS: `$HOME/Library/Caches/kubecred`), as the `directories`
 /// crate reads them for this process; read by `config` for a kubeconfig stanza whose `env` sets
-/// them (`convert-kubeconfig`, `whoami`).
+/// them (`convert-kubeconfig`, `whoami`). `HOME` also holds kubectl's `.kube/config` (below).
 pub const HOME: &str = "HOME";
 pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
+
+/// kubectl's kubeconfig files (`whoami`, `setup --write-kubeconfig`, `convert-kubeconfig`):
+/// the path list in `KUBECONFIG`, else `.kube/config` in the home directory client-go finds —
+/// `HOME`, and on Windows the first of `HOME`, `HOMEDRIVE` + `HOMEPATH` and `USERPROFILE` that
+/// holds one (`kubeconfig/mod.rs`). int128/kubelogin's `~` is `HOME`, else `USERPROFILE`, in a
+/// stanza's environment (`kubelogin/command_line.rs`).
+pub const KUBECONFIG: &str = "KUBECONFIG";
+pub const HOMEDRIVE: &str = "HOMEDRIVE";
+pub const HOMEPATH: &str = "HOMEPATH";
+pub const USERPROFILE: &str = "USERPROFILE";
 
 /// int128/kubelogin's cache directory (`$KUBECACHEDIR/oidc-login`), read in a stanza's
 /// environment by `convert-kubeconfig` to find kubelogin's tokens.

@@ -1,23 +1,18 @@
 //! The one stderr line for a command line clap refused: what was wrong and what to type instead.
 //! clap's own message spreads that over several lines (the possible values, a "tip", a usage
 //! block), and its first line alone loses it: `the following required arguments were not
-//! provided:` names no argument. [`OneLine`] is clap's hook for the wording of an error (its
-//! `ErrorFormatter`): it words the error's context in one line. What the line says that clap's
-//! error does not hold, [`usage_error_line`] first adds to that context, from the command line
-//! and its definition:
-//!
-//! - `SuggestedCommand`: the command run, as typed (`kubectl kubecred get-token` when run as the
-//!   kubectl plugin), whose `--help` the line ends with;
-//! - `ValidValue`: the values a missing argument or an on/off flag takes (clap lists them only
-//!   for a bad value of a value enum);
-//! - `ValidSubcommand`: the commands for people (clap's list has aliases, hidden ones and `help`);
-//! - `Custom`: the `KUBECRED_*` variable a bad value came from, when the command line did not
-//!   give the flag (clap does not record where a value came from).
+//! provided:` names no argument. So the line is worded here from clap's own error context (its
+//! kind, the argument, the value, clap's suggestion), with what kubecred knows beside it: the
+//! values an argument takes (clap lists them only for a bad value of a value enum), the commands
+//! for people, the command run as typed (`kubectl kubecred get-token` as the kubectl plugin),
+//! whose `--help` the line ends with, and the `KUBECRED_*` variable a bad value came from when the
+//! command line did not give the flag (clap does not record where a value came from). The kinds
+//! it has no words of its own for keep clap's first line, its reason included (`--lock-fd=x`:
+//! "invalid digit found in string").
 
 use super::{Cli, as_kubectl_plugin};
 use crate::command_on_path::PROGRAM_NAME;
-use clap::builder::StyledStr;
-use clap::error::{ContextKind, ContextValue, Error, ErrorFormatter, ErrorKind, RichFormatter};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, CommandFactory};
 use std::ffi::OsString;
 
@@ -35,78 +30,7 @@ pub fn usage_error_line_in(
     argv: &[OsString],
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> String {
-    with_context(err, argv, Cli::command(), var)
-        .render()
-        .to_string()
-}
-
-/// clap's hook for the wording of an error: one line, from the error's context.
-pub struct OneLine;
-
-impl ErrorFormatter for OneLine {
-    fn format_error(err: &Error<Self>) -> StyledStr {
-        let values = strings(err, ContextKind::ValidValue);
-        let command = text(err, ContextKind::SuggestedCommand).unwrap_or(PROGRAM_NAME);
-        let (shown, value) = (
-            text(err, ContextKind::InvalidArg),
-            text(err, ContextKind::InvalidValue),
-        );
-        let what = match (err.kind(), shown, value) {
-            // clap would print the whole help (whose first line is the description) as the "error".
-            (
-                ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
-                ..,
-            ) => {
-                let commands = strings(err, ContextKind::ValidSubcommand);
-                format!("a command is required: {}", either(&commands))
-            }
-            // `kubecred completion needs <SHELL>: bash, zsh, fish or powershell`.
-            (ErrorKind::MissingRequiredArgument, ..) => {
-                let needs = match strings(err, ContextKind::InvalidArg).as_slice() {
-                    [one] if !values.is_empty() => format!("{one}: {}", either(&values)),
-                    many => many.join("; and "),
-                };
-                format!("{command} needs {needs}")
-            }
-            (ErrorKind::InvalidValue | ErrorKind::ValueValidation, Some(shown), Some(value))
-                if !value.is_empty() && !values.is_empty() =>
-            {
-                invalid_value(err, flag(shown), value, &values)
-            }
-            // Only a switch given a value (`--force-refresh=yes`) has too many here: every flag
-            // that takes a value takes one, or any number.
-            (ErrorKind::TooManyValues, Some(shown), Some(value)) => {
-                let flag = flag(shown);
-                format!(
-                    "{flag} takes no value, but was given '{value}': write {flag} alone to turn it on"
-                )
-            }
-            // clap's own line, with what it puts on later lines: the values of a flag given
-            // none (`-o`), its "tip: a similar argument exists".
-            _ => {
-                let mut line = clap_first_line(err);
-                if !values.is_empty() {
-                    line = format!("{line}; possible values: {}", either(&values));
-                }
-                match suggestion(err) {
-                    Some(similar) => format!("{line}; did you mean '{similar}'?"),
-                    None => line,
-                }
-            }
-        };
-        format!("{what} (see {command} --help)").into()
-    }
-}
-
-/// `err` for [`OneLine`], with what the line says and clap's error does not hold, found in
-/// `cli` (the definition `argv` was parsed with) and `argv`.
-fn with_context(
-    err: &clap::Error,
-    argv: &[OsString],
-    mut cli: clap::Command,
-    var: &dyn Fn(&str) -> Option<OsString>,
-) -> Error<OneLine> {
-    let mut line = copied(err);
+    let mut cli = Cli::command();
     // Built, as the parse built it: an argument's display (`--grant-type <GRANT>`, what the
     // error names) needs its value count, which building sets.
     cli.build();
@@ -119,45 +43,40 @@ fn with_context(
     let command = sub.map_or(program.into(), |sub| {
         format!("{program} {}", sub.get_name())
     });
-    line.insert(ContextKind::SuggestedCommand, ContextValue::String(command));
-    let commands = cli
-        .get_subcommands()
-        // `help` is clap's, added by the build; hidden commands are not for people.
-        .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
-        .map(|sub| sub.get_name().to_string())
-        .collect();
-    line.insert(
-        ContextKind::ValidSubcommand,
-        ContextValue::Strings(commands),
-    );
+    let shown = strings(err, ContextKind::InvalidArg);
     // The one argument the error is about, a missing one included.
-    let shown = match strings(err, ContextKind::InvalidArg).as_slice() {
-        [one] => one.clone(),
-        _ => return line,
+    let arg = match shown.as_slice() {
+        [one] => sub
+            .unwrap_or(&cli)
+            .get_arguments()
+            .find(|arg| arg.to_string() == *one),
+        _ => None,
     };
-    let Some(arg) = sub
-        .unwrap_or(&cli)
-        .get_arguments()
-        .find(|arg| arg.to_string() == shown)
-    else {
-        return line;
+    let what = match (err.kind(), shown.as_slice()) {
+        // clap would print the whole help (whose first line is the description) as the "error".
+        (ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand, _) => {
+            format!("a command is required: {}", either(&commands(&cli)))
+        }
+        (ErrorKind::MissingRequiredArgument, _) => {
+            format!("{command} needs {}", needs(&shown, arg))
+        }
+        (ErrorKind::InvalidValue | ErrorKind::ValueValidation, _) => {
+            bad_value(err, arg, argv, var).unwrap_or_else(|| clap_line(err))
+        }
+        // Only a switch given a value (`--print-token-info=yes`) has too many here: every flag
+        // that takes a value takes one, or any number.
+        (ErrorKind::TooManyValues, [shown]) => {
+            match strings(err, ContextKind::InvalidValue).first() {
+                Some(value) => format!(
+                    "{flag} takes no value, but was given '{value}': write {flag} alone to turn it on",
+                    flag = flag(shown)
+                ),
+                None => clap_line(err),
+            }
+        }
+        _ => clap_line(err),
     };
-    // The values it takes, where clap lists none: a missing argument's (a switch is written
-    // alone: its values are not for typing), an on/off flag's.
-    let lists_values = match err.kind() {
-        ErrorKind::MissingRequiredArgument => arg.get_action().takes_values(),
-        kind => kind == ErrorKind::ValueValidation,
-    };
-    let values = possible_values(arg);
-    if lists_values && !values.is_empty() {
-        line.insert(ContextKind::ValidValue, ContextValue::Strings(values));
-    }
-    if let Some(value) = text(err, ContextKind::InvalidValue)
-        && let Some(variable) = from_variable(arg, value, argv, var)
-    {
-        line.insert(ContextKind::Custom, ContextValue::String(variable));
-    }
-    line
+    format!("{what} (see {command} --help)")
 }
 
 /// The subcommand the command line runs, if it names one (after kubelogin's `oidc-login`).
@@ -168,21 +87,81 @@ fn subcommand_run<'a>(argv: &[OsString], cli: &'a clap::Command) -> Option<&'a c
         .find(|sub| sub.get_name() == name || sub.get_all_aliases().any(|alias| alias == name))
 }
 
-/// A value clap refused, with the values it takes, and where it came from when that was a
-/// variable rather than the command line.
-fn invalid_value(err: &Error<OneLine>, flag: &str, value: &str, values: &[String]) -> String {
-    let given = match text(err, ContextKind::Custom) {
+/// The commands for people: clap's list has aliases, hidden ones and its own `help`.
+fn commands(cli: &clap::Command) -> Vec<String> {
+    cli.get_subcommands()
+        .filter(|sub| !sub.is_hide_set() && sub.get_name() != "help")
+        .map(|sub| sub.get_name().to_string())
+        .collect()
+}
+
+/// What a missing argument is: `<SHELL>: bash, zsh, fish or powershell` when it is the only one
+/// and takes values (a switch is written alone: its values are not for typing).
+fn needs(shown: &[String], arg: Option<&Arg>) -> String {
+    let values = arg
+        .filter(|arg| arg.get_action().takes_values())
+        .map(possible_values)
+        .unwrap_or_default();
+    match shown {
+        [one] if !values.is_empty() => format!("{one}: {}", either(&values)),
+        many => many.join("; and "),
+    }
+}
+
+/// A value refused by an argument that lists the values it takes, with them, and where it came
+/// from when that was a variable rather than the command line. `None` where clap's line says it
+/// better: no value given (`-o`: "a value is required"), or values no list names.
+fn bad_value(
+    err: &clap::Error,
+    arg: Option<&Arg>,
+    argv: &[OsString],
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Option<String> {
+    let (arg, value) = (arg?, strings(err, ContextKind::InvalidValue).pop()?);
+    let values = possible_values(arg);
+    if values.is_empty() || (value.is_empty() && err.kind() == ErrorKind::InvalidValue) {
+        return None;
+    }
+    let flag = flag(&arg.to_string()).to_string();
+    let given = match from_variable(arg, &value, argv, var) {
         Some(variable) => format!("invalid value '{value}' in {variable} (for {flag})"),
         None => format!("invalid value '{value}' for {flag}"),
     };
-    let allowed = if is_on_off(values) {
+    let allowed = if is_on_off(arg) {
         "it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off".into()
     } else {
-        format!("possible values: {}", either(values))
+        format!("possible values: {}", either(&values))
     };
-    match text(err, ContextKind::SuggestedValue) {
-        Some(similar) => format!("{given}; {allowed}; did you mean '{similar}'?"),
-        None => format!("{given}; {allowed}"),
+    Some(format!(
+        "{given}; {allowed}{}",
+        did_you_mean(err, ContextKind::SuggestedValue)
+    ))
+}
+
+/// clap's own first line for `err` (its reason for a refused value included), without its
+/// `error: ` prefix, with what clap puts on later lines: the values of a flag given none
+/// (`-o`), its "tip: a similar argument exists".
+fn clap_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let mut line = rendered
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("invalid command line")
+        .trim_start_matches("error: ")
+        .to_string();
+    let values = strings(err, ContextKind::ValidValue);
+    if !values.is_empty() {
+        line = format!("{line}; possible values: {}", either(&values));
+    }
+    line + &did_you_mean(err, ContextKind::SuggestedSubcommand)
+        + &did_you_mean(err, ContextKind::SuggestedArg)
+}
+
+/// `; did you mean 'get-token'?` when clap found a `kind` close to what was typed.
+fn did_you_mean(err: &clap::Error, kind: ContextKind) -> String {
+    match strings(err, kind).first() {
+        Some(similar) => format!("; did you mean '{similar}'?"),
+        None => String::new(),
     }
 }
 
@@ -194,27 +173,28 @@ fn from_variable(
     argv: &[OsString],
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Option<String> {
-    let variable = arg.get_env()?;
-    let set = var(variable.to_str()?)?;
-    let set = set.to_str()?;
-    let holds = set == value
-        || arg
-            .get_value_delimiter()
-            .is_some_and(|delimiter| set.split(delimiter).any(|one| one == value));
-    let mut names = arg.get_long_and_visible_aliases().unwrap_or_default();
-    names.extend(arg.get_all_aliases().unwrap_or_default());
+    let variable = arg.get_env()?.to_str()?;
+    let set = var(variable)?.into_string().ok()?;
+    let delimiter = arg.get_value_delimiter();
+    let holds = set == value || delimiter.is_some_and(|d| set.split(d).any(|one| one == value));
+    let names: Vec<&str> = arg
+        .get_long()
+        .into_iter()
+        .chain(arg.get_all_aliases().unwrap_or_default())
+        .collect();
+    let gives_flag = |word: &str| {
+        let rest = word.strip_prefix("--").unwrap_or_default();
+        names
+            .iter()
+            .filter_map(|name| rest.strip_prefix(name))
+            .any(|after| after.is_empty() || after.starts_with('='))
+    };
     let on_command_line = argv
         .iter()
         .skip(1)
         .filter_map(|word| word.to_str())
-        .any(|word| {
-            names.iter().any(|name| {
-                word.strip_prefix("--")
-                    .and_then(|rest| rest.strip_prefix(name))
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
-            })
-        });
-    (holds && !on_command_line).then(|| variable.to_string_lossy().into_owned())
+        .any(gives_flag);
+    (holds && !on_command_line).then(|| variable.to_string())
 }
 
 /// Every value the argument takes, hidden ones included (the on/off flags hide `yes`, `1`, …).
@@ -225,18 +205,17 @@ fn possible_values(arg: &Arg) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Whether these are the values of clap's on/off parser (`BoolishValueParser`).
-fn is_on_off(values: &[String]) -> bool {
-    ["true", "false", "1", "0", "yes", "no", "on", "off"]
-        .iter()
-        .all(|word| values.iter().any(|value| value == word))
+/// Whether the argument is an on/off flag (`BoolishValueParser`'s, whose many words are hidden).
+fn is_on_off(arg: &Arg) -> bool {
+    arg.get_value_parser().type_id() == std::any::TypeId::of::<bool>()
 }
 
-/// `--grant-type` for a flag shown as `--grant-type <GRANT>`, `<SHELL>` for a positional one.
+/// `--grant-type` for a flag shown as `--grant-type <GRANT>` (`--verbose` for `--verbose...`),
+/// `<SHELL>` for a positional one.
 fn flag(shown: &str) -> &str {
     match shown.split_once(' ') {
         Some((flag, _)) if flag.starts_with('-') => flag,
-        _ => shown,
+        _ => shown.trim_end_matches("..."),
     }
 }
 
@@ -249,50 +228,13 @@ fn either(words: &[String]) -> String {
     }
 }
 
-fn text<F: ErrorFormatter>(err: &Error<F>, kind: ContextKind) -> Option<&str> {
-    match err.get(kind)? {
-        ContextValue::String(one) => Some(one),
-        _ => None,
-    }
-}
-
-fn strings<F: ErrorFormatter>(err: &Error<F>, kind: ContextKind) -> Vec<String> {
+/// What clap's error holds under `kind`: its one string, or its list.
+fn strings(err: &clap::Error, kind: ContextKind) -> Vec<String> {
     match err.get(kind) {
         Some(ContextValue::Strings(many)) => many.clone(),
         Some(ContextValue::String(one)) => vec![one.clone()],
         _ => Vec::new(),
     }
-}
-
-/// The command or flag clap found close to a misspelt one (`get-tokn` → `get-token`).
-fn suggestion(err: &Error<OneLine>) -> Option<String> {
-    [ContextKind::SuggestedSubcommand, ContextKind::SuggestedArg]
-        .into_iter()
-        .find_map(|kind| strings(err, kind).into_iter().next())
-}
-
-/// clap's own first line for `err`, without its `error: ` prefix: the wording of the kinds
-/// this line words as clap does (an unknown flag, a conflict, …).
-fn clap_first_line(err: &Error<OneLine>) -> String {
-    let rendered = copied::<RichFormatter, _>(err).render().to_string();
-    rendered
-        .lines()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or("invalid command line")
-        .trim_start_matches("error: ")
-        .to_string()
-}
-
-/// `err`'s kind and context for another formatter (clap's `Error` is not `Clone`). A value
-/// parser's reason for refusing a value (the error's source, "value was not a boolean") is not
-/// copied: the line lists the values the flag takes instead, and only the hidden `renew-ahead
-/// --lock-fd`, which kubecred writes itself, takes values no list names.
-fn copied<F: ErrorFormatter, G: ErrorFormatter>(err: &Error<G>) -> Error<F> {
-    let mut copy = Error::new(err.kind());
-    for (kind, value) in err.context() {
-        copy.insert(kind, value.clone());
-    }
-    copy
 }
 
 #[cfg(test)]
@@ -377,45 +319,36 @@ mod tests {
 
     #[test]
     fn a_value_from_a_variable_names_the_variable_and_the_on_off_words() {
-        // A variable no other test reads: the flag is pointed at it.
-        let variable = "KUBECRED_TEST_USAGE_FORCE_REFRESH";
-        // SAFETY: a variable of this test alone; no other thread reads or writes it.
-        unsafe { std::env::set_var(variable, "maybe") };
-        let command = Cli::command().mut_subcommand("get-token", |sub| {
-            sub.mut_arg("force_refresh", |arg| arg.env(variable))
-        });
+        // The environment is handed over, as for a kubeconfig stanza's `env`: nothing is set in
+        // this process.
+        let variable = "KUBECRED_FORCE_REFRESH";
+        let env = |name: &str| (name == variable).then(|| OsString::from("maybe"));
         let words = argv(&["kubecred", "get-token"]);
-        let err = command.clone().try_get_matches_from(&words).unwrap_err();
+        let err = crate::cli::parse_stanza_get_token_in(words.clone(), &env).unwrap_err();
+        assert_eq!(
+            usage_error_line_in(&err, &words, &env),
+            format!(
+                "invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
+            )
+        );
+        let command = Cli::command();
         let arg = command
             .find_subcommand("get-token")
             .unwrap()
             .get_arguments()
             .find(|arg| arg.get_id() == "force_refresh")
             .unwrap();
-        assert_eq!(
-            with_context(&err, &words, command.clone(), &|name| std::env::var_os(
-                name
-            ))
-            .render()
-            .to_string(),
-            format!(
-                "invalid value 'maybe' in {variable} (for --force-refresh); it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)"
-            )
-        );
         // The same word on the command line is the command line's.
         assert_eq!(
             from_variable(
                 arg,
                 "maybe",
                 &argv(&["kubecred", "get-token", "--force-refresh=maybe"]),
-                &|name| std::env::var_os(name)
+                &env
             ),
             None
         );
-        assert_eq!(
-            from_variable(arg, "other", &words, &|name| std::env::var_os(name)),
-            None
-        );
+        assert_eq!(from_variable(arg, "other", &words, &env), None);
     }
 
     #[test]
@@ -429,6 +362,32 @@ mod tests {
             line(&["kubecred", "login", "--print-token-info=maybe"]),
             "--print-token-info takes no value, but was given 'maybe': write --print-token-info alone to turn it on (see kubecred login --help)"
         );
+    }
+
+    #[test]
+    fn a_value_refused_for_a_reason_no_list_names_keeps_clap_s_reason() {
+        for (words, expected) in [
+            (
+                &["kubecred", "renew-ahead", "--lock-fd=x"],
+                "invalid value 'x' for '--lock-fd <FD>': invalid digit found in string (see kubecred renew-ahead --help)",
+            ),
+            (
+                &["kubecred", "renew-ahead", "--lock-fd="],
+                "invalid value '' for '--lock-fd <FD>': cannot parse integer from empty string (see kubecred renew-ahead --help)",
+            ),
+            // An on/off flag given an empty word is told the words it takes, as for any other.
+            (
+                &["kubecred", "get-token", "--pkce="],
+                "invalid value '' for --pkce; it takes 1, true, yes or on to turn it on, and 0, false, no or off to turn it off (see kubecred get-token --help)",
+            ),
+            // A counted flag is named as it is typed.
+            (
+                &["kubecred", "login", "--verbose=2"],
+                "--verbose takes no value, but was given '2': write --verbose alone to turn it on (see kubecred login --help)",
+            ),
+        ] {
+            assert_eq!(line(words), expected, "{words:?}");
+        }
     }
 
     #[test]

@@ -46,141 +46,135 @@ pub(super) fn kubecred_stanza(
 /// request headers' values (an API key): setup's stanza gets a placeholder in `env` instead
 /// (`setup/advice.rs`, `exec_env`), convert's the secret itself.
 pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
-    let mut out = vec!["get-token".to_string()];
-    // An empty value is a switch, printed alone.
-    let mut flag = |name: &str, value: Option<String>| match value {
-        Some(value) if value.is_empty() => out.push(format!("--{name}")),
-        Some(value) => out.push(format!("--{name}={value}")),
-        None => {}
-    };
-    let path = |p: &Path| {
-        std::path::absolute(p)
-            .unwrap_or_else(|_| p.to_path_buf())
-            .display()
-            .to_string()
-    };
-    let enum_name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
-        v().map(|p| p.get_name().to_string())
-    };
-    flag("issuer-url", args.issuer_url.clone());
-    flag("client-id", args.client_id.clone());
-    flag(
-        "client-secret-file",
-        args.client_secret_file.as_deref().map(path),
-    );
-    for scope in &args.scopes {
-        flag("scope", Some(scope.clone()));
-    }
-    flag(
-        "grant-type",
-        args.grant_type
-            .and_then(|g| enum_name(&|| g.to_possible_value())),
-    );
-    let on_off =
-        |value: Option<bool>| value.map(|on| if on { String::new() } else { "false".into() });
-    flag("use-access-token", on_off(args.use_access_token));
-    flag("audience", args.audience.clone());
-    flag("resource", args.resource.clone());
-    flag("target-scope", args.target_scope.clone());
-    flag("shared-login", on_off(args.shared_login));
-    flag(
-        "derive",
-        args.derive
-            .and_then(|d| enum_name(&|| d.to_possible_value())),
-    );
-    for resource in &args.login_resources {
-        flag("login-resource", Some(resource.clone()));
-    }
-    for scope in &args.login_scopes {
-        flag("login-scope", Some(scope.clone()));
-    }
-    flag(
-        "client-auth-method",
-        args.client_auth_method
-            .and_then(|m| enum_name(&|| m.to_possible_value())),
-    );
-    flag("cache-dir", args.cache.cache_dir.as_deref().map(path));
-    flag(
-        "cache-storage",
-        args.cache_storage
-            .and_then(|s| enum_name(&|| s.to_possible_value())),
-    );
+    let mut out = ArgsList(vec!["get-token".to_string()]);
+    provider_and_target(&mut out, args);
+    cache_and_network(&mut out, args);
+    person_login(&mut out, args);
+    ci_grants(&mut out, &args.federation);
+    out.0
+}
+
+/// Who logs in where, and for what: the provider, the client, the grant, the token asked for
+/// and the cluster's target.
+fn provider_and_target(out: &mut ArgsList, args: &TokenArgs) {
+    out.flag("issuer-url", args.issuer_url.clone());
+    out.flag("client-id", args.client_id.clone());
+    out.path("client-secret-file", args.client_secret_file.as_deref());
+    out.each("scope", &args.scopes);
+    out.choice("grant-type", args.grant_type);
+    out.on_off("use-access-token", args.use_access_token);
+    out.flag("audience", args.audience.clone());
+    out.flag("resource", args.resource.clone());
+    out.flag("target-scope", args.target_scope.clone());
+    out.on_off("shared-login", args.shared_login);
+    out.choice("derive", args.derive);
+    out.each("login-resource", &args.login_resources);
+    out.each("login-scope", &args.login_scopes);
+    out.choice("client-auth-method", args.client_auth_method);
+}
+
+/// Where tokens are kept and when they are renewed; how the provider is reached.
+fn cache_and_network(out: &mut ArgsList, args: &TokenArgs) {
+    out.path("cache-dir", args.cache.cache_dir.as_deref());
+    out.choice("cache-storage", args.cache_storage);
     for ca in &args.certificate_authority {
-        flag("certificate-authority", Some(path(ca)));
+        out.path("certificate-authority", Some(ca));
     }
-    for data in &args.certificate_authority_data {
-        flag("certificate-authority-data", Some(data.clone()));
-    }
-    flag(
-        "insecure-skip-tls-verify",
-        on_off(args.insecure_skip_tls_verify),
+    out.each(
+        "certificate-authority-data",
+        &args.certificate_authority_data,
     );
-    flag("min-validity", args.min_validity.clone());
-    flag("refresh-ahead", args.refresh_ahead.clone());
-    flag("http-timeout", args.http_timeout.clone());
-    flag("lock-timeout", args.lock_timeout.clone());
-    flag("redirect-url", args.redirect_url.clone());
-    for address in &args.listen_address {
-        flag("listen-address", Some(address.clone()));
-    }
-    flag("pkce", args.pkce.map(|b| b.to_string()));
-    flag("browser-command", args.browser_command.clone());
-    flag("skip-open-browser", on_off(args.skip_open_browser));
-    flag("auth-timeout", args.auth_timeout.clone());
-    flag("login-cooldown", args.login_cooldown.clone());
-    for param in &args.auth_params {
-        flag("auth-param", Some(param.clone()));
-    }
-    flag(
-        "local-server-cert",
-        args.local_server_cert.as_deref().map(path),
-    );
-    flag(
-        "local-server-key",
-        args.local_server_key.as_deref().map(path),
-    );
-    flag("account", args.account.clone());
-    flag("login-hint", args.login_hint.clone());
-    flag("prompt", args.prompt.clone());
-    let ci = &args.federation;
-    let source = |s: Option<crate::cli::CiTokenSourceArg>| {
-        s.and_then(|s| enum_name(&|| s.to_possible_value()))
-    };
-    flag(
-        "subject-token-file",
-        ci.subject_token_file.as_deref().map(path),
-    );
-    flag("subject-token-env", ci.subject_token_env.clone());
-    flag("subject-token-source", source(ci.subject_token_source));
-    flag("subject-token-audience", ci.subject_token_audience.clone());
-    flag("subject-token-type", ci.subject_token_type.clone());
-    flag("requested-token-type", ci.requested_token_type.clone());
-    flag("token-endpoint", ci.token_endpoint.clone());
-    flag(
+    out.on_off("insecure-skip-tls-verify", args.insecure_skip_tls_verify);
+    out.flag("min-validity", args.min_validity.clone());
+    out.flag("refresh-ahead", args.refresh_ahead.clone());
+    out.flag("http-timeout", args.http_timeout.clone());
+    out.flag("lock-timeout", args.lock_timeout.clone());
+}
+
+/// How a person logs in: the browser, its redirect and the account.
+fn person_login(out: &mut ArgsList, args: &TokenArgs) {
+    out.flag("redirect-url", args.redirect_url.clone());
+    out.each("listen-address", &args.listen_address);
+    out.flag("pkce", args.pkce.map(|on| on.to_string()));
+    out.flag("browser-command", args.browser_command.clone());
+    out.on_off("skip-open-browser", args.skip_open_browser);
+    out.flag("auth-timeout", args.auth_timeout.clone());
+    out.flag("login-cooldown", args.login_cooldown.clone());
+    out.each("auth-param", &args.auth_params);
+    out.path("local-server-cert", args.local_server_cert.as_deref());
+    out.path("local-server-key", args.local_server_key.as_deref());
+    out.flag("account", args.account.clone());
+    out.flag("login-hint", args.login_hint.clone());
+    out.flag("prompt", args.prompt.clone());
+}
+
+/// The CI grants' and client assertions' settings, and the password grant's.
+fn ci_grants(out: &mut ArgsList, ci: &cli::FederationArgs) {
+    out.path("subject-token-file", ci.subject_token_file.as_deref());
+    out.flag("subject-token-env", ci.subject_token_env.clone());
+    out.choice("subject-token-source", ci.subject_token_source);
+    out.flag("subject-token-audience", ci.subject_token_audience.clone());
+    out.flag("subject-token-type", ci.subject_token_type.clone());
+    out.flag("requested-token-type", ci.requested_token_type.clone());
+    out.flag("token-endpoint", ci.token_endpoint.clone());
+    out.path(
         "client-private-key-file",
-        ci.client_private_key_file.as_deref().map(path),
+        ci.client_private_key_file.as_deref(),
     );
-    flag("client-key-id", ci.client_key_id.clone());
-    flag(
-        "client-assertion-file",
-        ci.client_assertion_file.as_deref().map(path),
-    );
-    flag("client-assertion-env", ci.client_assertion_env.clone());
-    flag(
-        "client-assertion-source",
-        source(ci.client_assertion_source),
-    );
-    flag(
+    out.flag("client-key-id", ci.client_key_id.clone());
+    out.path("client-assertion-file", ci.client_assertion_file.as_deref());
+    out.flag("client-assertion-env", ci.client_assertion_env.clone());
+    out.choice("client-assertion-source", ci.client_assertion_source);
+    out.flag(
         "client-assertion-audience",
         ci.client_assertion_audience.clone(),
     );
-    flag(
+    out.flag(
         "gitlab-id-token-variable",
         ci.gitlab_id_token_variable.clone(),
     );
-    flag("username", ci.username.clone());
-    flag("password-file", ci.password_file.as_deref().map(path));
-    out
+    out.flag("username", ci.username.clone());
+    out.path("password-file", ci.password_file.as_deref());
+}
+
+/// A kubeconfig `args` list being written, one `--name=value` word a flag.
+struct ArgsList(Vec<String>);
+
+impl ArgsList {
+    /// `--name=value`; an empty value is a switch, printed alone.
+    fn flag(&mut self, name: &str, value: Option<String>) {
+        match value {
+            Some(value) if value.is_empty() => self.0.push(format!("--{name}")),
+            Some(value) => self.0.push(format!("--{name}={value}")),
+            None => {}
+        }
+    }
+
+    /// The flag once for each value.
+    fn each(&mut self, name: &str, values: &[String]) {
+        for value in values {
+            self.flag(name, Some(value.clone()));
+        }
+    }
+
+    /// A path made absolute: kubectl runs the plugin from wherever it is.
+    fn path(&mut self, name: &str, path: Option<&Path>) {
+        let absolute = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.into());
+        self.flag(name, path.map(|path| absolute(path).display().to_string()));
+    }
+
+    /// An on/off flag: alone when on, `=false` when off.
+    fn on_off(&mut self, name: &str, value: Option<bool>) {
+        self.flag(name, value.map(|on| if on { "" } else { "false" }.into()));
+    }
+
+    /// A value enum's value, by the name clap takes.
+    fn choice(&mut self, name: &str, value: Option<impl ValueEnum>) {
+        self.flag(
+            name,
+            value.and_then(|value| Some(value.to_possible_value()?.get_name().to_string())),
+        );
+    }
 }
 
 /// Why a stanza's settings cannot be resolved.

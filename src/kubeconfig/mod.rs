@@ -3,7 +3,8 @@
 //! from kubectl and never reads one.
 //!
 //! [`Kubeconfig`] is the set of files kubectl reads — `--kubeconfig`, else each of
-//! `$KUBECONFIG` (a path list, duplicates once), else `~/.kube/config` ([`paths`]) — each parsed
+//! `$KUBECONFIG` (a path list, duplicates once), else `.kube/config` in the home directory
+//! client-go finds, which on Windows is not `HOME` alone ([`paths`]) — each parsed
 //! as an editable [`edit::Document`], and merged as client-go merges them: the first file that
 //! defines a context, user or cluster, or sets `current-context`, wins. An edit goes where
 //! kubectl would put it: into the file that defines the entry, else the file kubectl writes new
@@ -23,11 +24,13 @@ pub mod exec;
 pub use edit::{Layout, Section};
 pub use exec::{EnvVar, ExecStanza, InteractiveMode};
 
+use crate::env_vars;
 use crate::error::{Exit, fail};
 use crate::file_replace::{self, Replacement};
 use chrono::{DateTime, Utc};
 use edit::Document;
 use serde_norway::Value;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The name under which client-go passes a cluster's extension to exec plugins.
@@ -35,18 +38,65 @@ const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
 
 /// The kubeconfig files kubectl would read: `explicit`, else `$KUBECONFIG`, else ~/.kube/config.
 pub fn paths(explicit: Option<&Path>) -> Vec<PathBuf> {
+    paths_in(explicit, &|name| std::env::var_os(name), cfg!(windows))
+}
+
+/// [`paths`] in the environment whose variables `var` answers, on Windows or elsewhere.
+fn paths_in(
+    explicit: Option<&Path>,
+    var: &dyn Fn(&str) -> Option<OsString>,
+    windows: bool,
+) -> Vec<PathBuf> {
     if let Some(path) = explicit {
         return vec![path.to_path_buf()];
     }
-    if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+    if let Some(list) = var(env_vars::KUBECONFIG).filter(|v| !v.is_empty()) {
         return std::env::split_paths(&list)
             .filter(|p| !p.as_os_str().is_empty())
             .collect();
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    vec![home.join(".kube").join("config")]
+    vec![home_dir(var, windows).join(".kube").join("config")]
+}
+
+/// The home directory of kubectl's `.kube/config`, as client-go's `homedir.HomeDir()` finds it:
+/// `HOME` (unset, kubectl reads a relative `.kube/config`, and so does kubecred); on Windows,
+/// where `HOME` is seldom set, [`windows_home_dir`].
+fn home_dir(var: &dyn Fn(&str) -> Option<OsString>, windows: bool) -> PathBuf {
+    if windows {
+        return windows_home_dir(var);
+    }
+    var(env_vars::HOME).map(PathBuf::from).unwrap_or_default()
+}
+
+/// client-go's `homedir.HomeDir()` on Windows: of `%HOME%`, `%HOMEDRIVE%%HOMEPATH%` and
+/// `%USERPROFILE%`, the first that holds a `.kube\config`; else, with `%USERPROFILE%` before
+/// `%HOMEDRIVE%%HOMEPATH%` (where other tools write credentials), the first writable directory,
+/// else the first that exists, else the first set.
+fn windows_home_dir(var: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    let set = |name: &str| var(name).filter(|value| !value.is_empty());
+    let home = set(env_vars::HOME);
+    let drive_and_path = match (set(env_vars::HOMEDRIVE), set(env_vars::HOMEPATH)) {
+        (Some(mut drive), Some(path)) => {
+            drive.push(path);
+            Some(drive)
+        }
+        _ => None,
+    };
+    let profile = set(env_vars::USERPROFILE);
+    let in_order = |order: [&Option<OsString>; 3]| -> Vec<PathBuf> {
+        order.into_iter().flatten().map(PathBuf::from).collect()
+    };
+    let preferred = in_order([&home, &profile, &drive_and_path]);
+    let writable = |dir: &&PathBuf| {
+        std::fs::metadata(dir).is_ok_and(|meta| meta.is_dir() && !meta.permissions().readonly())
+    };
+    in_order([&home, &drive_and_path, &profile])
+        .into_iter()
+        .find(|dir| dir.join(".kube").join("config").exists())
+        .or_else(|| preferred.iter().find(writable).cloned())
+        .or_else(|| preferred.iter().find(|dir| dir.exists()).cloned())
+        .or_else(|| preferred.first().cloned())
+        .unwrap_or_default()
 }
 
 /// kubectl's set of kubeconfig files, each parsed; see the module's description.
@@ -402,6 +452,104 @@ users:
 - name: token-user
   user: {token: abc}
 "#;
+
+    /// An environment of these variables alone.
+    fn variables(pairs: &[(&str, &Path)]) -> impl Fn(&str) -> Option<OsString> + use<> {
+        let pairs: Vec<(String, OsString)> = pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.as_os_str().to_owned()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(given, _)| given == name)
+                .map(|(_, value)| value.clone())
+        }
+    }
+
+    #[test]
+    fn kubectls_own_config_is_in_home_and_kubeconfig_lists_others() {
+        let home = Path::new("/home/u");
+        let profile = Path::new("/profile");
+        let env = variables(&[("HOME", home), ("USERPROFILE", profile)]);
+        assert_eq!(
+            paths_in(None, &env, false),
+            [home.join(".kube").join("config")]
+        );
+        let list = std::env::join_paths(["/a/one", "/b/two"]).unwrap();
+        let env = variables(&[("HOME", home), ("KUBECONFIG", Path::new(&list))]);
+        assert_eq!(
+            paths_in(None, &env, false),
+            [PathBuf::from("/a/one"), PathBuf::from("/b/two")]
+        );
+        let explicit = Path::new("/given");
+        assert_eq!(paths_in(Some(explicit), &env, true), [explicit]);
+    }
+
+    /// client-go's `homedir.HomeDir()` on Windows, where HOME is seldom set: the first home
+    /// that holds a `.kube\config`, else the first writable, existing or set one.
+    #[test]
+    fn on_windows_kubectls_config_is_found_where_client_go_finds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = |name: &str, with_config: bool| {
+            let home = dir.path().join(name);
+            std::fs::create_dir_all(home.join(".kube")).unwrap();
+            if with_config {
+                std::fs::write(home.join(".kube").join("config"), "").unwrap();
+            }
+            home
+        };
+        let config = |home: &Path| vec![home.join(".kube").join("config")];
+        let windows = |pairs: &[(&str, &Path)]| paths_in(None, &variables(pairs), true);
+        let profile = made("profile", true);
+        let drive = dir.path().join("drive");
+        let drive_path = made("drive/path", false);
+        let absent = dir.path().join("absent");
+        // No HOME: the profile's, not a relative .kube\config.
+        assert_eq!(windows(&[("USERPROFILE", &profile)]), config(&profile));
+        assert_eq!(windows(&[]), config(Path::new("")));
+        // The first that holds one, HOMEDRIVE + HOMEPATH before USERPROFILE.
+        let both = [
+            ("HOME", absent.as_path()),
+            ("HOMEDRIVE", &drive),
+            ("HOMEPATH", Path::new("/path")),
+            ("USERPROFILE", &profile),
+        ];
+        assert_eq!(windows(&both), config(&profile));
+        std::fs::write(drive_path.join(".kube").join("config"), "").unwrap();
+        assert_eq!(windows(&both), config(&drive_path));
+        // HOMEDRIVE without HOMEPATH names nothing.
+        assert_eq!(
+            windows(&[("HOMEDRIVE", &drive_path), ("USERPROFILE", &profile)]),
+            config(&profile)
+        );
+        // None holds one: the first writable directory (USERPROFILE before HOMEDRIVE +
+        // HOMEPATH), else the first that exists, else the first set.
+        let bare_profile = made("bare-profile", false);
+        let bare_drive = made("bare-drive/path", false);
+        let bare = [
+            ("HOME", absent.as_path()),
+            ("HOMEDRIVE", &dir.path().join("bare-drive")),
+            ("HOMEPATH", Path::new("/path")),
+            ("USERPROFILE", &bare_profile),
+        ];
+        assert_eq!(windows(&bare), config(&bare_profile));
+        let read_only = |dir: &Path, on: bool| {
+            let mut permissions = std::fs::metadata(dir).unwrap().permissions();
+            permissions.set_readonly(on);
+            std::fs::set_permissions(dir, permissions).unwrap();
+        };
+        read_only(&bare_profile, true);
+        assert_eq!(windows(&bare), config(&bare_drive));
+        read_only(&bare_drive, true);
+        assert_eq!(windows(&bare), config(&bare_profile));
+        read_only(&bare_profile, false);
+        read_only(&bare_drive, false);
+        assert_eq!(
+            windows(&[("HOME", &absent), ("USERPROFILE", &dir.path().join("gone"))]),
+            config(&absent)
+        );
+    }
 
     #[test]
     fn the_current_contexts_kubecred_stanza() {

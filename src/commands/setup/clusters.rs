@@ -60,6 +60,24 @@ fn input(message: String) -> anyhow::Error {
 /// `--shared-login` and no `--cluster`, the one cluster's target must be given as get-token
 /// takes it (`--resource`, `--audience` or `--target-scope`): setup's single-cluster flow.
 pub(super) fn parse(args: &SetupArgs) -> anyhow::Result<Option<Clusters>> {
+    check_cluster_flags(args)?;
+    if args.clusters.is_empty() {
+        return Ok(None);
+    }
+    let kind = args.target_kind.unwrap_or(TargetKindArg::Resource);
+    let given = each_cluster(&args.clusters)?;
+    let user = user_settings(&args.token, kind, &given);
+    let list = given
+        .into_iter()
+        .map(|(name, server, target)| SharedCluster::new(&user, kind, name, server, target))
+        .collect();
+    Ok(Some(Clusters { list, user }))
+}
+
+/// Whether `--cluster`s and `--shared-login` go with each other and with the flags that name a
+/// target: a shared login needs its clusters (or, for one cluster, its target), a `--cluster`
+/// needs `--shared-login`, and its target is the only one.
+fn check_cluster_flags(args: &SetupArgs) -> anyhow::Result<()> {
     let token = &args.token;
     let shared = token.shared_login == Some(true);
     let own_target =
@@ -70,7 +88,7 @@ pub(super) fn parse(args: &SetupArgs) -> anyhow::Result<Option<Clusters>> {
                 "setup --shared-login needs the clusters that share the login: --cluster=NAME=SERVER[,TARGET] for each (or, for one cluster, its --resource, --audience or --target-scope)".into(),
             ));
         }
-        return Ok(None);
+        return Ok(());
     }
     if !shared {
         return Err(input(
@@ -83,14 +101,13 @@ pub(super) fn parse(args: &SetupArgs) -> anyhow::Result<Option<Clusters>> {
             "with --cluster, each cluster's target is the TARGET of its --cluster=NAME=SERVER,TARGET (of the --target-kind): drop --resource, --audience and --target-scope".into(),
         ));
     }
-    let kind = args.target_kind.unwrap_or(TargetKindArg::Resource);
-    let key = match kind {
-        TargetKindArg::Resource => "resource",
-        TargetKindArg::Audience => "audience",
-        TargetKindArg::Scope => "targetScope",
-    };
+    Ok(())
+}
+
+/// Each `--cluster` as its name, server and target; no two with the same name or target.
+fn each_cluster(clusters: &[String]) -> anyhow::Result<Vec<(String, String, String)>> {
     let mut parsed: Vec<(String, String, String)> = Vec::new();
-    for given in &args.clusters {
+    for given in clusters {
         let (name, server, target) = split(given)?;
         if parsed.iter().any(|(other, ..)| *other == name) {
             return Err(input(format!(
@@ -104,42 +121,31 @@ pub(super) fn parse(args: &SetupArgs) -> anyhow::Result<Option<Clusters>> {
         }
         parsed.push((name, server, target));
     }
+    Ok(parsed)
+}
 
-    // Derived by refresh, a token is for a target the login was granted: the login asks for
-    // every cluster's, after what was given for it already. An exchange names the target
-    // itself, and the login asks for the --login-resources given alone (`SharedLogin`).
+/// The user's settings: `token`, with what the one login asks for. Derived by refresh, a token
+/// is for a target the login was granted: the login asks for every cluster's, after what was
+/// given for it already. An exchange names the target itself, and the login asks for the
+/// --login-resources given alone (`SharedLogin`).
+fn user_settings(
+    token: &TokenArgs,
+    kind: TargetKindArg,
+    clusters: &[(String, String, String)],
+) -> TokenArgs {
     let mut user = token.clone();
     if token.derive != Some(DeriveArg::TokenExchange) {
         let asked = match kind {
             TargetKindArg::Scope => &mut user.login_scopes,
             _ => &mut user.login_resources,
         };
-        for (.., target) in &parsed {
+        for (.., target) in clusters {
             if !asked.contains(target) {
                 asked.push(target.clone());
             }
         }
     }
-    let list = parsed
-        .into_iter()
-        .map(|(name, server, target)| {
-            let mut token = user.clone();
-            let slot = match kind {
-                TargetKindArg::Resource => &mut token.resource,
-                TargetKindArg::Audience => &mut token.audience,
-                TargetKindArg::Scope => &mut token.target_scope,
-            };
-            *slot = Some(target.clone());
-            SharedCluster {
-                name,
-                server,
-                target,
-                key,
-                token,
-            }
-        })
-        .collect();
-    Ok(Some(Clusters { list, user }))
+    user
 }
 
 /// `NAME=SERVER[,TARGET]`, TARGET defaulting to SERVER.
@@ -172,6 +178,31 @@ fn split(given: &str) -> anyhow::Result<(String, String, String)> {
 }
 
 impl SharedCluster {
+    /// The cluster `name` at `server`, whose target (of the `kind`) is `target`: get-token's
+    /// settings for it are the user's and that target.
+    fn new(
+        user: &TokenArgs,
+        kind: TargetKindArg,
+        name: String,
+        server: String,
+        target: String,
+    ) -> SharedCluster {
+        let mut token = user.clone();
+        let (slot, key) = match kind {
+            TargetKindArg::Resource => (&mut token.resource, "resource"),
+            TargetKindArg::Audience => (&mut token.audience, "audience"),
+            TargetKindArg::Scope => (&mut token.target_scope, "targetScope"),
+        };
+        *slot = Some(target.clone());
+        SharedCluster {
+            name,
+            server,
+            target,
+            key,
+            token,
+        }
+    }
+
     /// The kubeconfig cluster: its server, and its target in kubecred's extension (kubectl
     /// hands it to get-token, as `provideClusterInfo: true` asks).
     pub fn cluster_entry(&self) -> Value {

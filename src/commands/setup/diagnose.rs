@@ -34,76 +34,96 @@ pub struct Diagnosis {
 
 /// Runs the checks in order, printing each; the first failure is returned as the error.
 pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
-    let report = |finding: &Finding| match finding {
-        Finding::Ok(text) => crate::log::stderr(format_args!("  ok    {text}\n")),
-        Finding::Warn(text) => crate::log::stderr(format_args!("  warn  {text}\n")),
-        Finding::Fail(_) => {}
-    };
-    let stop = |finding: Finding| -> anyhow::Result<()> {
-        report(&finding);
-        match finding {
-            Finding::Fail(text) => Err(fail(Exit::Provider, text)),
-            _ => Ok(()),
-        }
-    };
     crate::log::stderr(format_args!(
         "kubecred: checking {} before logging in\n",
         config.issuer_as_given
     ));
-
-    let client = http::client(&config.http, config.http.timeout)?;
     let url = oidc::well_known_url(&config.issuer);
     let shown = crate::text::display_url(&url);
+    let answer = fetch_discovery(config, &url, &shown)?;
+    if let Some(date) = date_header(&answer) {
+        report(clock_skew(clock.now(), date))?;
+    }
+    let document = discovery_document(&answer, &shown)?;
+    let metadata = ProviderMetadata::validate(&document, &config.issuer, &config.issuer_as_given)?;
+    report(Finding::Ok(format!(
+        "discovery: {shown} names the issuer {}",
+        metadata.issuer
+    )))?;
+    let extras: DiscoveryExtras = serde_json::from_value(document).unwrap_or_default();
+    for finding in flow_findings(config, &metadata, &extras) {
+        report(finding)?;
+    }
+    Ok(Diagnosis {
+        offline_access_listed: extras.lists_scope("offline_access"),
+    })
+}
+
+/// Prints a finding's line; a failure is the error instead, which says it.
+fn report(finding: Finding) -> anyhow::Result<()> {
+    match finding {
+        Finding::Ok(text) => crate::log::stderr(format_args!("  ok    {text}\n")),
+        Finding::Warn(text) => crate::log::stderr(format_args!("  warn  {text}\n")),
+        Finding::Fail(text) => return Err(fail(Exit::Provider, text)),
+    }
+    Ok(())
+}
+
+/// The provider's answer at the discovery URL (`url`, `shown` as the user may see it), whatever
+/// its status; a provider that could not be reached is the error, with its cause and fix.
+fn fetch_discovery(config: &Config, url: &url::Url, shown: &str) -> anyhow::Result<http::Answer> {
+    let client = http::client(&config.http, config.http.timeout)?;
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::ACCEPT,
         reqwest::header::HeaderValue::from_static("application/json"),
     );
-    let answer = client
-        .send(&http::Outgoing {
-            method: reqwest::Method::GET,
-            url: &url,
-            headers,
-            body: Vec::new(),
-            what: &format!("fetching the discovery document from {shown}"),
-            body_cap: http::MAX_JSON_BODY,
-            replay: http::Replay::Safe,
-            recipient: http::Recipient::Provider,
-        })
-        .map_err(|failure| match failure {
-            http::RequestFailure::Network {
-                failure, through, ..
-            } => {
-                let mut message = unreachable(&shown, &failure);
-                if let Some(proxy) = through {
-                    message.push_str(&format!(" (through {proxy})"));
-                }
-                fail(Exit::Provider, message)
+    let outgoing = http::Outgoing {
+        method: reqwest::Method::GET,
+        url,
+        headers,
+        body: Vec::new(),
+        what: &format!("fetching the discovery document from {shown}"),
+        body_cap: http::MAX_JSON_BODY,
+        replay: http::Replay::Safe,
+        recipient: http::Recipient::Provider,
+    };
+    client.send(&outgoing).map_err(|failure| match failure {
+        http::RequestFailure::Network {
+            failure, through, ..
+        } => {
+            let mut message = unreachable(shown, &failure);
+            if let Some(proxy) = through {
+                message.push_str(&format!(" (through {proxy})"));
             }
-            other => fail(Exit::Provider, format!("fetching {shown}: {other}")),
-        })?;
-    let received = clock.now();
-    if let Some(date) = answer
-        .headers
-        .get(reqwest::header::DATE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| DateTime::parse_from_rfc2822(value).ok())
-    {
-        stop(clock_skew(received, date.with_timezone(&Utc)))?;
-    }
+            fail(Exit::Provider, message)
+        }
+        other => fail(Exit::Provider, format!("fetching {shown}: {other}")),
+    })
+}
+
+/// The time the provider's answer says it was sent (its `Date` header), to check our clock by.
+fn date_header(answer: &http::Answer) -> Option<DateTime<Utc>> {
+    let date = answer.headers.get(reqwest::header::DATE)?.to_str().ok()?;
+    Some(DateTime::parse_from_rfc2822(date).ok()?.with_timezone(&Utc))
+}
+
+/// The discovery document in the provider's answer: none at this URL (404), a refusal or
+/// something other than JSON is the error, saying what to set.
+fn discovery_document(answer: &http::Answer, shown: &str) -> anyhow::Result<Value> {
     if answer.status == reqwest::StatusCode::NOT_FOUND {
-        stop(Finding::Fail(format!(
-            "{shown} answered HTTP 404: there is no OpenID discovery document at this issuer URL; \
-             set --issuer-url to the provider's issuer, exactly as its tokens carry it in iss \
-             (Keycloak: https://HOST/realms/REALM, Entra ID: https://login.microsoftonline.com/TENANT/v2.0, \
-             Dex: its config's issuer)"
-        )))?;
+        return Err(fail(
+            Exit::Provider,
+            format!(
+                "{shown} answered HTTP 404: there is no OpenID discovery document at this issuer URL; \
+                 set --issuer-url to the provider's issuer, exactly as its tokens carry it in iss \
+                 (Keycloak: https://HOST/realms/REALM, Entra ID: https://login.microsoftonline.com/TENANT/v2.0, \
+                 Dex: its config's issuer)"
+            ),
+        ));
     }
-    http::check_status(
-        &answer,
-        &format!("the OpenID discovery document at {shown}"),
-    )?;
-    let document: Value = serde_json::from_slice(&answer.body).map_err(|_| {
+    http::check_status(answer, &format!("the OpenID discovery document at {shown}"))?;
+    serde_json::from_slice(&answer.body).map_err(|_| {
         fail(
             Exit::Provider,
             format!(
@@ -111,19 +131,6 @@ pub fn run(config: &Config, clock: &dyn Clock) -> anyhow::Result<Diagnosis> {
                 http::describe_status(answer.status, &answer.headers)
             ),
         )
-    })?;
-    let metadata = ProviderMetadata::validate(&document, &config.issuer, &config.issuer_as_given)?;
-    stop(Finding::Ok(format!(
-        "discovery: {shown} names the issuer {}",
-        metadata.issuer
-    )))?;
-
-    let extras: DiscoveryExtras = serde_json::from_value(document).unwrap_or_default();
-    for finding in flow_findings(config, &metadata, &extras) {
-        stop(finding)?;
-    }
-    Ok(Diagnosis {
-        offline_access_listed: extras.lists_scope("offline_access"),
     })
 }
 
@@ -187,6 +194,16 @@ impl DiscoveryExtras {
             .map(|list| list.iter().any(|g| g == grant))
     }
 
+    /// `ok` when discovery lists `grant` or no grants at all, else the hint that it leaves out
+    /// `what`.
+    fn grant_finding(&self, grant: &str, ok: &str, what: &str) -> Finding {
+        if self.lists_grant(grant) == Some(false) {
+            unlisted(what)
+        } else {
+            Finding::Ok(ok.into())
+        }
+    }
+
     fn lists_scope(&self, scope: &str) -> bool {
         self.scopes_supported
             .as_ref()
@@ -205,93 +222,79 @@ fn unlisted(what: &str) -> Finding {
 }
 
 /// What the chosen grant needs from the provider. Only a missing endpoint stops `setup` (without
-/// it there is nothing to try); what discovery lists is a hint.
+/// it there is nothing to try); what discovery lists is a hint. A person's login is followed by
+/// what renewing it needs (refresh tokens); a grant that needs nobody is simply run again.
 pub fn flow_findings(
     config: &Config,
     metadata: &ProviderMetadata,
     extras: &DiscoveryExtras,
 ) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let grant_listed = |grant: &str, default: bool| extras.lists_grant(grant).unwrap_or(default);
-    match config.grant {
+    let mut findings = match config.grant {
         Grant::Authcode | Grant::AuthcodeKeyboard => {
             if metadata.authorization_endpoint.is_none() {
-                findings.push(Finding::Fail(
+                return vec![Finding::Fail(
                     "discovery names no authorization_endpoint, so the provider offers no browser login; \
                      use --grant-type=device-code, or client-credentials for a service"
                         .into(),
-                ));
-                return findings;
+                )];
             }
-            let code_response = extras
-                .response_types_supported
-                .as_ref()
-                .is_none_or(|list| list.iter().any(|r| r.split(' ').eq(["code"])));
-            if !code_response || !grant_listed("authorization_code", true) {
-                findings.push(unlisted(
-                    "the authorization code flow (response type code, grant authorization_code)",
-                ));
-            } else {
-                findings.push(Finding::Ok(
-                    "browser login: authorization endpoint and code flow listed".into(),
-                ));
-            }
-            findings.push(pkce_finding(config, metadata));
+            vec![code_flow_finding(extras), pkce_finding(config, metadata)]
         }
         Grant::DeviceCode => {
             if metadata.device_authorization_endpoint.is_none() {
-                findings.push(Finding::Fail(
+                return vec![Finding::Fail(
                     "discovery names no device_authorization_endpoint: the provider does not offer the device flow here; \
                      enable it for the client, or use --grant-type=authcode"
                         .into(),
-                ));
-                return findings;
+                )];
             }
-            if grant_listed("urn:ietf:params:oauth:grant-type:device_code", true) {
-                findings.push(Finding::Ok(
-                    "device flow: device authorization endpoint listed".into(),
-                ));
-            } else {
-                findings.push(unlisted(
-                    "the device_code grant (urn:ietf:params:oauth:grant-type:device_code)",
-                ));
-            }
+            vec![extras.grant_finding(
+                "urn:ietf:params:oauth:grant-type:device_code",
+                "device flow: device authorization endpoint listed",
+                "the device_code grant (urn:ietf:params:oauth:grant-type:device_code)",
+            )]
         }
+        Grant::Password => vec![extras.grant_finding(
+            "password",
+            "the password grant: grant listed",
+            "the password grant (password)",
+        )],
         Grant::FederatedToken => {
-            findings.push(Finding::Ok(
+            return vec![Finding::Ok(
                 "federated-token: the CI token is the credential, no request to this provider"
                     .into(),
-            ));
-            return findings;
+            )];
         }
-        Grant::TokenExchange | Grant::Password => {
-            let (grant, name) = match config.grant {
-                Grant::TokenExchange => (
-                    "urn:ietf:params:oauth:grant-type:token-exchange",
-                    "token exchange",
-                ),
-                _ => ("password", "the password grant"),
-            };
-            if grant_listed(grant, true) {
-                findings.push(Finding::Ok(format!("{name}: grant listed")));
-            } else {
-                findings.push(unlisted(&format!("{name} ({grant})")));
-            }
-            if config.grant == Grant::TokenExchange {
-                return findings;
-            }
+        Grant::TokenExchange => {
+            return vec![extras.grant_finding(
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+                "token exchange: grant listed",
+                "token exchange (urn:ietf:params:oauth:grant-type:token-exchange)",
+            )];
         }
         Grant::ClientCredentials => {
-            if grant_listed("client_credentials", true) {
-                findings.push(Finding::Ok("client credentials: grant listed".into()));
-            } else {
-                findings.push(unlisted("the client_credentials grant"));
-            }
-            return findings;
+            return vec![extras.grant_finding(
+                "client_credentials",
+                "client credentials: grant listed",
+                "the client_credentials grant",
+            )];
         }
-    }
+    };
     findings.push(refresh_finding(config, extras));
     findings
+}
+
+/// The browser login's code flow: listed, or a hint that discovery leaves it out.
+fn code_flow_finding(extras: &DiscoveryExtras) -> Finding {
+    let code_response = extras
+        .response_types_supported
+        .as_ref()
+        .is_none_or(|list| list.iter().any(|r| r.split(' ').eq(["code"])));
+    if code_response && extras.lists_grant("authorization_code") != Some(false) {
+        Finding::Ok("browser login: authorization endpoint and code flow listed".into())
+    } else {
+        unlisted("the authorization code flow (response type code, grant authorization_code)")
+    }
 }
 
 fn pkce_finding(config: &Config, metadata: &ProviderMetadata) -> Finding {

@@ -30,6 +30,7 @@ use crate::clock::Clock;
 use crate::command_on_path::ExecCommand;
 use crate::config::{Config, TokenKind};
 use crate::error::{Exit, fail};
+use crate::kubeconfig::ExecStanza;
 use crate::tokens::Tokens;
 use anyhow::Context;
 use serde_json::{Map, Value};
@@ -47,7 +48,43 @@ pub(super) fn run(
     let write_to = write::prepare(args, shared.as_ref())?;
     let config = &resolve(shared.as_ref().map_or(&args.token, |s| &s.list[0].token))?;
     let diagnosis = diagnose::run(config, clock)?;
+    let (tokens, claims) = log_in(config, &diagnosis, clock)?;
 
+    let command = crate::command_on_path::for_kubeconfig().map_err(|err| {
+        fail(
+            Exit::Input,
+            format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
+        )
+    })?;
+    let user_args = shared.as_ref().map_or(&args.token, |s| &s.user);
+    let inputs = inputs_of(
+        user_args,
+        &args.user_name,
+        &command,
+        config,
+        &claims,
+        &tokens,
+    );
+    let servers = api_servers(&inputs, shared.as_ref(), resolve, clock)?;
+    report_users(&servers);
+    let exec = advice::exec_stanza(&inputs, shared.is_some());
+    let mut out = Sections::default();
+    api_server_sections(&mut out, &servers, shared.is_some());
+    kubectl_sections(&mut out, &inputs, &exec, shared.as_ref());
+    if let Some(target) = write_to {
+        let written = target.write(&exec, clock)?;
+        crate::log::stderr(format_args!("{written}"));
+    }
+    Ok(Some(out.0))
+}
+
+/// Logs in as `kubecred login` does and shows what the token carries, and what the provider
+/// held back.
+fn log_in(
+    config: &Config,
+    diagnosis: &diagnose::Diagnosis,
+    clock: &dyn Clock,
+) -> anyhow::Result<(Tokens, Map<String, Value>)> {
     crate::log::stderr(format_args!(
         "kubecred: logging in to {} as client {}\n",
         config.issuer_as_given, config.client.id
@@ -65,18 +102,18 @@ pub(super) fn run(
         "{}",
         claims_table::render(&claims, clock.now())
     ));
-    // RFC 6749 §3.3: the provider may grant less than asked, and says so in `scope`. `openid`
-    // is left out of the comparison: the ID token shows it was granted, and some providers
-    // (Google) do not echo it.
-    let left_out: Vec<&str> = match &tokens.granted_scope {
-        Some(granted) => config
-            .scopes
-            .iter()
-            .filter(|s| *s != "openid" && !granted.contains(s))
-            .map(String::as_str)
-            .collect(),
-        None => Vec::new(),
-    };
+    warn_of_what_was_held_back(config, &tokens, diagnosis)?;
+    Ok((tokens, claims))
+}
+
+/// A warning for each thing the provider held back: a scope asked for, a refresh token where a
+/// person logs in (with the likely fix).
+fn warn_of_what_was_held_back(
+    config: &Config,
+    tokens: &Tokens,
+    diagnosis: &diagnose::Diagnosis,
+) -> anyhow::Result<()> {
+    let left_out = scopes_left_out(config, tokens);
     if !left_out.is_empty() {
         crate::log::stderr(format_args!(
             "  warn  the provider granted the scope {:?}, without {} that was asked for: what those scopes bring (claims, refresh tokens) is missing; allow them for this client at the provider\n",
@@ -88,15 +125,7 @@ pub(super) fn run(
             left_out.join(", ")
         ));
     }
-    // A shared login hands out the cluster's token alone; its refresh token is the login
-    // entry's, where every other cluster's token will be derived from.
-    let refresh_token_issued = match Entries::of(config).login {
-        None => tokens.refresh_token.is_some(),
-        Some(login) => TokenCache::new(login)
-            .load()?
-            .is_some_and(|login| login.has_refresh_token()),
-    };
-    if config.grant.is_user_login() && !refresh_token_issued {
+    if config.grant.is_user_login() && !refresh_token_issued(config, tokens)? {
         let hint = if left_out.contains(&"offline_access") {
             "the provider did not grant offline_access; allow offline access (refresh tokens) for this client at the provider"
         } else if diagnosis.offline_access_listed {
@@ -108,27 +137,49 @@ pub(super) fn run(
             "  warn  no refresh token was issued: every expiry means a new login; {hint}\n"
         ));
     }
+    Ok(())
+}
 
-    let command = crate::command_on_path::for_kubeconfig().map_err(|err| {
-        fail(
-            Exit::Input,
-            format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
-        )
-    })?;
-    let user_args = shared.as_ref().map_or(&args.token, |s| &s.user);
-    let inputs = inputs_of(
-        user_args,
-        &args.user_name,
-        &command,
-        config,
-        &claims,
-        &tokens,
-    );
-    // An error about one of several clusters names it.
-    let about = |name: &str| format!("cluster {name:?}");
-    let first = api_server(&inputs, clock);
-    let first = match &shared {
-        Some(shared) => first.with_context(|| about(&shared.list[0].name))?,
+/// The scopes asked for that the provider did not grant. RFC 6749 §3.3: the provider may grant
+/// less than asked, and says so in `scope`. `openid` is left out of the comparison: the ID
+/// token shows it was granted, and some providers (Google) do not echo it.
+fn scopes_left_out<'a>(config: &'a Config, tokens: &Tokens) -> Vec<&'a str> {
+    match &tokens.granted_scope {
+        Some(granted) => config
+            .scopes
+            .iter()
+            .filter(|s| *s != "openid" && !granted.contains(s))
+            .map(String::as_str)
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Whether the login brought a refresh token. A shared login hands out the cluster's token
+/// alone; its refresh token is the login entry's, where every other cluster's token will be
+/// derived from.
+fn refresh_token_issued(config: &Config, tokens: &Tokens) -> anyhow::Result<bool> {
+    Ok(match Entries::of(config).login {
+        None => tokens.refresh_token.is_some(),
+        Some(login) => TokenCache::new(login)
+            .load()?
+            .is_some_and(|login| login.has_refresh_token()),
+    })
+}
+
+/// Each cluster's API server side, each checked against the token it will be sent: the first
+/// cluster's is made from the login's (`inputs`), each other `--cluster`'s from its token
+/// derived from that login as get-token will derive it.
+fn api_servers(
+    inputs: &advice::Inputs,
+    shared: Option<&clusters::Clusters>,
+    resolve: &dyn Fn(&TokenArgs) -> anyhow::Result<Config>,
+    clock: &dyn Clock,
+) -> anyhow::Result<Vec<ApiServer>> {
+    let first_name = shared.map(|shared| shared.list[0].name.as_str());
+    let first = api_server(inputs, first_name, clock);
+    let first = match first_name {
+        Some(name) => first.with_context(|| about(name))?,
         None => first?,
     };
     if !first.issuer.starts_with("https://") {
@@ -137,37 +188,41 @@ pub(super) fn run(
             first.issuer
         ));
     }
-
-    // Each other cluster's token is derived from the login as get-token will derive it, and
-    // its API server's configuration checked against that token.
     let mut servers = vec![first];
     for cluster in shared.iter().flat_map(|s| &s.list[1..]) {
-        let server = (|| {
-            let config = resolve(&cluster.token)?;
-            let tokens = acquire::tokens(&config, clock)?;
-            let claims = claims_table::of_credential(&config, &tokens)?;
-            let inputs = inputs_of(
-                user_args,
-                &args.user_name,
-                &command,
-                &config,
-                &claims,
-                &tokens,
-            );
-            api_server(&inputs, clock)
-        })()
-        .with_context(|| about(&cluster.name))?;
+        let server = derived_api_server(inputs, cluster, resolve, clock)
+            .with_context(|| about(&cluster.name))?;
         servers.push(server);
     }
-    let names: Vec<Option<&str>> = match &shared {
-        Some(shared) => shared.list.iter().map(|c| Some(c.name.as_str())).collect(),
-        None => vec![None],
-    };
-    for (name, server) in names.iter().zip(&servers) {
+    Ok(servers)
+}
+
+/// The API server side of a `--cluster` after the first, made from its token derived from the
+/// login as get-token will derive it.
+fn derived_api_server(
+    inputs: &advice::Inputs,
+    cluster: &clusters::SharedCluster,
+    resolve: &dyn Fn(&TokenArgs) -> anyhow::Result<Config>,
+    clock: &dyn Clock,
+) -> anyhow::Result<ApiServer> {
+    let config = resolve(&cluster.token)?;
+    let tokens = acquire::tokens(&config, clock)?;
+    let claims = claims_table::of_credential(&config, &tokens)?;
+    let (args, user_name) = (inputs.args, inputs.user_name);
+    let inputs = inputs_of(args, user_name, &inputs.command, &config, &claims, &tokens);
+    api_server(&inputs, Some(&cluster.name), clock)
+}
+
+/// Says on stderr whom each API server will see, with the configuration setup prints.
+fn report_users(servers: &[ApiServer]) {
+    for server in servers {
         let user = &server.user;
         crate::log::stderr(format_args!(
             "kubecred: {}with the configuration below, kube-apiserver sees you as {:?}{}\n",
-            name.map(|name| format!("cluster {name:?}: "))
+            server
+                .cluster
+                .as_ref()
+                .map(|name| format!("cluster {name:?}: "))
                 .unwrap_or_default(),
             user.username,
             if user.groups.is_empty() {
@@ -177,31 +232,40 @@ pub(super) fn run(
             }
         ));
     }
+}
 
-    let exec = advice::exec_stanza(&inputs, shared.is_some());
-    let mut out = String::new();
-    let mut section = |title: &str, body: &str| {
-        let _ = write!(out, "# ==== {title} ====\n{body}\n");
-    };
-    // A cluster's name in a section's title ("of cluster \"a\""), for each --cluster.
-    let of = |name: &Option<&str>| {
-        name.map(|name| format!(" of cluster {name:?}"))
-            .unwrap_or_default()
-    };
-    for (name, server) in names.iter().zip(&servers) {
-        section(
+/// An error about one of several clusters names it.
+fn about(cluster: &str) -> String {
+    format!("cluster {cluster:?}")
+}
+
+/// What setup prints on stdout: sections, each a title and what to do with its body.
+#[derive(Default)]
+struct Sections(String);
+
+impl Sections {
+    fn add(&mut self, title: &str, body: &str) {
+        let _ = write!(self.0, "# ==== {title} ====\n{body}\n");
+    }
+}
+
+/// Sections 1 to 3, each API server's: its AuthenticationConfiguration, its flags for older
+/// clusters, and the RBAC for the user it sees (once when every cluster sees the same user).
+fn api_server_sections(out: &mut Sections, servers: &[ApiServer], shared: bool) {
+    for server in servers {
+        out.add(
             &format!(
                 "1. API server{} (Kubernetes 1.30+; v1 since 1.34): save as a file, pass --authentication-config=FILE",
-                of(name)
+                server.of_cluster()
             ),
             &server.authn_yaml,
         );
     }
-    for (name, server) in names.iter().zip(&servers) {
-        section(
+    for server in servers {
+        out.add(
             &format!(
                 "2. API server{}, older clusters: kube-apiserver flags instead of 1. (not both)",
-                of(name)
+                server.of_cluster()
             ),
             &server.legacy,
         );
@@ -211,58 +275,64 @@ pub(super) fn run(
             == (&pair[1].user.username, &pair[1].user.groups)
     });
     if same_user {
-        let title = match &shared {
-            Some(_) => "3. RBAC: kubectl apply -f this on each cluster (as a cluster admin)",
-            None => "3. RBAC: kubectl apply -f this (as a cluster admin)",
+        let title = if shared {
+            "3. RBAC: kubectl apply -f this on each cluster (as a cluster admin)"
+        } else {
+            "3. RBAC: kubectl apply -f this (as a cluster admin)"
         };
         let user = &servers[0].user;
-        section(title, &advice::rbac(&user.username, &user.groups));
-    } else {
-        for (name, server) in names.iter().zip(&servers) {
-            section(
-                &format!(
-                    "3. RBAC{}: kubectl apply -f this there (as a cluster admin)",
-                    of(name)
-                ),
-                &advice::rbac(&server.user.username, &server.user.groups),
-            );
-        }
+        out.add(title, &advice::rbac(&user.username, &user.groups));
+        return;
     }
-    match &shared {
+    for server in servers {
+        out.add(
+            &format!(
+                "3. RBAC{}: kubectl apply -f this there (as a cluster admin)",
+                server.of_cluster()
+            ),
+            &advice::rbac(&server.user.username, &server.user.groups),
+        );
+    }
+}
+
+/// Sections 4 to 6, kubectl's: the user that runs kubecred, as a command and as YAML (with
+/// `--cluster`s, a cluster and context for each), and kuberc's credential plugin policy.
+fn kubectl_sections(
+    out: &mut Sections,
+    inputs: &advice::Inputs,
+    exec: &ExecStanza,
+    shared: Option<&clusters::Clusters>,
+) {
+    match shared {
         None => {
-            section(
+            out.add(
                 "4. kubectl: a kubeconfig user that runs kubecred, for the current context",
-                &advice::set_credentials_command(&inputs, &exec, false),
+                &advice::set_credentials_command(inputs, exec, false),
             );
-            section(
+            out.add(
                 "5. kubeconfig: the same user as YAML",
-                &advice::kubeconfig_user(&inputs, &exec),
+                &advice::kubeconfig_user(inputs, exec),
             );
         }
         Some(shared) => {
-            section(
+            out.add(
                 "4. kubectl: a kubeconfig user that runs kubecred, shared by the clusters",
-                &advice::set_credentials_command(&inputs, &exec, true),
+                &advice::set_credentials_command(inputs, exec, true),
             );
-            section(
+            out.add(
                 "5. kubeconfig: the same user as YAML, and a cluster and context for each cluster",
                 &format!(
                     "{}{}",
-                    advice::kubeconfig_user(&inputs, &exec),
-                    clusters::kubeconfig_yaml(&shared.list, &args.user_name)
+                    advice::kubeconfig_user(inputs, exec),
+                    clusters::kubeconfig_yaml(&shared.list, inputs.user_name)
                 ),
             );
         }
     }
-    section(
+    out.add(
         "6. kubectl 1.35+ with a credential plugin policy in kuberc: allow kubecred",
         &advice::kuberc(&inputs.command),
     );
-    if let Some(target) = write_to {
-        let written = target.write(&exec, clock)?;
-        crate::log::stderr(format_args!("{written}"));
-    }
-    Ok(Some(out))
 }
 
 /// What the advice for the cluster of `config` is made from: the user's settings (`args`), the
@@ -304,15 +374,31 @@ fn signing_alg(config: &Config, tokens: &Tokens) -> Option<String> {
 /// One cluster's API server side: its AuthenticationConfiguration and flags, and the user it
 /// makes of the token they were made from.
 struct ApiServer {
+    /// The `--cluster`'s name; `None` for setup's one cluster.
+    cluster: Option<String>,
     issuer: String,
     authn_yaml: String,
     legacy: String,
     user: AuthenticatedUser,
 }
 
+impl ApiServer {
+    /// A section title's words for the cluster (" of cluster \"a\""), for each `--cluster`.
+    fn of_cluster(&self) -> String {
+        self.cluster
+            .as_ref()
+            .map(|name| format!(" of cluster {name:?}"))
+            .unwrap_or_default()
+    }
+}
+
 /// The API server's side for the token of `inputs`, checked: the generated configuration must
 /// accept the token it was made from.
-fn api_server(inputs: &advice::Inputs, clock: &dyn Clock) -> anyhow::Result<ApiServer> {
+fn api_server(
+    inputs: &advice::Inputs,
+    cluster: Option<&str>,
+    clock: &dyn Clock,
+) -> anyhow::Result<ApiServer> {
     let choice = advice::ClaimChoice::of(inputs);
     let authn_yaml = advice::authentication_configuration(inputs, &choice);
     let authn = AuthenticationConfiguration::parse(&authn_yaml)
@@ -324,6 +410,7 @@ fn api_server(inputs: &advice::Inputs, clock: &dyn Clock) -> anyhow::Result<ApiS
         )
     })?;
     Ok(ApiServer {
+        cluster: cluster.map(String::from),
         legacy: advice::legacy_flags(inputs, &choice),
         issuer: choice.issuer,
         authn_yaml,
