@@ -3,9 +3,13 @@
 //!
 //! Where the refresh token is, is one enum whose `Entry` variant carries the token itself, so an
 //! entry that says "the refresh token is here" without one (or holds one while saying it is in
-//! the keyring) cannot be written. Version 1 entries (the domain struct written as it was, with a
-//! separate location tag) are still read, so an upgrade does not log anyone out; the next save
-//! writes version 2.
+//! the keyring) cannot be written.
+//!
+//! Only the version this kubecred writes is read. No kubecred has been released, so no entry of
+//! an earlier version (version 1, the domain struct written as it was, with a separate location
+//! tag) is on a user's machine; an entry of another version is a miss, replaced by the next save.
+//! From the first release on, a change of shape bumps [`VERSION`] and keeps reading the released
+//! versions, so that an upgrade logs nobody out.
 //!
 //! [`EntryAbout`] (issuer, client, account, subject, grant, scopes, audience, resource) rides along in an optional `about`
 //! field, so that `kubecred status` can say whose an entry is: the file name is only a hash. It is
@@ -18,8 +22,8 @@ use crate::tokens::{Identity, Tokens};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// The version this kubecred writes. Bump it when the stored shape changes meaning, and keep
-/// reading the previous one when that is cheap.
+/// The version this kubecred writes and reads. Bump it when the stored shape changes meaning
+/// (see the module's paragraph on versions).
 const VERSION: u32 = 2;
 
 /// Where the refresh token of an entry is, as stored.
@@ -159,21 +163,23 @@ impl StoredEntry {
         (tokens, at)
     }
 
-    /// The entry in `bytes` (version 2, or version 1); the error says why they are not one (a
-    /// miss, not a failure).
+    /// The entry in `bytes`; the error says why they are not one (a miss, not a failure).
     pub(super) fn parse(bytes: &[u8]) -> Result<StoredEntry, String> {
         #[derive(Deserialize)]
         struct Version {
             v: u32,
         }
+        // An entry is a JSON object; serde would read `Version` out of an array too (`[1]`).
+        if bytes.trim_ascii_start().first() != Some(&b'{') {
+            return Err("not a cache entry: not a JSON object".into());
+        }
         let version = serde_json::from_slice::<Version>(bytes).map(|found| found.v);
         let parsed = match version {
             Ok(VERSION) => serde_json::from_slice::<StoredEntry>(bytes),
-            Ok(1) => return v1::parse(bytes),
             // Another format version has another shape: say so rather than name a field.
             Ok(other) => {
                 return Err(format!(
-                    "format version {other}, this kubecred reads versions 1 and {VERSION}"
+                    "format version {other}, this kubecred reads version {VERSION}"
                 ));
             }
             Err(err) => return Err(format!("not a cache entry: {err}")),
@@ -183,38 +189,6 @@ impl StoredEntry {
 
     pub(super) fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("tokens serialize to JSON")
-    }
-}
-
-/// Version 1: `{"v":1,"tokens":{…, "refresh_token"},"refresh":{"in":…}}`, where the token and its
-/// location tag had to agree.
-mod v1 {
-    use super::*;
-
-    #[derive(Deserialize)]
-    struct EntryV1 {
-        tokens: Tokens,
-        refresh: RefreshV1,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(tag = "in", rename_all = "kebab-case")]
-    enum RefreshV1 {
-        None,
-        Entry,
-        Keyring { store: Store },
-    }
-
-    pub(super) fn parse(bytes: &[u8]) -> Result<StoredEntry, String> {
-        let old: EntryV1 =
-            serde_json::from_slice(bytes).map_err(|err| format!("not a cache entry: {err}"))?;
-        let refresh = match (old.refresh, old.tokens.refresh_token.clone()) {
-            (RefreshV1::None, None) => StoredRefresh::None,
-            (RefreshV1::Entry, Some(token)) => StoredRefresh::Entry { token },
-            (RefreshV1::Keyring { store }, None) => StoredRefresh::Keyring { store },
-            _ => return Err("the refresh token location does not match".into()),
-        };
-        Ok(StoredEntry::new(&old.tokens, refresh, None))
     }
 }
 
@@ -311,24 +285,12 @@ mod tests {
     }
 
     #[test]
-    fn version_1_entries_are_still_read() {
-        let v1 = br#"{"v":1,"tokens":{"id_token":"id","id_token_expiry":"2026-01-01T01:00:00Z","access_token":"access","access_token_expiry":"2026-01-01T00:30:00Z","refresh_token":"r","obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"entry"}}"#;
-        let (loaded, at) = StoredEntry::parse(v1).unwrap().into_tokens();
-        let mut expected = tokens(Some("r"));
-        expected.identity = None;
-        assert_eq!(loaded, expected);
-        assert_eq!(at, RefreshPlace::Entry);
-        let keyring = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z"},"refresh":{"in":"keyring","store":"secret-service"}}"#;
-        let (_, at) = StoredEntry::parse(keyring).unwrap().into_tokens();
-        assert_eq!(at, RefreshPlace::Keyring(Store::SecretService));
-    }
-
-    #[test]
     fn inconsistent_or_foreign_entries_are_refused_with_a_reason() {
-        let inconsistent = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z","refresh_token":"r"},"refresh":{"in":"none"}}"#;
+        // The shape of development builds before version 2: another version, a miss.
+        let v1 = br#"{"v":1,"tokens":{"obtained_at":"2026-01-01T00:00:00Z","refresh_token":"r"},"refresh":{"in":"entry"}}"#;
         assert_eq!(
-            StoredEntry::parse(inconsistent).unwrap_err(),
-            "the refresh token location does not match"
+            StoredEntry::parse(v1).unwrap_err(),
+            "format version 1, this kubecred reads version 2"
         );
         let missing = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry"}}"#;
         let named = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry","refresh_token":"r"}}"#;
