@@ -29,10 +29,6 @@ const MAX_STATE_BYTES: u64 = 16 * 1024;
 /// The suffix of the state file: `<cache_dir>/state/<key>.json`.
 const SUFFIX: &str = "json";
 
-/// The per-entry notes of kubecred versions before this file existed, one file each. Nothing
-/// reads them; `logout` removes them with the rest, so that no trace of an entry stays behind.
-const OLD_NOTE_SUFFIXES: [&str; 3] = ["login-failed", "refresh-refused", "renewal-failed"];
-
 /// Everything noted about one entry. Every note is optional; the default is "nothing noted".
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct EntryState {
@@ -157,16 +153,11 @@ impl StateFile {
         }
     }
 
-    /// Removes every trace of the notes (`logout`): the file, what an interrupted writer left
-    /// beside it, and the notes of older kubecred versions.
+    /// Removes every trace of the notes (`logout`): the file, and what an interrupted writer
+    /// left beside it.
     pub(super) fn remove_all(&self) {
-        let old = OLD_NOTE_SUFFIXES
-            .iter()
-            .map(|suffix| self.path.with_extension(suffix));
-        for path in std::iter::once(self.path.clone()).chain(old) {
-            if let Err(err) = private_file::remove_with_leftovers(&path) {
-                crate::debug!(1, "could not remove {}: {err}", path.display());
-            }
+        if let Err(err) = private_file::remove_with_leftovers(&self.path) {
+            crate::debug!(1, "could not remove {}: {err}", self.path.display());
         }
     }
 }
@@ -264,7 +255,7 @@ mod tests {
     }
 
     #[test]
-    fn clear_removes_the_file_and_remove_all_the_old_versions_notes_too() {
+    fn clear_removes_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let file = file_in(&dir);
         file.clear(); // Nothing there: fine.
@@ -272,13 +263,8 @@ mod tests {
         file.update(|state| {
             state.login_failed = Some(Note::new("denied", at(10)));
         });
-        let old = file.path().with_extension("renewal-failed");
-        fs::write(&old, b"{}").unwrap();
         file.clear();
         assert!(!file.path().exists());
-        assert!(old.exists());
-        file.remove_all();
-        assert!(!old.exists());
     }
 
     #[test]
