@@ -297,29 +297,6 @@ EOF
     echo "    device flow, --cache-storage $storage: a 4 KB ID token and a 2,000-character refresh token in DPAPI-protected files, a cache hit, status, logout: ok" >&2
 done
 
-# An entry an older kubecred kept in the Credential Manager (one that fitted there) still answers
-# from the cache; logout removes it, and the refresh token item beside it.
-python3 - "$work/legacy.json" << 'EOF'
-import datetime, json, sys
-now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-entry = {"v": 2, "id_token": "legacy-id-token-from-the-credential-manager",
-         "id_token_expiry": (now + datetime.timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
-         "obtained_at": now.isoformat().replace("+00:00", "Z"), "refresh": {"in": "none"}}
-open(sys.argv[1], "w").write(json.dumps(entry))
-EOF
-key=$(sed -n 1p "$work/secrets-keyring")
-for account in "$key" "$key:refresh"; do
-    credman plant "$account.kubecred" "$(windows_path "$work/legacy.json")" || fail "cannot plant a Credential Manager item"
-done
-[ "$(credman list | wc -l)" = 2 ] || fail "credman does not list the items it planted: $(credman list)"
-before=$(total_token_requests)
-legacy=$(win "${device_args[@]}" --cache-storage=keyring | token_of) || fail "windows legacy entry: $(cat "$work/win.stderr")"
-[ "$legacy" = legacy-id-token-from-the-credential-manager ] || fail "windows: the Credential Manager entry was not read"
-[ "$(total_token_requests)" = "$before" ] || fail "windows: the Credential Manager entry did not answer from the cache"
-win logout "${device_args[@]:1}" --cache-storage=keyring > /dev/null || fail "windows legacy logout: $(cat "$work/win.stderr")"
-[ -z "$(credman list)" ] || fail "windows: logout left Credential Manager items: $(credman list)"
-echo "    an entry in the Credential Manager (an older kubecred's) read from the cache, and removed by logout: ok" >&2
-
 # A cache that cannot be written still hands out the completed login, with one warning: a cache
 # directory that cannot be made (under a regular file), and one whose DPAPI store cannot be
 # written (a regular file where its directory goes).

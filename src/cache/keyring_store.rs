@@ -12,10 +12,6 @@
 //! remove), the keyring crate's stores ([`OsKeyring`]) and the DPAPI files alike; [`open`] is
 //! the one place that tells them apart.
 //!
-//! Some stores are only read and cleaned, never written ([`Store::legacy_stores`]): on Windows the
-//! Credential Manager, where an older kubecred kept what fitted, so that an upgrade loses no login
-//! and `logout` leaves no copy behind.
-//!
 //! Every call runs on a worker thread and is abandoned after [`KEYRING_TIMEOUT`]: a Secret Service
 //! whose collection is locked may show an unlock dialog and block until someone answers it, and
 //! client-go waits for the plugin forever. A store that timed out once is not asked again in this
@@ -45,9 +41,6 @@ pub(crate) const KEYRING_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) fn item_location(store: Store, os: Os, root: &Path, account: &str) -> String {
     match (store, os) {
         (Store::Dpapi, _) => protected_file::path(root, account).display().to_string(),
-        (Store::Native, Os::Windows) => {
-            format!("Credential Manager, generic credential {account}.{SERVICE}")
-        }
         (Store::Native, _) => format!(
             "{}, generic password: service {SERVICE}, account {account}",
             store.name_on(os)
@@ -79,7 +72,6 @@ pub(crate) struct Keyring {
     /// Where the file-based store (DPAPI) keeps its files: the cache root.
     root: PathBuf,
     stores: Vec<Store>,
-    legacy: Vec<Store>,
     timeout: Duration,
 }
 
@@ -89,7 +81,6 @@ impl Keyring {
         Keyring {
             root: root.to_path_buf(),
             stores: Store::platform_stores(),
-            legacy: Store::legacy_stores(),
             timeout: KEYRING_TIMEOUT,
         }
     }
@@ -100,18 +91,11 @@ impl Keyring {
         Keyring {
             root: root.to_path_buf(),
             stores,
-            legacy: Vec::new(),
             timeout,
         }
     }
 
-    /// Every store an item may be in: those written, then the legacy ones.
-    fn every_store(&self) -> impl Iterator<Item = Store> + '_ {
-        self.stores.iter().chain(&self.legacy).copied()
-    }
-
-    /// Stores `value` under `account` in the first store that accepts it; returns that store. A
-    /// copy an older kubecred left in a legacy store goes (best effort).
+    /// Stores `value` under `account` in the first store that accepts it; returns that store.
     pub(crate) fn set(&self, account: &str, value: &Secret) -> Result<Store, KeyringFailure> {
         let mut failures = Vec::new();
         for &store in &self.stores {
@@ -122,9 +106,6 @@ impl Keyring {
             }) {
                 Ok(()) => {
                     crate::debug!(2, "stored {account} in the {}", store.name());
-                    for legacy in self.legacy.clone() {
-                        let _ = self.delete_from(legacy, account);
-                    }
                     return Ok(store);
                 }
                 Err(failure) => failures.push(failure),
@@ -148,7 +129,7 @@ impl Keyring {
         let mut failures = Vec::new();
         let mut reachable = false;
         let mut unproven = Vec::new();
-        for store in self.every_store() {
+        for &store in &self.stores {
             match self.get_one(store, account) {
                 Ok(Some(value)) => return Ok(Some((value, store))),
                 Ok(None) if store.miss_proves_reachable() => reachable = true,
@@ -180,7 +161,7 @@ impl Keyring {
     pub(crate) fn delete_everywhere(&self, account: &str) -> Result<(), KeyringFailure> {
         let mut failures = Vec::new();
         let mut deleted_somewhere = false;
-        for store in self.every_store() {
+        for &store in &self.stores {
             match self.delete_from(store, account) {
                 Ok(()) => deleted_somewhere = true,
                 Err(failure) => failures.extend(failure.failures),
@@ -206,10 +187,7 @@ impl Keyring {
     ) -> Result<Option<String>, KeyringFailure> {
         let mut failures = Vec::new();
         let mut reachable = false;
-        for store in self
-            .every_store()
-            .filter(|store| !matches!(store, Store::Keyutils | Store::Dpapi))
-        {
+        for store in Store::other_programs_stores() {
             let (owned_service, owned_account) = (service.to_string(), account.to_string());
             let outcome = self.call(store, move || {
                 let fail = |err: KeyringError| describe(store, &err);
@@ -430,9 +408,6 @@ fn describe(store: Store, err: &KeyringError) -> StoreFailure {
         (Store::Keyutils, _, Fault::TooLarge) => {
             "this user's kernel keys would pass their quota (sysctl kernel.keys.maxbytes, 20000 bytes by default)".to_string()
         }
-        (Store::Native, KeyringError::TooLong(..), _) if os == Os::Windows => format!(
-            "a Credential Manager item holds at most 2560 bytes, 1280 characters ({err})"
-        ),
         _ => err.to_string(),
     };
     StoreFailure::new(store, fault, detail)

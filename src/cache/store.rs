@@ -50,7 +50,9 @@ pub enum Store {
     SecretService,
     /// The Linux kernel key retention service (session + persistent keyrings).
     Keyutils,
-    /// The platform's own store: macOS Keychain, Windows Credential Manager.
+    /// The platform's own store: the macOS Keychain; on Windows the Credential Manager, where
+    /// kubecred keeps nothing of its own (its items are too small: `protected_file.rs`) and
+    /// reads other programs' items only ([`Store::other_programs_stores`]).
     Native,
     /// Windows: a private file under the cache directory, encrypted with DPAPI for the user.
     Dpapi,
@@ -84,12 +86,14 @@ impl Store {
         }
     }
 
-    /// The stores of this platform that are read and cleaned but never written: the Windows
-    /// Credential Manager, where kubecred kept secrets before it used DPAPI.
-    pub(crate) fn legacy_stores() -> Vec<Store> {
+    /// The stores of this platform where other programs keep their items through go-keyring
+    /// (int128/kubelogin's token cache, which `convert-kubeconfig` reads): the Secret Service,
+    /// the macOS Keychain, the Windows Credential Manager; go-keyring uses no kernel keyring.
+    pub(crate) fn other_programs_stores() -> Vec<Store> {
         match Os::current() {
-            Os::Windows => vec![Store::Native],
-            _ => Vec::new(),
+            Os::Linux | Os::OtherUnix => vec![Store::SecretService],
+            Os::Mac | Os::Windows => vec![Store::Native],
+            Os::Unsupported => Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@
 //! is *unreachable*; a store that answered and said no *refused*: the secret is too large for it,
 //! it is locked, or it denied this program access. The two need different words and different
 //! advice, and the advice names only what exists on the platform: a Secret Service or the kernel
-//! keyring on Linux, the Keychain on macOS, DPAPI and the Credential Manager on Windows.
+//! keyring on Linux, the Keychain on macOS, DPAPI on Windows.
 //!
 //! The OS is a parameter ([`Os`]) of everything that words a message, rather than a `cfg!` inside
 //! it, so that the wording of every platform is unit-tested on any machine. One store's failure
@@ -129,11 +129,10 @@ pub(crate) fn advice(os: Os, fault: Fault) -> &'static str {
         (Os::Windows, Fault::Unreachable) => {
             "DPAPI needs your Windows user profile loaded (an interactive or batch logon; a service account without a profile has none); or use --cache-storage disk"
         }
-        (Os::Windows, Fault::Failed) => {
+        // A DPAPI-protected file takes a secret of any size: "too large" is not a refusal it
+        // makes, and would be a failure to write it.
+        (Os::Windows, Fault::Failed | Fault::TooLarge) => {
             "check that the cache directory (--cache-dir, by default under %LOCALAPPDATA%), where the DPAPI-protected files are, can be written, and that your Windows user profile is loaded (DPAPI needs it); or use --cache-storage disk"
-        }
-        (Os::Windows, Fault::TooLarge) => {
-            "delete kubecred's old items in the Credential Manager (they are replaced by DPAPI-protected files, which take secrets of any size); or use --cache-storage disk"
         }
         (Os::Windows, Fault::Locked | Fault::AccessDenied) => {
             "check that your Windows user can write the cache directory (--cache-dir, by default under %LOCALAPPDATA%), where the DPAPI-protected files are; or use --cache-storage disk"
@@ -291,6 +290,7 @@ mod tests {
                 "keyctl",
                 "kernel",
                 "Keychain",
+                "Credential Manager",
             ],
             Os::OtherUnix => &[
                 "keyctl",
@@ -330,7 +330,6 @@ mod tests {
         assert!(advice(Os::Linux, Fault::Unreachable).contains("keyctl session"));
         assert!(advice(Os::Mac, Fault::Locked).contains("security unlock-keychain"));
         assert!(advice(Os::Windows, Fault::Unreachable).contains("DPAPI"));
-        assert!(advice(Os::Windows, Fault::TooLarge).contains("Credential Manager"));
         assert!(advice(Os::Linux, Fault::TooLarge).contains("--cache-storage auto"));
     }
 
@@ -406,13 +405,13 @@ mod tests {
         // Other stores' refusals are listed with who refused and how.
         let mixed = KeyringFailure {
             failures: vec![
-                failure(Store::Dpapi, Fault::AccessDenied, "cannot write"),
-                failure(Store::Native, Fault::TooLarge, "2560 bytes"),
+                failure(Store::SecretService, Fault::Locked, "collection is locked"),
+                failure(Store::Keyutils, Fault::TooLarge, "over 32767 bytes"),
             ],
         };
-        assert!(mixed
-            .summary(Os::Windows, "the cache entry")
-            .ends_with("(access denied: cannot write; Windows Credential Manager refused it, too large: 2560 bytes)"));
+        assert!(mixed.summary(Os::Linux, "the cache entry").ends_with(
+            "(locked: collection is locked; kernel keyring refused it, too large: over 32767 bytes)"
+        ));
     }
 
     #[test]
