@@ -10,8 +10,7 @@
 #     the URL kubecred prints, with `keyring` and `auto`: stored, the next run answered from the
 #     cache, the secrets only in DPAPI-protected files (no token in the clear anywhere in the
 #     Wine prefix), `status` naming them, `logout` leaving no file and no Credential Manager item;
-#     an entry an older kubecred kept in the Credential Manager still read, and removed; and a
-#     cache that cannot be written (the directory, or the DPAPI store in it) still handing out
+#     and a cache that cannot be written (the directory, or the DPAPI store in it) still handing out
 #     the completed login with one warning.
 #     Refresh-ahead: a hit in the window ends its stdout as fast as a plain hit while the
 #     renewal waits for a slow provider, and starts one renewal however many hits come.
@@ -21,7 +20,7 @@
 #   Linux arm64 (qemu-user): --version; a client-credentials grant; a cache hit.
 # Wine 8 lacks bcryptprimitives.dll, which Rust's std needs: a one-function stand-in
 # (tests/support/wine/bcryptprimitives.c) is built with mingw and put beside the exe, for Wine
-# only; tests/support/wine/credman.c lists (and plants) Credential Manager items, as cmdkey would.
+# only; tests/support/wine/credman.c lists Credential Manager items, as cmdkey would.
 # Usage: scripts/cross-test.sh   (run by .ci/run)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
