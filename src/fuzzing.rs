@@ -125,7 +125,6 @@ pub fn cache_entry(data: &[u8]) {
     ] {
         let _ = tokens.fresh_credential(kind, now(), std::time::Duration::from_secs(10));
     }
-    let _ = tokens.original_identity();
     let _ = crate::tokens::display_subject(&tokens);
 }
 

@@ -26,6 +26,7 @@ pub struct Tokens {
     pub obtained_at: DateTime<Utc>,
     /// The identity of the login's verified ID token, which every refreshed ID token must
     /// repeat (OpenID Connect Core §12.2); kept across refreshes that return no ID token.
+    /// `None` when the login brought no ID token (client credentials, an access token only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
     /// The `scope` member of the token response that brought these tokens, when it had one:
@@ -101,32 +102,6 @@ pub fn printed_expiry(real: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> 
         DateTime::from_timestamp(now.timestamp() + 1, 0).unwrap_or(now)
     };
     (real - EXPIRY_SAFETY_MARGIN).max(now_rounded_up).min(real)
-}
-
-impl Tokens {
-    /// The identity a refreshed ID token must repeat: the one recorded with the entry, or, for an
-    /// entry written before kubecred recorded it, read from the stored ID token (verified when it
-    /// was obtained, and kept in the private cache since).
-    pub fn original_identity(&self) -> Option<Identity> {
-        if let Some(identity) = &self.identity {
-            return Some(identity.clone());
-        }
-        let claims = unverified_jwt_claims(self.id_token.as_ref()?.expose())?;
-        let text = |name: &str| claims.get(name)?.as_str().map(str::to_string);
-        let aud = match claims.get("aud")? {
-            serde_json::Value::String(one) => vec![one.clone()],
-            serde_json::Value::Array(many) => many
-                .iter()
-                .filter_map(|a| a.as_str().map(str::to_string))
-                .collect(),
-            _ => return None,
-        };
-        Some(Identity {
-            iss: text("iss")?,
-            sub: text("sub")?,
-            aud,
-        })
-    }
 }
 
 /// Who a token names, for messages such as "logged in as …": `preferred_username`, `email` or

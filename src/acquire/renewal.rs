@@ -187,7 +187,7 @@ pub(super) fn refresh<'a>(
             Some(provider) => provider,
             None => provider.insert(ProviderClient::new(config, clock)?),
         };
-        let original = cached.tokens.original_identity();
+        let original = &cached.tokens.identity;
         let outcome = provider.refresh(&refresh_token, original.as_ref())?;
         answered(config, entry, cached, refresh_token, outcome, clock)
     };

@@ -93,8 +93,8 @@ pub(super) struct StoredEntry {
     access_token_expiry: Option<DateTime<Utc>>,
     obtained_at: DateTime<Utc>,
     refresh: StoredRefresh,
-    /// Added within version 2 (older kubecreds ignore it, entries without it read as `None`):
-    /// the identity a refreshed ID token must repeat.
+    /// The identity a refreshed ID token must repeat; absent when the login brought no ID
+    /// token (`Tokens::identity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     identity: Option<Identity>,
 }
@@ -242,24 +242,26 @@ mod tests {
     }
 
     #[test]
-    fn entries_written_before_the_identity_was_recorded_read_without_one() {
-        let mut saved = tokens(Some("r"));
+    fn the_identity_is_stored_and_an_entry_without_one_reads_back_without_one() {
+        let saved = tokens(Some("r"));
         let json =
             String::from_utf8(StoredEntry::with_refresh_inside(&saved, None).to_json()).unwrap();
         assert!(
             json.contains(r#""identity":{"iss":"https://issuer.example","#),
             "{json}"
         );
-        let without = json.replace(
-            r#","identity":{"iss":"https://issuer.example","sub":"user-1","aud":["kubectl"]}"#,
-            "",
-        );
-        assert_ne!(without, json);
-        let (loaded, _) = StoredEntry::parse(without.as_bytes())
-            .unwrap()
-            .into_tokens();
-        saved.identity = None;
-        assert_eq!(loaded, saved);
+        // A login without an ID token (client credentials) has no identity to record.
+        let without = Tokens {
+            id_token: None,
+            id_token_expiry: None,
+            identity: None,
+            ..saved
+        };
+        let json =
+            String::from_utf8(StoredEntry::with_refresh_inside(&without, None).to_json()).unwrap();
+        assert!(!json.contains("identity"), "{json}");
+        let (loaded, _) = StoredEntry::parse(json.as_bytes()).unwrap().into_tokens();
+        assert_eq!(loaded, without);
     }
 
     #[test]
