@@ -22,9 +22,11 @@ pub enum RevocationOutcome {
     /// The entry had none (client credentials), or the keyring no longer held it.
     NoRefreshToken,
     Done(Revocation),
-    /// Not tried: nothing says where the provider is (an entry written before kubecred
-    /// recorded its issuer).
-    NoProvider,
+    /// Not tried: the caller gave no provider to revoke at — `logout --all` for an entry
+    /// whose record could not be read, or whose provider's settings could not be made (it says
+    /// why), and `logout` for a second copy of the entry (another storage's) once it has sent
+    /// one revocation.
+    NotTried,
     /// The provider refused or could not be reached: a warning, the entry went all the same.
     Failed(anyhow::Error),
 }
@@ -45,7 +47,7 @@ pub fn forget(
     };
     let revocation = match (refresh_token, revoke_with) {
         (None, _) => RevocationOutcome::NoRefreshToken,
-        (Some(_), None) => RevocationOutcome::NoProvider,
+        (Some(_), None) => RevocationOutcome::NotTried,
         (Some(token), Some(config)) => match ProviderClient::new(config, clock)
             .and_then(|provider| provider.revoke_refresh_token(&token))
         {

@@ -123,14 +123,12 @@ fn differences(about: &EntryAbout, config: &Config) -> Vec<String> {
     };
     compare("client", Some(&about.client_id), Some(&config.client.id));
     compare("grant", Some(&about.grant), Some(config.grant.name()));
-    // Entries written before scopes were recorded say nothing about them.
-    if !about.scopes.is_empty() {
-        compare(
-            "scopes",
-            Some(&about.scopes.join(" ")),
-            Some(&config.scopes.join(" ")),
-        );
-    }
+    let scopes = |scopes: &[String]| (!scopes.is_empty()).then(|| scopes.join(" "));
+    compare(
+        "scopes",
+        scopes(&about.scopes).as_deref(),
+        scopes(&config.scopes).as_deref(),
+    );
     compare(
         "account",
         about.account.as_deref(),
@@ -240,8 +238,8 @@ fn report(what: &str, done: &Forgotten) {
         RevocationOutcome::Done(Revocation::NotSupported) => {
             "the provider names no revocation endpoint, so the refresh token stays valid at the provider until it expires".to_string()
         }
-        RevocationOutcome::NoProvider => {
-            "the entry does not record its provider, so its refresh token was not revoked".to_string()
+        RevocationOutcome::NotTried => {
+            "its refresh token was not revoked at the provider".to_string()
         }
         RevocationOutcome::Failed(err) => {
             crate::log::notice(format!(
