@@ -69,7 +69,7 @@ impl LoginEntry {
         let cached = cache.load()?;
         // Every save of the login entry records what it holds, as read: a refresh for one
         // cluster must not change what the login holds for the others.
-        let cache = cache.recording_login(cached.as_ref().and_then(|c| c.about.as_ref()));
+        let cache = cache.recording_login(cached.as_ref().map(|c| &c.about));
         Ok(LoginEntry {
             cache,
             lock,
@@ -86,7 +86,7 @@ impl LoginEntry {
         }
     }
 
-    /// The targets the login entry records it was granted (none for an entry that records none).
+    /// The targets the login entry records it was granted (none without a login entry).
     pub(super) fn granted(&self) -> Vec<String> {
         self.about_list(|about| about.granted.as_ref())
     }
@@ -102,7 +102,7 @@ impl LoginEntry {
     ) -> Vec<String> {
         self.cached
             .as_ref()
-            .and_then(|cached| cached.about.as_ref())
+            .map(|cached| &cached.about)
             .and_then(list)
             .cloned()
             .unwrap_or_default()

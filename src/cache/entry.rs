@@ -16,9 +16,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub key: CacheKey,
-    /// What a save records (the subject is filled in from the tokens); `None` for an entry
-    /// opened from a listing, which is only removed.
-    pub about: Option<EntryAbout>,
+    /// What a save records (the subject is filled in from the tokens).
+    pub about: EntryAbout,
     pub storage: CacheStorage,
     /// The cache root (`--cache-dir`).
     pub dir: PathBuf,
@@ -40,7 +39,7 @@ impl Entries {
     pub fn of(config: &Config) -> Entries {
         let entry = |key, about| Entry {
             key,
-            about: Some(about),
+            about,
             storage: config.cache.storage,
             dir: config.cache.dir.clone(),
         };

@@ -76,8 +76,8 @@ const MAX_ENTRY_BYTES: u64 = 1024 * 1024;
 pub struct Cached {
     pub tokens: Tokens,
     refresh: RefreshPlace,
-    /// What the entry says it is for (absent in entries written before it was recorded).
-    pub about: Option<EntryAbout>,
+    /// What the entry says it is for.
+    pub about: EntryAbout,
 }
 
 impl Cached {
@@ -101,8 +101,9 @@ pub struct TokenCache {
     /// The entry file the last [`load`](TokenCache::load) read, still open: its modification
     /// time carries the hand-out stamp (see `acquire/hand_out.rs`), set without a new open.
     last_read: std::cell::RefCell<Option<std::rc::Rc<private_file::OpenedFile>>>,
-    /// What a save records about the entry (the subject is filled from the tokens); `None` for
-    /// a cache opened from a listed entry, which only removes.
+    /// What a save records about the entry (the subject is filled from the tokens). `None` only
+    /// for a cache opened from a listed entry ([`TokenCache::for_session`]), which is never
+    /// saved: the listing may not say what the entry is for (an unreadable one is listed too).
     about: Option<EntryAbout>,
 }
 
@@ -110,7 +111,7 @@ impl TokenCache {
     /// The cache of `entry`. Its description ([`Entries::of`]) is made once from the settings;
     /// the cache never sees them.
     pub fn new(entry: Entry) -> TokenCache {
-        TokenCache::of_entry(entry.storage, &entry.dir, entry.key, entry.about)
+        TokenCache::of_entry(entry.storage, &entry.dir, entry.key, Some(entry.about))
     }
 
     /// This cache, recording `granted` as what its shared login holds from now on, and no
@@ -147,6 +148,7 @@ impl TokenCache {
 
     /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
     /// wrote it, whatever the current settings would choose. `auto` removes a `disk` entry too.
+    /// It is only loaded and removed, never saved (it records nothing about the entry).
     pub fn for_session(dir: &Path, session: &Session) -> TokenCache {
         let storage = match session.place {
             SessionPlace::File => CacheStorage::Auto,
@@ -175,10 +177,13 @@ impl TokenCache {
     }
 
     /// What to record about an entry holding `tokens`.
-    fn about(&self, tokens: &Tokens) -> Option<EntryAbout> {
-        let mut about = self.about.clone()?;
+    fn about(&self, tokens: &Tokens) -> EntryAbout {
+        let mut about = self
+            .about
+            .clone()
+            .expect("a cache opened from a listing is only removed, never saved");
         about.subject = crate::tokens::display_subject(tokens);
-        Some(about)
+        about
     }
 
     pub fn key(&self) -> &CacheKey {

@@ -33,7 +33,8 @@ pub enum SessionPlace {
 pub struct Session {
     pub key: CacheKey,
     pub place: SessionPlace,
-    /// `None`: written before kubecred recorded it, or unreadable.
+    /// `None`: the entry (or a `keyring` entry's index record) could not be read, and
+    /// `unreadable` says why.
     pub about: Option<EntryAbout>,
     pub id_token_expiry: Option<DateTime<Utc>>,
     pub access_token_expiry: Option<DateTime<Utc>>,
@@ -109,8 +110,7 @@ pub fn secrets_of(dir: &Path, session: &Session) -> Vec<SecretPiece> {
 struct KeyringIndex {
     v: u32,
     store: Store,
-    #[serde(default)]
-    about: Option<EntryAbout>,
+    about: EntryAbout,
     #[serde(default)]
     id_token_expiry: Option<DateTime<Utc>>,
     #[serde(default)]
@@ -216,7 +216,7 @@ fn from_entry(key: CacheKey, entry: StoredEntry) -> Session {
     Session {
         key,
         place: SessionPlace::File,
-        about,
+        about: Some(about),
         id_token_expiry: tokens.id_token_expiry,
         access_token_expiry: tokens.access_token_expiry,
         obtained_at: Some(tokens.obtained_at),
@@ -231,7 +231,7 @@ fn from_index(key: CacheKey, record: KeyringIndex) -> Session {
         place: SessionPlace::Keyring {
             store: record.store,
         },
-        about: record.about,
+        about: Some(record.about),
         id_token_expiry: record.id_token_expiry,
         access_token_expiry: record.access_token_expiry,
         obtained_at: Some(record.obtained_at),

@@ -11,10 +11,10 @@
 //! From the first release on, a change of shape bumps [`VERSION`] and keeps reading the released
 //! versions, so that an upgrade logs nobody out.
 //!
-//! [`EntryAbout`] (issuer, client, account, subject, grant, scopes, audience, resource) rides along in an optional `about`
-//! field, so that `kubecred status` can say whose an entry is: the file name is only a hash. It is
-//! optional and additive, so the version stays 2: an older kubecred ignores the field (serde
-//! skips unknown fields) and an entry written before it existed reads as "unknown".
+//! [`EntryAbout`] (issuer, client, account, subject, grant, scopes, audience, resource) rides
+//! along in `about`, so that `kubecred status` can say whose an entry is (the file name is only a
+//! hash) and `logout --all` where to revoke its refresh token. Every entry has it: kubecred
+//! writes none without, and one without is not an entry.
 
 use super::store::Store;
 use crate::secret::Secret;
@@ -54,7 +54,7 @@ pub struct EntryAbout {
     pub subject: Option<String>,
     pub grant: String,
     /// The scopes asked for: two logins to one client often differ only in them, and `status`
-    /// and `logout` show how. Added later within version 2 (absent in older entries).
+    /// and `logout` show how. Absent when none were (a client credentials grant may ask none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,7 +63,7 @@ pub struct EntryAbout {
     pub resource: Option<String>,
     /// A shared login's entry (`--shared-login`): the targets its login asked for and was
     /// granted (resources, audiences or scopes). A refresh for a target outside them is never
-    /// sent (`acquire/shared.rs`). Added within version 2, like the fields below.
+    /// sent (`acquire/shared.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granted: Option<Vec<String>>,
     /// A shared login's entry: targets it was granted that the provider has since refused to
@@ -81,8 +81,7 @@ pub struct EntryAbout {
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct StoredEntry {
     v: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) about: Option<EntryAbout>,
+    pub(super) about: EntryAbout,
     #[serde(default)]
     id_token: Option<Secret>,
     #[serde(default)]
@@ -113,11 +112,7 @@ pub enum RefreshPlace {
 impl StoredEntry {
     /// The entry for `tokens`, with their refresh token stored as `refresh` says. `tokens`'
     /// own refresh token is not read: `refresh` is the only place it can be.
-    pub(super) fn new(
-        tokens: &Tokens,
-        refresh: StoredRefresh,
-        about: Option<EntryAbout>,
-    ) -> StoredEntry {
+    pub(super) fn new(tokens: &Tokens, refresh: StoredRefresh, about: EntryAbout) -> StoredEntry {
         StoredEntry {
             v: VERSION,
             about,
@@ -132,7 +127,7 @@ impl StoredEntry {
     }
 
     /// The entry for `tokens` with their refresh token (if any) inside it.
-    pub(super) fn with_refresh_inside(tokens: &Tokens, about: Option<EntryAbout>) -> StoredEntry {
+    pub(super) fn with_refresh_inside(tokens: &Tokens, about: EntryAbout) -> StoredEntry {
         let refresh = match &tokens.refresh_token {
             Some(token) => StoredRefresh::Entry {
                 token: token.clone(),
@@ -215,10 +210,30 @@ mod tests {
         }
     }
 
+    fn about() -> EntryAbout {
+        EntryAbout {
+            issuer: "https://idp.example".into(),
+            client_id: "k8s".into(),
+            account: Some("work".into()),
+            subject: Some("alice".into()),
+            grant: "authcode".into(),
+            scopes: vec!["openid".into(), "email".into()],
+            audience: None,
+            resource: Some("https://kubernetes.example".into()),
+            granted: Some(vec!["https://a.example".into()]),
+            refused_targets: None,
+            derived_from: None,
+        }
+    }
+
+    /// The `about` of the entries written by hand below.
+    const ABOUT: &str =
+        r#""about":{"issuer":"https://idp.example","client_id":"k8s","grant":"authcode"}"#;
+
     #[test]
     fn round_trip_with_the_refresh_token_inside() {
         let saved = tokens(Some("r"));
-        let json = StoredEntry::with_refresh_inside(&saved, None).to_json();
+        let json = StoredEntry::with_refresh_inside(&saved, about()).to_json();
         assert!(json.starts_with(br#"{"v":2,"#));
         let (loaded, at) = StoredEntry::parse(&json).unwrap().into_tokens();
         assert_eq!(loaded, saved);
@@ -232,7 +247,7 @@ mod tests {
             StoredRefresh::Keyring {
                 store: Store::Keyutils,
             },
-            None,
+            about(),
         );
         let json = String::from_utf8(entry.to_json()).unwrap();
         assert!(!json.contains("must-not-be-stored"), "{json}");
@@ -245,7 +260,7 @@ mod tests {
     fn the_identity_is_stored_and_an_entry_without_one_reads_back_without_one() {
         let saved = tokens(Some("r"));
         let json =
-            String::from_utf8(StoredEntry::with_refresh_inside(&saved, None).to_json()).unwrap();
+            String::from_utf8(StoredEntry::with_refresh_inside(&saved, about()).to_json()).unwrap();
         assert!(
             json.contains(r#""identity":{"iss":"https://issuer.example","#),
             "{json}"
@@ -257,33 +272,24 @@ mod tests {
             identity: None,
             ..saved
         };
-        let json =
-            String::from_utf8(StoredEntry::with_refresh_inside(&without, None).to_json()).unwrap();
+        let json = String::from_utf8(StoredEntry::with_refresh_inside(&without, about()).to_json())
+            .unwrap();
         assert!(!json.contains("identity"), "{json}");
         let (loaded, _) = StoredEntry::parse(json.as_bytes()).unwrap().into_tokens();
         assert_eq!(loaded, without);
     }
 
     #[test]
-    fn what_an_entry_is_for_is_stored_beside_it_and_optional() {
-        let about = EntryAbout {
-            issuer: "https://idp.example".into(),
-            client_id: "k8s".into(),
-            account: Some("work".into()),
-            subject: Some("alice".into()),
-            grant: "authcode".into(),
-            scopes: vec!["openid".into(), "email".into()],
-            audience: None,
-            resource: Some("https://kubernetes.example".into()),
-            granted: Some(vec!["https://a.example".into()]),
-            refused_targets: None,
-            derived_from: None,
-        };
-        let json = StoredEntry::with_refresh_inside(&tokens(None), Some(about.clone())).to_json();
-        assert_eq!(StoredEntry::parse(&json).unwrap().about, Some(about));
-        // Written before `about` existed (or by an older kubecred): still an entry, about unknown.
-        let old = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"none"}}"#;
-        assert_eq!(StoredEntry::parse(old).unwrap().about, None);
+    fn what_an_entry_is_for_is_stored_beside_it() {
+        let json = StoredEntry::with_refresh_inside(&tokens(None), about()).to_json();
+        assert_eq!(StoredEntry::parse(&json).unwrap().about, about());
+        // Every entry kubecred writes says what it is for: one that does not is not an entry.
+        let without = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"none"}}"#;
+        let err = StoredEntry::parse(without).unwrap_err();
+        assert!(
+            err.starts_with("not a cache entry: missing field `about`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -294,12 +300,16 @@ mod tests {
             StoredEntry::parse(v1).unwrap_err(),
             "format version 1, this kubecred reads version 2"
         );
-        let missing = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry"}}"#;
-        let named = br#"{"v":2,"obtained_at":"2026-01-01T00:00:00Z","refresh":{"in":"entry","refresh_token":"r"}}"#;
-        let (tokens, _) = StoredEntry::parse(named).unwrap().into_tokens();
+        let missing = format!(
+            r#"{{"v":2,{ABOUT},"obtained_at":"2026-01-01T00:00:00Z","refresh":{{"in":"entry"}}}}"#
+        );
+        let named = format!(
+            r#"{{"v":2,{ABOUT},"obtained_at":"2026-01-01T00:00:00Z","refresh":{{"in":"entry","refresh_token":"r"}}}}"#
+        );
+        let (tokens, _) = StoredEntry::parse(named.as_bytes()).unwrap().into_tokens();
         assert_eq!(tokens.refresh_token, Some(Secret::new("r")));
         assert!(
-            StoredEntry::parse(missing)
+            StoredEntry::parse(missing.as_bytes())
                 .unwrap_err()
                 .starts_with("not a cache entry")
         );

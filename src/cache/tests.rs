@@ -36,19 +36,7 @@ pub(super) fn cache_in(dir: &Path, storage: &str) -> TokenCache {
     let issuer = format!("https://idp.example/{}", unique());
     TokenCache::new(Entry {
         key: CacheKey::from_file_stem(&crate::digest::sha256_hex(issuer.as_bytes())).unwrap(),
-        about: Some(EntryAbout {
-            issuer,
-            client_id: "kubernetes".into(),
-            account: None,
-            subject: None,
-            grant: "authcode".into(),
-            scopes: vec!["openid".into()],
-            audience: None,
-            resource: None,
-            granted: None,
-            refused_targets: None,
-            derived_from: None,
-        }),
+        about: about_of(issuer),
         storage: match storage {
             "auto" => CacheStorage::Auto,
             "disk" => CacheStorage::Disk,
@@ -58,6 +46,23 @@ pub(super) fn cache_in(dir: &Path, storage: &str) -> TokenCache {
         },
         dir: dir.to_path_buf(),
     })
+}
+
+/// What an entry of `issuer`'s records about itself, as written by hand.
+fn about_of(issuer: String) -> EntryAbout {
+    EntryAbout {
+        issuer,
+        client_id: "kubernetes".into(),
+        account: None,
+        subject: None,
+        grant: "authcode".into(),
+        scopes: vec!["openid".into()],
+        audience: None,
+        resource: None,
+        granted: None,
+        refused_targets: None,
+        derived_from: None,
+    }
 }
 
 pub(super) fn tokens(tag: &str, refresh: bool) -> Tokens {
@@ -290,7 +295,7 @@ fn the_file_never_shows_up_in_debug_output() {
     let cached = Cached {
         tokens: saved.clone(),
         refresh: RefreshPlace::Entry,
-        about: None,
+        about: about_of("https://idp.example".into()),
     };
     let shown = format!("{cached:?}");
     assert!(

@@ -182,10 +182,8 @@ fn all(args: &TokenArgs, argv: &[OsString], clock: &dyn Clock) -> anyhow::Result
         let done = acquire::forget(&cache, lock_timeout, revoke_with.as_ref(), clock)?;
         let what = match &session.about {
             Some(about) => describe(&about.issuer, &about.client_id, &about.account),
-            None => format!(
-                "a cached login that does not say whose it is ({})",
-                session.key
-            ),
+            // Its record could not be read (`status` says why).
+            None => format!("a cached login that could not be read ({})", session.key),
         };
         report(&what, &done);
     }

@@ -34,7 +34,7 @@ struct JsonEntry<'a> {
     account: Option<&'a str>,
     subject: Option<&'a str>,
     grant: Option<&'a str>,
-    /// The scopes asked for (empty for an entry written before they were recorded).
+    /// The scopes asked for (empty when none were, or the entry is unreadable).
     scopes: Vec<&'a str>,
     audience: Option<&'a str>,
     resource: Option<&'a str>,
