@@ -6,12 +6,16 @@
 // provider as it is, not as oidc-provider is.
 //
 // Usage:
-//   node glewlwyd.mjs serve
+//   node glewlwyd.mjs serve [--resource URI]... [--one-time-refresh-tokens]
 //       Sets up a fresh instance in a temporary directory (SQLite database from the package's own
 //       schema, an RS256 key, the OpenID Connect plugin, the user alice, a public client and a
 //       confidential one), serves it on 127.0.0.1 only, prints one JSON line
-//       {"issuer", "callback", ...} on stdout, and stops glewlwyd and removes the directory on
-//       EOF of stdin, SIGTERM or SIGINT.
+//       {"issuer", "callback", "log", ...} on stdout (log: glewlwyd's log file, at DEBUG), and
+//       stops glewlwyd and removes the directory on EOF of stdin, SIGTERM or SIGINT. Each --resource is a resource indicator (RFC 8707) the
+//       plugin allows with the scope openid (its "Resource list by scope"); without one, resource
+//       indicators are off, as the plugin's default is. --one-time-refresh-tokens sets the
+//       plugin's "One-time use refresh token" to Always (its default is Never): each refresh
+//       disables the refresh token it was given and answers with a new one.
 //   node glewlwyd.mjs browse URL
 //       The "browser": does what glewlwyd's login page does for alice — signs in with her
 //       password and grants the client its scopes through glewlwyd's own API — then opens URL
@@ -80,7 +84,14 @@ async function signIn(base, username, password) {
   return cookie;
 }
 
-async function serve() {
+async function serve(options) {
+  const resources = [];
+  let oneTimeRefreshTokens = false;
+  for (let i = 0; i < options.length; i++) {
+    if (options[i] === '--resource' && i + 1 < options.length) resources.push(options[++i]);
+    else if (options[i] === '--one-time-refresh-tokens') oneTimeRefreshTokens = true;
+    else fail(`serve: unknown option ${options[i]}`);
+  }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kubecred-glewlwyd-'));
   cleanup = () => fs.rmSync(dir, { recursive: true, force: true });
   const port = await freePort();
@@ -113,6 +124,10 @@ async function serve() {
     'introspection-revocation-allowed': true,
     'jwks-show': true,
     scope: [],
+    'refresh-token-one-use': oneTimeRefreshTokens ? 'always' : 'never',
+    ...(resources.length > 0
+      ? { 'resource-allowed': true, 'resource-scope': { openid: resources }, 'resource-scope-and-client-property': false }
+      : {}),
   };
   const db = path.join(dir, 'glewlwyd.sqlite3');
   execFileSync('sqlite3', [db], {
@@ -124,15 +139,19 @@ INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name,
 `,
   });
   const conf = path.join(dir, 'glewlwyd.conf');
-  // The package's own configuration file, pointed at this instance: loopback only, a console
-  // log, the SQLite database above.
+  const log = path.join(dir, 'glewlwyd.log');
+  // The package's own configuration file, pointed at this instance: loopback only, the SQLite
+  // database above, a log on the console (its warnings and errors reach the test's stderr) and
+  // in a file, at DEBUG: the test reads there what glewlwyd did with each request (a refresh it
+  // refused, and why, is a DEBUG line).
   const packaged = fs.readFileSync('/etc/glewlwyd/glewlwyd.conf', 'utf8');
   const settings = {
     port: `${port}`,
     bind_address: '"127.0.0.1"',
     external_url: `"${base}"`,
-    log_mode: '"console"',
-    log_level: '"WARNING"',
+    log_mode: '"console,file"',
+    log_level: '"DEBUG"',
+    log_file: `"${log}"`,
   };
   let text = packaged
     .split('\n')
@@ -143,6 +162,7 @@ INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name,
     .join('\n');
   text = text.replace(/^@include .*$/m, `database =\n{\n  type = "sqlite3"\n  path = "${db}"\n};`);
   fs.writeFileSync(conf, text);
+  // The console's INFO and DEBUG lines go to stdout, dropped here: the log file has them.
   const server = spawn('glewlwyd', ['-c', conf], { stdio: ['ignore', 'ignore', 'inherit'] });
   let stopping = false;
   cleanup = () => {
@@ -150,10 +170,20 @@ INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name,
     server.kill('SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });
   };
-  const stop = () => process.exit(0);
+  let exited = false;
   server.on('exit', (code) => {
+    exited = true;
     if (!stopping) fail(`glewlwyd exited (${code}) before it was stopped`);
   });
+  // glewlwyd writes its log in the directory until it exits: the directory goes after it (or
+  // after 2 s, within the 3 s tests/it's stop_node_server gives).
+  const stop = () => {
+    stopping = true;
+    if (exited) process.exit(0);
+    setTimeout(() => process.exit(0), 2000);
+    server.once('exit', () => process.exit(0));
+    server.kill('SIGTERM');
+  };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
@@ -187,7 +217,7 @@ INSERT INTO g_plugin_module_instance (gpmi_module, gpmi_name, gpmi_display_name,
   }, admin);
 
   process.stdout.write(`${JSON.stringify({
-    issuer, base, callback, callback_port: callbackPort, user: USER, password: PASSWORD,
+    issuer, base, callback, callback_port: callbackPort, log, user: USER, password: PASSWORD,
     public_client: PUBLIC_CLIENT, cc_client: CC_CLIENT, cc_secret: CC_SECRET,
   })}\n`);
   process.stdin.on('end', stop);
@@ -217,12 +247,12 @@ async function browse(url) {
 
 switch (process.argv[2]) {
   case 'serve':
-    await serve();
+    await serve(process.argv.slice(3));
     break;
   case 'browse':
     await browse(process.argv[3]);
     process.exit(0);
     break;
   default:
-    fail('usage: glewlwyd.mjs serve | browse URL');
+    fail('usage: glewlwyd.mjs serve [--resource URI]... [--one-time-refresh-tokens] | browse URL');
 }
