@@ -1,8 +1,9 @@
 //! The second, independent OpenID Provider: Debian's glewlwyd (a C server; set up by
 //! tests/support/glewlwyd.mjs from the package's own schema and configuration file). Client
 //! credentials (through `setup`, though its discovery does not list the grant), the device flow
-//! and the browser login, and refreshes that bring no ID token — end to end, with no knob of ours
-//! inside the provider.
+//! and the browser login, refreshes that bring no ID token, and a shared login for two resource
+//! indicators (RFC 8707) with and without glewlwyd's one-time refresh tokens — end to end, with
+//! no knob of ours inside the provider: what glewlwyd did is read from its own log.
 
 use crate::support::*;
 use serde_json::Value;
@@ -14,12 +15,23 @@ struct Glewlwyd {
     info: Value,
 }
 
+/// The resources (RFC 8707) of the two clusters of the shared-login tests: glewlwyd takes https
+/// URIs (or loopback http ones), and never fetches them.
+const A: &str = "https://a.kubecred.example";
+const B: &str = "https://b.kubecred.example";
+
 impl Glewlwyd {
     fn start() -> Glewlwyd {
+        Glewlwyd::start_with(&[])
+    }
+
+    /// glewlwyd set up with `options` (`serve`'s: `--resource URI`, `--one-time-refresh-tokens`).
+    fn start_with(options: &[&str]) -> Glewlwyd {
         ensure_node_test_bed();
         let mut child = Command::new("node")
             .arg(script())
             .arg("serve")
+            .args(options)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -52,6 +64,33 @@ impl Glewlwyd {
             format!("--redirect-url={}", self.get("callback")),
             format!("--browser-command=node {} browse", script().display()),
         ]
+    }
+
+    /// get-token for the cluster of `resource`, with one browser login for the clusters of
+    /// [`A`] and [`B`].
+    fn shared_login_args(&self, resource: &str) -> Vec<String> {
+        let mut args = self.user_args("authcode");
+        args.extend([
+            "--shared-login".into(),
+            "--use-access-token".into(),
+            format!("--login-resource={A},{B}"),
+            format!("--resource={resource}"),
+        ]);
+        args
+    }
+
+    /// glewlwyd's log so far (its own file, at DEBUG).
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.get("log")).expect("glewlwyd's log file")
+    }
+
+    /// The refreshes glewlwyd refused for `resource` (`invalid_target`), as its log says.
+    fn refused_refreshes(&self, resource: &str) -> usize {
+        self.log()
+            .matches(&format!(
+                "get_access_token_from_refresh - Error resource '{resource}' unauthorized"
+            ))
+            .count()
     }
 }
 
@@ -161,4 +200,111 @@ fn browser_login() {
         .success()
         .token();
     assert_eq!(again, token);
+}
+
+/// The shared login's get-token arguments for the clusters of [`A`] and [`B`], after one browser
+/// login run for a's cluster (the code exchange names it) and b's token derived by refresh.
+fn log_in_for_a_then_derive_b(op: &Glewlwyd, env: &TestEnv) -> (Vec<String>, Vec<String>) {
+    let (for_a, for_b) = (op.shared_login_args(A), op.shared_login_args(B));
+    let a = env.kubecred_owned(&for_a).run().success().token();
+    assert_eq!(jwt_claims(&a)["aud"], A);
+    assert_eq!(renewed_audience(env, &for_b), B);
+    (for_a, for_b)
+}
+
+/// The audience of the token get-token prints for `args` where no login can happen: from the
+/// cache, or renewed from the shared login.
+fn renewed_audience(env: &TestEnv, args: &[String]) -> String {
+    let token = env
+        .kubecred_owned(&without_login(args))
+        .run()
+        .success()
+        .token();
+    jwt_claims(&token)["aud"].as_str().unwrap().to_string()
+}
+
+/// With glewlwyd's one-time refresh tokens, each refresh disables the refresh token it was
+/// given and answers with one limited to the resource that refresh named: after the second
+/// cluster's token, the shared login no longer serves the first. glewlwyd refuses that refresh
+/// (`invalid_target`, "Invalid Resource") and keeps the refresh token; kubecred says what
+/// happened and what can help, records the refusal, and sends it no more until the next login —
+/// which glewlwyd narrows again at the next refresh for the other cluster, as the message says.
+#[test]
+fn one_time_refresh_tokens_narrow_the_shared_login_and_the_refused_target_is_not_asked_again() {
+    if !have(Need::Glewlwyd) {
+        return;
+    }
+    let op = Glewlwyd::start_with(&[
+        "--resource",
+        A,
+        "--resource",
+        B,
+        "--one-time-refresh-tokens",
+    ]);
+    let env = TestEnv::new();
+    let (for_a, for_b) = log_in_for_a_then_derive_b(&op, &env);
+
+    // a's token runs out: its refresh is refused, once.
+    assert!(expire_cached_tokens(&env.cache_dir()) > 0);
+    env.kubecred_owned(&without_login(&for_a))
+        .run()
+        .failure(3)
+        .stderr_contains(&format!(
+            "refused to refresh the shared login for resource {A} (invalid_target (Invalid Resource))"
+        ))
+        .stderr_contains("narrows each rotated refresh token to the last target asked for")
+        .stderr_contains("not asked again until the next login, which would be narrowed the same way")
+        .stderr_contains("without --shared-login");
+    assert_eq!(op.refused_refreshes(A), 1, "{}", op.log());
+    // The next run for a says so at once: glewlwyd hears nothing of it.
+    let heard = op.log();
+    let run = env
+        .kubecred_owned(&without_login(&for_a))
+        .run()
+        .failure(3)
+        .stderr_contains(&format!("no longer serves resource {A}"));
+    assert_eq!(run.stdout(), "");
+    assert_eq!(op.log(), heard, "the later run sent glewlwyd a request");
+    // The refused refresh did not spend the login: b's token still comes from it.
+    assert_eq!(renewed_audience(&env, &for_b), B);
+
+    // A new login replaces the entry: a's token comes from it, and b's by refresh — which
+    // narrows the new login to b in turn.
+    let mut login = for_a.clone();
+    login[0] = "login".into();
+    env.kubecred_owned(&login).run().success();
+    assert_eq!(renewed_audience(&env, &for_a), A);
+    assert!(expire_cached_tokens(&env.cache_dir()) > 0);
+    assert_eq!(renewed_audience(&env, &for_b), B);
+    env.kubecred_owned(&without_login(&for_a))
+        .run()
+        .failure(3)
+        .stderr_contains(&format!(
+            "refused to refresh the shared login for resource {A}"
+        ));
+    assert_eq!(op.refused_refreshes(A), 2, "{}", op.log());
+}
+
+/// On glewlwyd's defaults (a refresh token used again and again), the shared login's refresh
+/// token keeps every resource the login asked for: both clusters' tokens are renewed from it,
+/// in any order, and nothing is refused.
+#[test]
+fn without_one_time_refresh_tokens_the_shared_login_serves_both_resources() {
+    if !have(Need::Glewlwyd) {
+        return;
+    }
+    let op = Glewlwyd::start_with(&["--resource", A, "--resource", B]);
+    let env = TestEnv::new();
+    let (for_a, for_b) = log_in_for_a_then_derive_b(&op, &env);
+    for _ in 0..2 {
+        assert!(expire_cached_tokens(&env.cache_dir()) > 0);
+        assert_eq!(renewed_audience(&env, &for_a), A);
+        assert_eq!(renewed_audience(&env, &for_b), B);
+    }
+    assert_eq!(
+        op.refused_refreshes(A) + op.refused_refreshes(B),
+        0,
+        "{}",
+        op.log()
+    );
 }
