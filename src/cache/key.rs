@@ -46,7 +46,8 @@ struct KeyMaterial<'a> {
     resource: Option<&'a str>,
     auth_params: Vec<(&'a str, &'a str)>,
     login_hint: Option<&'a str>,
-    /// Left out when unset, so that adding it kept every existing key (no forced logins).
+    /// Left out when unset: a setting added to the key changes no key of the settings that do
+    /// not use it (no forced logins).
     #[serde(skip_serializing_if = "Option::is_none")]
     account: Option<&'a str>,
     /// Which provider we trust: tokens fetched while trusting another CA (or none) are not the same.
@@ -373,7 +374,7 @@ mod tests {
             "{material}"
         );
         assert!(material.starts_with(r#"{"v":1,"#), "{material}");
-        // No --account: the material (so every key written before accounts existed) is unchanged.
+        // No --account: nothing of it in the material, so the key is the one it was without it.
         assert!(!material.contains("account"), "{material}");
     }
 
