@@ -30,10 +30,10 @@ pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     // Bound without its port, the redirect URI takes the bound one: its own where that is free
     // (then it is the very text the remote sent), another otherwise.
     let listener = CallbackListener::bind(
-        &listen_addresses(request.redirect.url(), &login.listen_addresses),
+        &listen_addresses(request.redirect.written_port(), &login.listen_addresses),
         &request.redirect.without_port(),
     )?
-    .relaying();
+    .relaying(&request.redirect);
     let redirect = listener.redirect_uri().clone();
     let url = if redirect == request.redirect {
         request.url.clone()
@@ -67,13 +67,12 @@ pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     ))
 }
 
-/// Where to listen: the redirect URI's own port first (so that the URI stays what the remote
-/// sent, for providers that hold a client to exact ports), then the configured addresses, then
-/// any free port.
-fn listen_addresses(redirect: &Url, configured: &[SocketAddr]) -> Vec<SocketAddr> {
+/// Where to listen: the port the redirect URI names first (so that the URI stays what the
+/// remote sent, for providers that hold a client to exact ports; as written, not as `Url` reads
+/// it, which forgets a scheme's default port), then the configured addresses, then any free port.
+fn listen_addresses(written_port: Option<u16>, configured: &[SocketAddr]) -> Vec<SocketAddr> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let own_port = redirect
-        .port()
+    let own_port = written_port
         .filter(|port| *port != 0)
         .map(|port| SocketAddr::new(loopback, port));
     let any_port = SocketAddr::new(loopback, 0);
@@ -274,17 +273,46 @@ mod tests {
     #[test]
     fn the_redirects_own_port_is_tried_first_then_the_configured_then_any() {
         let configured: Vec<SocketAddr> = vec!["127.0.0.1:8000".parse().unwrap()];
-        let redirect = Url::parse("http://localhost:8000/callback").unwrap();
-        let addresses = listen_addresses(&redirect, &configured);
+        let written_port = |text: &str| RedirectUri::parse(text).unwrap().written_port();
+        let redirect = written_port("http://localhost:8000/callback");
+        let addresses = listen_addresses(redirect, &configured);
         assert_eq!(
             addresses,
             ["127.0.0.1:8000", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
         );
         // No port in the redirect (authcode-keyboard's default): no port 80.
-        let portless = Url::parse("http://localhost/callback").unwrap();
+        let portless = written_port("http://localhost/callback");
         assert_eq!(
-            listen_addresses(&portless, &[]),
+            listen_addresses(portless, &[]),
             ["127.0.0.1:0".parse::<SocketAddr>().unwrap()]
         );
+        // The port as written: the scheme's default (which Url forgets), leading zeros.
+        assert_eq!(
+            listen_addresses(written_port("http://localhost:80/callback"), &[]),
+            ["127.0.0.1:80", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
+        );
+        assert_eq!(
+            listen_addresses(written_port("http://localhost:08000/callback"), &[]),
+            ["127.0.0.1:8000", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_port_written_with_a_leading_zero_is_listened_on_and_sent_as_written() {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let remote_text = format!("http://localhost:0{port}/callback");
+        let url = GOOD.replace("localhost%3A8000", &format!("localhost%3A0{port}"));
+        let request = AuthorizationRequest::parse(&url).unwrap();
+        assert_eq!(request.redirect.as_str(), remote_text);
+        let listener = CallbackListener::bind(
+            &listen_addresses(request.redirect.written_port(), &[]),
+            &request.redirect.without_port(),
+        )
+        .unwrap()
+        .relaying(&request.redirect);
+        assert_eq!(listener.local_addresses()[0].port(), port);
+        assert_eq!(listener.redirect_uri(), &request.redirect, "byte for byte");
     }
 }

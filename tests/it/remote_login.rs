@@ -523,6 +523,78 @@ fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_cod
     assert!(!laptop.cache_dir().join("tokens").exists());
 }
 
+/// A redirect URI whose port is written with a leading zero (`http://localhost:0PORT/callback`)
+/// goes through the relayed login as written: the laptop listens on that port, sends the
+/// browser to the URL unchanged and relays the text as the remote wrote it, and the provider
+/// sees that text at the authorization request and at the code exchange.
+#[test]
+fn the_relayed_login_keeps_a_port_written_with_a_leading_zero_as_written() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let remote_env = TestEnv::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let written = format!("http://localhost:0{port}/callback");
+    // The remote listens elsewhere (--listen-address, as at a port forward's other end), so
+    // that the port is free "on the laptop", which is this machine too.
+    let mut remote = in_ssh_session_with(
+        &remote_env,
+        &bed,
+        &[
+            &format!("--client-id={NO_DEVICE_CLIENT}"),
+            &format!("--redirect-url={written}"),
+        ],
+    );
+    let login_url = visit_url(&mut remote);
+    assert_eq!(
+        param(&login_url, "redirect_uri").as_deref(),
+        Some(written.as_str())
+    );
+    remote.stderr_line_with(
+        "the line `kubecred login --remote-bootstrap` printed",
+        URL_WAIT,
+    );
+
+    let laptop = TestEnv::new();
+    let relay = run_bounded(
+        &mut laptop.kubecred(&[
+            "login",
+            "--remote-bootstrap",
+            login_url.as_str(),
+            &format!("--browser-command={}", browser_command()),
+        ]),
+        EXIT_WAIT,
+    )
+    .success();
+    assert!(
+        !relay.stderr().contains("is in use here"),
+        "{}",
+        relay.stderr()
+    );
+    let line = relay.stdout().trim().to_string();
+    let relayed = url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap();
+    assert_eq!(
+        param(&relayed, "redirect_uri").as_deref(),
+        Some(written.as_str())
+    );
+
+    remote.paste(&line);
+    let run = remote.finish(EXIT_WAIT).success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    assert_eq!(
+        bed.redirect_uris_received(),
+        [
+            ("/auth".to_string(), written.clone()),
+            ("/token".to_string(), written)
+        ]
+    );
+}
+
 #[test]
 fn a_device_flow_refused_at_the_poll_says_so_and_auto_goes_on_with_the_pasted_login() {
     if !have(Need::Browser) {
