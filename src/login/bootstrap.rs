@@ -109,69 +109,11 @@ impl AuthorizationRequest {
                 ),
             )
         };
-        let url =
-            Url::parse(bootstrap.trim()).map_err(|err| refuse(format!("is not a URL ({err})")))?;
-        let web = match url.scheme() {
-            "https" => true,
-            "http" => crate::config::is_loopback_host(&url),
-            _ => false,
-        };
-        if !web {
-            return Err(refuse(
-                "is not an https URL (plain http only on a loopback address)".into(),
-            ));
-        }
-        let param = |name: &str| {
-            url.query_pairs()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.into_owned())
-        };
-        // A verifier in the URL would let anyone who sees it redeem the code; `plain` makes the
-        // challenge the verifier itself. Neither may leave the machine that started the login.
-        if param("code_verifier").is_some() {
-            return Err(refuse(
-                "carries a code_verifier, which must never leave the machine that started the login"
-                    .into(),
-            ));
-        }
-        if param("code_challenge_method").is_some_and(|method| method != "S256") {
-            return Err(refuse(
-                "uses a PKCE method other than S256, whose challenge would give the code away"
-                    .into(),
-            ));
-        }
-        let missing: Vec<&str> = ["response_type", "client_id", "redirect_uri", "state"]
-            .into_iter()
-            .filter(|name| param(name).is_none_or(|value| value.is_empty()))
-            .collect();
-        if !missing.is_empty() {
-            return Err(refuse(format!(
-                "is not a whole authorization request: it has no {} (was it cut at an `&` by the shell?)",
-                missing.join(", ")
-            )));
-        }
-        if param("response_type").as_deref() != Some("code") {
-            return Err(refuse(
-                "is not an authorization code request (response_type is not code)".into(),
-            ));
-        }
-        let raw_redirect = param("redirect_uri").unwrap_or_default();
-        let redirect_shown = printable_brief(&raw_redirect, 200).into_owned();
-        let redirect = RedirectUri::parse(&raw_redirect).map_err(|_| {
-            refuse(format!(
-                "names the redirect_uri {redirect_shown:?}, which is not a URL"
-            ))
-        })?;
-        if !crate::config::is_loopback_host(redirect.url()) {
-            return Err(refuse(format!(
-                "names the redirect_uri {redirect_shown}, which is not a loopback address: only a redirect to a listener on this machine's loopback can be taken here (RFC 8252 §7.3)"
-            )));
-        }
-        if redirect.url().scheme() != "http" {
-            return Err(refuse(format!(
-                "names the redirect_uri {redirect_shown}, an https one: the listener here has no certificate; open the URL itself instead and paste the address the browser ends on into the remote kubecred"
-            )));
-        }
+        let url = web_url(bootstrap.trim()).map_err(refuse)?;
+        let param = |name: &str| query_param(&url, name);
+        check_parameters(param).map_err(refuse)?;
+        let redirect =
+            loopback_redirect(&param("redirect_uri").unwrap_or_default()).map_err(refuse)?;
         if param("code_challenge").is_none() {
             crate::debug!(
                 1,
@@ -204,6 +146,79 @@ impl AuthorizationRequest {
         url.query_pairs_mut().clear().extend_pairs(pairs);
         url
     }
+}
+
+/// `text` as a URL a browser may be sent to with a code: https, or http on a loopback address.
+/// The error is why not, as a phrase.
+fn web_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|err| format!("is not a URL ({err})"))?;
+    let web = match url.scheme() {
+        "https" => true,
+        "http" => crate::config::is_loopback_host(&url),
+        _ => false,
+    };
+    if !web {
+        return Err("is not an https URL (plain http only on a loopback address)".into());
+    }
+    Ok(url)
+}
+
+/// The first value of the query parameter `name`, decoded.
+fn query_param(url: &Url, name: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// The parameters of an authorization code request with nothing that gives the code away.
+/// The error is why not, as a phrase.
+fn check_parameters(param: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+    // A verifier in the URL would let anyone who sees it redeem the code; `plain` makes the
+    // challenge the verifier itself. Neither may leave the machine that started the login.
+    if param("code_verifier").is_some() {
+        return Err(
+            "carries a code_verifier, which must never leave the machine that started the login"
+                .into(),
+        );
+    }
+    if param("code_challenge_method").is_some_and(|method| method != "S256") {
+        return Err(
+            "uses a PKCE method other than S256, whose challenge would give the code away".into(),
+        );
+    }
+    let missing: Vec<&str> = ["response_type", "client_id", "redirect_uri", "state"]
+        .into_iter()
+        .filter(|name| param(name).is_none_or(|value| value.is_empty()))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "is not a whole authorization request: it has no {} (was it cut at an `&` by the shell?)",
+            missing.join(", ")
+        ));
+    }
+    if param("response_type").as_deref() != Some("code") {
+        return Err("is not an authorization code request (response_type is not code)".into());
+    }
+    Ok(())
+}
+
+/// The request's `redirect_uri`, one this machine can take: http on a loopback address. The
+/// error is why not, as a phrase.
+fn loopback_redirect(raw: &str) -> Result<RedirectUri, String> {
+    let shown = printable_brief(raw, 200).into_owned();
+    let redirect = RedirectUri::parse(raw)
+        .map_err(|_| format!("names the redirect_uri {shown:?}, which is not a URL"))?;
+    if !crate::config::is_loopback_host(redirect.url()) {
+        return Err(format!(
+            "names the redirect_uri {shown}, which is not a loopback address: only a redirect to a listener on this machine's loopback can be taken here (RFC 8252 §7.3)"
+        ));
+    }
+    if redirect.url().scheme() != "http" {
+        return Err(format!(
+            "names the redirect_uri {shown}, an https one: the listener here has no certificate; open the URL itself instead and paste the address the browser ends on into the remote kubecred"
+        ));
+    }
+    Ok(redirect)
 }
 
 #[cfg(test)]
