@@ -198,15 +198,23 @@ mod platform {
 /// process ends, which it then does: the login failed.
 #[cfg(not(unix))]
 mod platform {
-    use std::io::{self, BufRead};
+    use super::MAX_LINE_BYTES;
+    use std::io::{self, BufRead, Read};
     use std::sync::mpsc;
     use std::time::Instant;
 
     pub fn line(deadline: Instant) -> io::Result<String> {
         within(deadline, || {
             let mut line = String::new();
-            if io::stdin().lock().read_line(&mut line)? == 0 {
+            let mut stdin = io::stdin().lock().take(MAX_LINE_BYTES as u64 + 1);
+            if stdin.read_line(&mut line)? == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            if line.len() > MAX_LINE_BYTES {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the line is too long",
+                ));
             }
             Ok(line.trim().to_string())
         })
@@ -231,7 +239,7 @@ mod platform {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::platform::{TerminalBytes, read_hidden_line, read_line};
     use std::fs::{File, OpenOptions};
