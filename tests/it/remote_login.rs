@@ -341,6 +341,26 @@ fn visit_url(kubecred: &mut Running) -> url::Url {
     url::Url::parse(&line[at..]).unwrap_or_else(|err| panic!("{line}: {err}"))
 }
 
+/// `kubecred login --remote-bootstrap` "on the laptop" (`laptop`: another HOME), with the
+/// scripted browser and the URL as the person copied it; it must succeed.
+fn relay_on(laptop: &TestEnv, login_url: &url::Url) -> Run {
+    run_bounded(
+        &mut laptop.kubecred(&[
+            "login",
+            "--remote-bootstrap",
+            login_url.as_str(),
+            &format!("--browser-command={}", browser_command()),
+        ]),
+        EXIT_WAIT,
+    )
+    .success()
+}
+
+/// A relay line's parameters, read as a URL's query.
+fn relay_params(line: &str) -> url::Url {
+    url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap()
+}
+
 fn param(url: &url::Url, name: &str) -> Option<String> {
     url.query_pairs()
         .find(|(key, _)| key == name)
@@ -455,17 +475,9 @@ fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_cod
 
     // "The laptop": another HOME, the scripted browser, the URL as the person copied it.
     let laptop = TestEnv::new();
-    let relay = run_bounded(
-        &mut laptop.kubecred(&[
-            "login",
-            "--remote-bootstrap",
-            login_url.as_str(),
-            &format!("--browser-command={}", browser_command()),
-        ]),
-        EXIT_WAIT,
-    )
-    .success()
-    .stderr_contains("signed in; paste this line into the kubecred waiting on the remote machine");
+    let relay = relay_on(&laptop, &login_url).stderr_contains(
+        "signed in; paste this line into the kubecred waiting on the remote machine",
+    );
     let line = relay.stdout().trim().to_string();
     assert!(line.starts_with("kubecred-relay:v1?"), "{line}");
     assert_eq!(relay.stdout().lines().count(), 1, "{}", relay.stdout());
@@ -476,7 +488,7 @@ fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_cod
     assert_eq!(bed.total_token_requests(), 0, "the laptop redeemed nothing");
 
     // A line of another login is refused, and the remote keeps waiting.
-    let relayed = url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap();
+    let relayed = relay_params(&line);
     let state = param(&relayed, "state").unwrap();
     let foreign = line.replacen(&format!("state={state}"), "state=another-login", 1);
     remote.paste(&foreign);
@@ -560,24 +572,14 @@ fn the_relayed_login_keeps_a_port_written_with_a_leading_zero_as_written() {
         URL_WAIT,
     );
 
-    let laptop = TestEnv::new();
-    let relay = run_bounded(
-        &mut laptop.kubecred(&[
-            "login",
-            "--remote-bootstrap",
-            login_url.as_str(),
-            &format!("--browser-command={}", browser_command()),
-        ]),
-        EXIT_WAIT,
-    )
-    .success();
+    let relay = relay_on(&TestEnv::new(), &login_url);
     assert!(
         !relay.stderr().contains("is in use here"),
         "{}",
         relay.stderr()
     );
     let line = relay.stdout().trim().to_string();
-    let relayed = url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap();
+    let relayed = relay_params(&line);
     assert_eq!(
         param(&relayed, "redirect_uri").as_deref(),
         Some(written.as_str())
