@@ -239,7 +239,8 @@ mod platform {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(target_os = "linux")]
+#[cfg(test)]
 mod tests {
     use super::platform::{TerminalBytes, read_hidden_line, read_line};
     use std::fs::{File, OpenOptions};
