@@ -97,7 +97,9 @@ impl Typing {
                 "the {what} prompt was interrupted (Ctrl-C); run `kubecred login` to try again, or {instead}"
             ),
             io::ErrorKind::UnexpectedEof => {
-                format!("no {what} was typed: the terminal closed; {instead}")
+                format!(
+                    "no {what} was typed (the input ended: Ctrl-D, or the terminal closed); {instead}"
+                )
             }
             _ => format!("cannot read the {what} from the terminal: {err}; {instead}"),
         };

@@ -23,7 +23,7 @@ pub fn line(deadline: Instant) -> io::Result<String> {
 }
 
 /// The next line typed, not echoed, as typed (spaces included). `TimedOut` at the deadline,
-/// `Interrupted` at Ctrl-C, `UnexpectedEof` when the terminal closed before a line.
+/// `Interrupted` at Ctrl-C, `UnexpectedEof` at Ctrl-D or when the terminal closed before a line.
 pub fn hidden_line(deadline: Instant) -> io::Result<String> {
     platform::hidden_line(deadline)
 }
