@@ -4,6 +4,7 @@
 //! outcomes; the only failures are a panic, a hang or runaway memory. Not kubecred's API
 //! (hidden from the docs); nothing here does I/O.
 
+use crate::config::RedirectUri;
 use crate::exec_credential::ExecInfo;
 use crate::login::callback::{ExpectedResponse, StateRule, interpret_pasted};
 use crate::login::listener::{Route, route};
@@ -29,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("discovery", discovery),
     ("device_response", device_response),
     ("duration", duration),
+    ("redirect_uri", redirect_uri),
 ];
 
 /// The issuer, client and state the targets' inputs are judged against (the corpus uses them).
@@ -36,6 +38,9 @@ pub const ISSUER: &str = "https://issuer.fuzz.example";
 pub const CLIENT_ID: &str = "kubectl";
 pub const STATE: &str = "fuzz-state-0123456789";
 pub const NONCE: &str = "fuzz-nonce";
+/// The redirect URI of the login a relay line is judged against: its port written with a
+/// leading zero, which a relay line's must match as written but for the port.
+pub const REDIRECT_URI: &str = "http://localhost:08000/callback";
 
 /// The fixed "now" of the targets: 2026-01-01T00:00:00Z (the corpus' tokens are valid then).
 pub fn now() -> DateTime<Utc> {
@@ -152,10 +157,12 @@ pub fn pasted_line(data: &[u8]) {
     }
 }
 
-fn expectations() -> [ExpectedResponse; 2] {
+fn expectations() -> [ExpectedResponse; 3] {
+    let redirect = RedirectUri::parse(REDIRECT_URI).expect("a redirect URI");
     [
         ExpectedResponse::new(STATE, ISSUER, true),
         ExpectedResponse::from(STATE),
+        ExpectedResponse::new(STATE, ISSUER, false).redirected_to(&redirect),
     ]
 }
 
@@ -198,6 +205,43 @@ pub fn duration(data: &[u8]) {
         let _ = crate::duration::in_words(duration);
         let _ = crate::duration::display_elapsed(duration);
         let _ = crate::duration::display_whole_seconds(duration);
+    }
+}
+
+/// A redirect URI as `--redirect-url`, a relay line or a remote-bootstrap URL gives it, and the
+/// one change kubecred makes to its text, the port: a port put in, taken out or kept leaves the
+/// rest of the text as written.
+pub fn redirect_uri(data: &[u8]) {
+    let Some(raw) = text(data) else { return };
+    let Ok(uri) = RedirectUri::parse(raw) else {
+        return;
+    };
+    // The port read from the text is the one the parse found (which forgets a default one).
+    let default_port = uri.url().port_or_known_default();
+    match uri.written_port() {
+        None => assert_eq!(uri.url().port(), None, "{raw:?}"),
+        Some(port) if Some(port) != default_port => {
+            assert_eq!(uri.url().port(), Some(port), "{raw:?}")
+        }
+        Some(_) => {}
+    }
+    let bare = uri.without_port();
+    assert_eq!(bare.written_port(), None, "{raw:?} without its port");
+    if let Some(port) = uri.written_port() {
+        assert_eq!(
+            uri.with_port(port).as_str(),
+            raw,
+            "{raw:?} given its own port"
+        );
+    }
+    for port in [1, 8000, u16::MAX] {
+        let moved = uri.with_port(port);
+        assert_eq!(moved.without_port(), bare, "{raw:?} given the port {port}");
+        // A URI without a host (a URN) has no port to take.
+        assert!(
+            moved.written_port() == Some(port) || moved.as_str() == raw,
+            "{raw:?} given the port {port}: {moved:?}"
+        );
     }
 }
 

@@ -156,9 +156,22 @@ impl AuthenticationConfiguration {
 }
 
 impl JwtAuthenticator {
-    /// `Err((field path below jwt[i], reason))`.
+    /// `Err((field path below jwt[i], reason))`, in kube-apiserver's order: the issuer, the
+    /// claim validation rules, the claim mappings, the user validation rules.
     fn check(&self) -> Result<(), (String, String)> {
-        let bad = |field: &str, reason: &str| Err((field.to_string(), reason.to_string()));
+        self.check_issuer()?;
+        self.check_claim_validation_rules()?;
+        self.check_claim_mappings()?;
+        for (i, rule) in self.user_validation_rules.iter().enumerate() {
+            compiles(
+                &format!("userValidationRules[{i}].expression"),
+                &rule.expression,
+            )?;
+        }
+        self.check_email_is_verified()
+    }
+
+    fn check_issuer(&self) -> Result<(), (String, String)> {
         // kube-apiserver takes only https; plain http on a loopback address is let through here
         // (and nowhere else) so that a local test provider's configuration can be evaluated.
         let loopback_http = url::Url::parse(&self.issuer.url)
@@ -177,6 +190,10 @@ impl JwtAuthenticator {
                 "must be MatchAny when several audiences are given",
             );
         }
+        Ok(())
+    }
+
+    fn check_claim_validation_rules(&self) -> Result<(), (String, String)> {
         for (i, rule) in self.claim_validation_rules.iter().enumerate() {
             let field = format!("claimValidationRules[{i}]");
             match (&rule.claim, &rule.expression) {
@@ -195,6 +212,10 @@ impl JwtAuthenticator {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    fn check_claim_mappings(&self) -> Result<(), (String, String)> {
         let mappings = &self.claim_mappings;
         check_prefixed(&mappings.username, "claimMappings.username", true)?;
         if let Some(groups) = &mappings.groups {
@@ -225,33 +246,37 @@ impl JwtAuthenticator {
             }
             compiles(&format!("{field}.valueExpression"), &extra.value_expression)?;
         }
-        for (i, rule) in self.user_validation_rules.iter().enumerate() {
-            compiles(
-                &format!("userValidationRules[{i}].expression"),
-                &rule.expression,
-            )?;
-        }
-        // kube-apiserver refuses a username expression that reads claims.email unless
-        // email_verified is checked too (there, or in a claim validation rule): the expression
-        // form has no built-in email_verified check.
-        if let Some(expression) = &mappings.username.expression {
-            let checks_verified = |text: &str| text.contains("email_verified");
-            if cel::reads_claim(expression, "email")
-                && !checks_verified(expression)
-                && !self
-                    .claim_validation_rules
-                    .iter()
-                    .filter_map(|rule| rule.expression.as_deref())
-                    .any(checks_verified)
-            {
-                return bad(
-                    "claimMappings.username.expression",
-                    "uses claims.email, so claims.email_verified must be checked in it or in a claimValidationRules expression",
-                );
-            }
+        Ok(())
+    }
+
+    /// kube-apiserver refuses a username expression that reads claims.email unless
+    /// email_verified is checked too (there, or in a claim validation rule): the expression
+    /// form has no built-in email_verified check.
+    fn check_email_is_verified(&self) -> Result<(), (String, String)> {
+        let Some(expression) = &self.claim_mappings.username.expression else {
+            return Ok(());
+        };
+        let checks_verified = |text: &str| text.contains("email_verified");
+        if cel::reads_claim(expression, "email")
+            && !checks_verified(expression)
+            && !self
+                .claim_validation_rules
+                .iter()
+                .filter_map(|rule| rule.expression.as_deref())
+                .any(checks_verified)
+        {
+            return bad(
+                "claimMappings.username.expression",
+                "uses claims.email, so claims.email_verified must be checked in it or in a claimValidationRules expression",
+            );
         }
         Ok(())
     }
+}
+
+/// The error of a check: the field (below `jwt[i]`) and why.
+fn bad(field: &str, reason: &str) -> Result<(), (String, String)> {
+    Err((field.to_string(), reason.to_string()))
 }
 
 fn check_prefixed(

@@ -225,6 +225,26 @@ fn describe(issuer: &str, client_id: &str, account: &Option<String>) -> String {
     }
 }
 
+/// Why the refresh token of a public client outlives the logout at a provider whose revocation
+/// endpoint takes only `methods` (as its discovery lists them, `none` not among them).
+fn public_client_refused(methods: &[String]) -> String {
+    let listed = if methods.is_empty() {
+        "its discovery lists no client authentication for revocation".to_string()
+    } else {
+        let methods: Vec<_> = methods
+            .iter()
+            .map(|method| crate::text::printable_brief(method, 60))
+            .collect();
+        format!(
+            "its discovery lists only {} for revocation, not none",
+            methods.join(", ")
+        )
+    };
+    format!(
+        "a public client cannot revoke tokens at this provider ({listed}), so the refresh token stays valid at the provider until it expires; no copy of it is left here"
+    )
+}
+
 /// One line on stderr per entry forgotten; a failed revocation is a warning.
 fn report(what: &str, done: &Forgotten) {
     if !done.found {
@@ -235,6 +255,9 @@ fn report(what: &str, done: &Forgotten) {
         RevocationOutcome::Done(Revocation::Revoked) => "the refresh token is revoked".to_string(),
         RevocationOutcome::Done(Revocation::NotSupported) => {
             "the provider names no revocation endpoint, so the refresh token stays valid at the provider until it expires".to_string()
+        }
+        RevocationOutcome::Done(Revocation::PublicClientRefused { methods }) => {
+            public_client_refused(methods)
         }
         RevocationOutcome::NotTried => {
             "its refresh token was not revoked at the provider".to_string()
@@ -250,4 +273,29 @@ fn report(what: &str, done: &Forgotten) {
     crate::log::notice(format!(
         "logged out of {what}: forgot the cached login; {revocation}"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_client_refused;
+
+    #[test]
+    fn a_public_clients_refused_revocation_says_what_it_means_for_the_token() {
+        // glewlwyd: an empty list.
+        let empty = public_client_refused(&[]);
+        assert_eq!(
+            empty,
+            "a public client cannot revoke tokens at this provider (its discovery lists no client authentication for revocation), so the refresh token stays valid at the provider until it expires; no copy of it is left here"
+        );
+        let listed =
+            public_client_refused(&["client_secret_basic".into(), "tls_client_auth".into()]);
+        assert!(
+            listed.contains("(its discovery lists only client_secret_basic, tls_client_auth for revocation, not none)"),
+            "{listed}"
+        );
+        assert!(!listed.contains("check the URL"), "{listed}");
+        // The provider's text reaches the terminal printable.
+        let odd = public_client_refused(&["basic\u{1b}[2J".into()]);
+        assert!(!odd.contains('\u{1b}'), "{odd:?}");
+    }
 }

@@ -149,11 +149,9 @@ fn resolve_redirect_url(
                     "--oidc-redirect-url-hostname {host:?} must be localhost or a loopback address"
                 )));
             }
-            let text = format!(
-                "{scheme}://{}{}",
-                url.host_str().unwrap_or(host),
-                url.path()
-            );
+            // The host as given (the parse's is lower-cased, an IP address rewritten), in the
+            // default's text.
+            let text = format!("{scheme}://{host}{}", url.path());
             RedirectUri::parse(&text).map_err(|why| {
                 input(format!(
                     "--oidc-redirect-url-hostname {host:?}: {text} {why}"

@@ -21,6 +21,10 @@ pub struct RedirectUri {
     /// The port written in the text (`:8000`), if any; the default port of the scheme counts
     /// when written (`http://localhost:80/`), though `Url` forgets it.
     written_port: Option<u16>,
+    /// Where the written port's `:` is in `text`: the port runs from there to `authority_end`.
+    /// Kept rather than worked out from the number, which may have been written otherwise
+    /// (`:08000` is the port 8000, six characters long).
+    port_start: Option<usize>,
 }
 
 impl RedirectUri {
@@ -28,6 +32,14 @@ impl RedirectUri {
     /// error is a phrase saying what is wrong with it.
     pub fn parse(text: &str) -> Result<RedirectUri, String> {
         let url = Url::parse(text).map_err(|err| format!("is not a URL ({err})"))?;
+        // The parse drops these (around the URL, or tabs and newlines anywhere), so the text
+        // sent would not be the URL checked.
+        if text
+            .chars()
+            .any(|c| c.is_ascii_whitespace() || c.is_ascii_control())
+        {
+            return Err("holds a space or a control character, which a URL may not".into());
+        }
         let Some(after_scheme) = text.find("://").map(|at| at + 3) else {
             if url.cannot_be_a_base() && url.scheme() != "http" && url.scheme() != "https" {
                 return Ok(RedirectUri {
@@ -35,12 +47,24 @@ impl RedirectUri {
                     url,
                     authority_end: None,
                     written_port: None,
+                    port_start: None,
                 });
             }
             return Err("is not a URL with a host (scheme://host/…)".into());
         };
+        // Where the parse ends it: a `\` is a `/` to it (and to browsers) in a web URL, and part
+        // of the authority in a URL of another scheme (`com.example.app://…`).
+        let web = matches!(
+            url.scheme(),
+            "http" | "https" | "ws" | "wss" | "ftp" | "file"
+        );
+        let ends: &[char] = if web {
+            &['/', '?', '#', '\\']
+        } else {
+            &['/', '?', '#']
+        };
         let authority_len = text[after_scheme..]
-            .find(['/', '?', '#'])
+            .find(ends)
             .unwrap_or(text.len() - after_scheme);
         let authority = &text[after_scheme..after_scheme + authority_len];
         if authority.contains('@') {
@@ -59,7 +83,9 @@ impl RedirectUri {
                     .map_err(|_| format!("names the port {digits:?}, which is not one"))?,
             ),
         };
-        if url.host().is_none() {
+        // `http:///localhost` is read as `http://localhost`, but the host is not where a port
+        // would go in the text: no host written, none taken.
+        if url.host().is_none() || host_end == 0 {
             return Err("has no host".into());
         }
         Ok(RedirectUri {
@@ -67,6 +93,7 @@ impl RedirectUri {
             url,
             authority_end: Some(after_scheme + authority_len),
             written_port,
+            port_start: written_port.map(|_| after_scheme + host_end),
         })
     }
 
@@ -87,12 +114,11 @@ impl RedirectUri {
 
     /// The same text without its port (`http://localhost/callback`).
     pub fn without_port(&self) -> RedirectUri {
-        let (Some(port), Some(end)) = (self.written_port, self.authority_end) else {
+        let (Some(start), Some(end)) = (self.port_start, self.authority_end) else {
             return self.clone();
         };
-        let port_len = 1 + port.to_string().len();
         let mut text = self.text.clone();
-        text.replace_range(end - port_len..end, "");
+        text.replace_range(start..end, "");
         RedirectUri::parse(&text).expect("a redirect URI without its port is one")
     }
 
@@ -198,5 +224,43 @@ mod tests {
                 .contains("port")
         );
         assert!(RedirectUri::parse("http://localhost:99999/").is_err());
+        assert!(
+            RedirectUri::parse("http://localhost/cb ")
+                .unwrap_err()
+                .contains("space")
+        );
+        assert!(
+            RedirectUri::parse("http:///localhost/cb")
+                .unwrap_err()
+                .contains("host")
+        );
+    }
+
+    #[test]
+    fn a_port_written_with_leading_zeros_is_kept_as_written_and_taken_out_whole() {
+        let zeros = uri("http://localhost:08000/callback");
+        assert_eq!(zeros.written_port(), Some(8000));
+        // Its own port: the text as written, not the number printed again.
+        assert_eq!(
+            zeros.with_port(8000).as_str(),
+            "http://localhost:08000/callback"
+        );
+        assert_eq!(zeros.without_port().as_str(), "http://localhost/callback");
+        assert_eq!(
+            zeros.with_port(9000).as_str(),
+            "http://localhost:9000/callback"
+        );
+        assert_eq!(
+            uri("http://[::1]:0080").without_port().as_str(),
+            "http://[::1]"
+        );
+        assert_eq!(
+            uri("http://127.0.0.1:000?x").with_port(7).as_str(),
+            "http://127.0.0.1:7?x"
+        );
+        // The authority ends where the parse ends it: `\` is a `/` in a web URL.
+        let backslash = uri("http://localhost\\cb:81");
+        assert_eq!(backslash.written_port(), None);
+        assert_eq!(backslash.with_port(9).as_str(), "http://localhost:9\\cb:81");
     }
 }

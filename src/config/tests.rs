@@ -145,6 +145,24 @@ fn a_bad_ca_names_where_it_came_from() {
     );
 }
 
+/// kubelogin's `--oidc-redirect-url-hostname` goes into the redirect URI as given, as kubelogin
+/// puts it there: not as the URL parse rewrites it (lower case, an IP address's shortest form).
+#[test]
+fn kubelogin_redirect_hostname_is_sent_as_given() {
+    let redirect = |host: &str| {
+        let argv = [
+            "--issuer-url=https://idp",
+            "--client-id=c",
+            &format!("--oidc-redirect-url-hostname={host}"),
+        ];
+        let config = Config::resolve(&args(&argv), &Environment::default(), ExecInfo::absent());
+        config.unwrap().login.redirect.as_str().to_string()
+    };
+    assert_eq!(redirect("LocalHost"), "http://LocalHost/callback");
+    assert_eq!(redirect("127.1"), "http://127.1/callback");
+    assert_eq!(redirect("[::1]"), "http://[::1]/callback");
+}
+
 #[test]
 fn kubelogin_redirect_hostname_password_and_ignored_flags() {
     let base = ["--issuer-url=https://idp", "--client-id=c"];

@@ -61,60 +61,14 @@ pub(super) fn request_error<T: ErrorResponseType + fmt::Display>(
     forbidden_hint: Option<&str>,
 ) -> anyhow::Error {
     let answered = call.last_answer();
-    let status_of = |answer: &Option<AnswerSummary>| {
-        answer
-            .as_ref()
-            .map(|a| a.described.clone())
-            .unwrap_or_else(|| "an unknown status".into())
-    };
-    // An answer that is not a 2xx and not an OAuth error (an HTML error page, an empty 502, a
-    // redirect): its status says more than oauth2's complaint about the body.
-    if let (Some(answer), RequestTokenError::Parse(..) | RequestTokenError::Other(_)) =
-        (&answered, &err)
-        && !answer.status.is_success()
+    if let Some(unusable) =
+        unusable_answer(&err, answered.as_ref(), request, issuer, forbidden_hint)
     {
-        let hint = forbidden_hint
-            .filter(|_| answer.status == reqwest::StatusCode::FORBIDDEN)
-            .unwrap_or_else(|| crate::http::status_hint(answer.status));
-        return outage(format!(
-            "the {request} to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
-            answer.described,
-        ));
+        return unusable;
     }
     match err {
         RequestTokenError::ServerResponse(response) => {
-            // A 5xx or 429 that carries an OAuth error body (`server_error`,
-            // `temporarily_unavailable`) is still an outage, not a refusal of our request.
-            if let Some(answer) = answered
-                .as_ref()
-                .filter(|a| a.status.is_server_error() || a.status.as_u16() == 429)
-            {
-                return outage(format!(
-                    "the {request} to {issuer} answered {}: {}; {}",
-                    answer.described,
-                    describe_server_error(&response),
-                    crate::http::status_hint(answer.status)
-                ));
-            }
-            let hint = match response.error().to_string().as_str() {
-                "invalid_client" => {
-                    "check --client-id and the client secret (or private key, or assertion)"
-                }
-                "unauthorized_client" => {
-                    "the client is not allowed this grant type at the provider; check --grant-type"
-                }
-                "invalid_scope" => "check --scope",
-                "invalid_target" => "check --resource / --audience",
-                "invalid_grant" => "log in again (kubecred login)",
-                _ => "check the provider's logs and kubecred's settings",
-            };
-            fail(
-                Exit::Provider,
-                format!(
-                    "{issuer} refused the {request}: {}; {hint}",
-                    describe_server_error(&response)
-                ),
-            )
+            provider_error(&response, answered.as_ref(), request, issuer)
         }
         RequestTokenError::Request(failure) => {
             outage(format!("the {request} to {issuer} failed: {failure}"))
@@ -122,7 +76,7 @@ pub(super) fn request_error<T: ErrorResponseType + fmt::Display>(
         // The body may hold tokens: name the place of the problem, never echo the body.
         RequestTokenError::Parse(err, _body) => outage(format!(
             "the answer of {issuer} to the {request} ({}) is not a valid OAuth 2.0 response (at `{}`); is the issuer URL right?",
-            status_of(&answered),
+            status_of(answered.as_ref()),
             printable_brief(&err.path().to_string(), 100)
         )),
         // oauth2 says "Other" for a 200 of the wrong content type (an HTML login page).
@@ -130,7 +84,7 @@ pub(super) fn request_error<T: ErrorResponseType + fmt::Display>(
             let hint = "is the issuer URL right?";
             outage(format!(
                 "the {request} to {issuer} answered {}{}: {}; {hint}",
-                status_of(&answered),
+                status_of(answered.as_ref()),
                 answered
                     .as_ref()
                     .and_then(|a| a.content_type.as_ref())
@@ -140,4 +94,75 @@ pub(super) fn request_error<T: ErrorResponseType + fmt::Display>(
             ))
         }
     }
+}
+
+/// "HTTP 502 Bad Gateway", or "an unknown status" where no answer is known.
+fn status_of(answered: Option<&AnswerSummary>) -> String {
+    answered
+        .map(|a| a.described.clone())
+        .unwrap_or_else(|| "an unknown status".into())
+}
+
+/// An answer that is not a 2xx and not an OAuth error (an HTML error page, an empty 502, a
+/// redirect): its status says more than oauth2's complaint about the body.
+fn unusable_answer<T: ErrorResponseType + fmt::Display>(
+    err: &RequestTokenError<RequestFailure, StandardErrorResponse<T>>,
+    answered: Option<&AnswerSummary>,
+    request: &str,
+    issuer: &str,
+    forbidden_hint: Option<&str>,
+) -> Option<anyhow::Error> {
+    let answer = answered.filter(|answer| !answer.status.is_success())?;
+    if !matches!(
+        err,
+        RequestTokenError::Parse(..) | RequestTokenError::Other(_)
+    ) {
+        return None;
+    }
+    let hint = forbidden_hint
+        .filter(|_| answer.status == reqwest::StatusCode::FORBIDDEN)
+        .unwrap_or_else(|| crate::http::status_hint(answer.status));
+    Some(outage(format!(
+        "the {request} to {issuer} answered {}, not an OAuth 2.0 response; {hint}",
+        answer.described,
+    )))
+}
+
+/// The provider's OAuth error: a refusal with the next step its code calls for, or an outage
+/// when it came with a 5xx or 429 (`server_error`, `temporarily_unavailable`).
+fn provider_error<T: ErrorResponseType + fmt::Display>(
+    response: &StandardErrorResponse<T>,
+    answered: Option<&AnswerSummary>,
+    request: &str,
+    issuer: &str,
+) -> anyhow::Error {
+    if let Some(answer) =
+        answered.filter(|a| a.status.is_server_error() || a.status.as_u16() == 429)
+    {
+        return outage(format!(
+            "the {request} to {issuer} answered {}: {}; {}",
+            answer.described,
+            describe_server_error(response),
+            crate::http::status_hint(answer.status)
+        ));
+    }
+    let hint = match response.error().to_string().as_str() {
+        "invalid_client" => {
+            "check --client-id and the client secret (or private key, or assertion)"
+        }
+        "unauthorized_client" => {
+            "the client is not allowed this grant type at the provider; check --grant-type"
+        }
+        "invalid_scope" => "check --scope",
+        "invalid_target" => "check --resource / --audience",
+        "invalid_grant" => "log in again (kubecred login)",
+        _ => "check the provider's logs and kubecred's settings",
+    };
+    fail(
+        Exit::Provider,
+        format!(
+            "{issuer} refused the {request}: {}; {hint}",
+            describe_server_error(response)
+        ),
+    )
 }

@@ -239,6 +239,36 @@ impl Client {
 
     /// One try, bounded as a whole by `bound`: connect, TLS, headers and the body.
     fn attempt(&self, request: &Outgoing, bound: Duration, route: Route<'_>) -> Attempt {
+        let builder = self
+            .inner
+            .request(request.method.clone(), request.url.clone())
+            .headers(self.headers_for(request))
+            .body(request.body.clone());
+        let cap = request.body_cap;
+        let url = request.url;
+        let tls = &self.tls;
+        let work = async move {
+            let response = match send(builder, route, url, tls).await {
+                Ok(response) => response,
+                Err(failed) => return failed,
+            };
+            if let Some(refused) = refused_by_the_proxy(route, url, response.status()) {
+                return refused;
+            }
+            read_capped(response, cap).await
+        };
+        self.runtime.block_on(async move {
+            tokio::time::timeout(bound, work)
+                .await
+                .unwrap_or(Attempt::Failed {
+                    failure: NetworkFailure::Timeout,
+                    before_sending: false,
+                })
+        })
+    }
+
+    /// The request's headers, and for the provider the `--request-header`s beside them.
+    fn headers_for(&self, request: &Outgoing) -> HeaderMap {
         let mut headers = request.headers.clone();
         if request.recipient == Recipient::Provider {
             for (name, value) in &self.provider_headers {
@@ -249,88 +279,7 @@ impl Client {
                 }
             }
         }
-        let builder = self
-            .inner
-            .request(request.method.clone(), request.url.clone())
-            .headers(headers)
-            .body(request.body.clone());
-        let cap = request.body_cap;
-        let url = request.url;
-        let tls = &self.tls;
-        let work = async move {
-            let mut response = match builder.send().await {
-                Ok(response) => response,
-                Err(err) => {
-                    let mut failure = NetworkFailure::of(&err);
-                    if let Route::Through(proxy) = route
-                        && err.is_connect()
-                        && failure != NetworkFailure::Timeout
-                        && let Some(problem) = ask_the_proxy(proxy, url, tls).await
-                    {
-                        failure = problem;
-                    }
-                    return Attempt::Failed {
-                        before_sending: err.is_connect(),
-                        failure,
-                    };
-                }
-            };
-            // A proxy that forwards a plain-http request (not a tunnel) answers 407 itself.
-            if let Route::Through(proxy) = route
-                && response.status() == StatusCode::PROXY_AUTHENTICATION_REQUIRED
-                && url.scheme() == "http"
-                && !proxy.kind.is_socks()
-            {
-                return Attempt::Failed {
-                    before_sending: true,
-                    failure: proxy_failure(
-                        proxy,
-                        url,
-                        probe::ProxyProblem::AuthenticationRequired {
-                            status: 407,
-                            credentials_given: proxy.credentials.is_some(),
-                        },
-                    ),
-                };
-            }
-            if response.content_length().is_some_and(|length| length > cap) {
-                return Attempt::TooLarge;
-            }
-            let status = response.status();
-            let headers = response.headers().clone();
-            let mut body = Vec::new();
-            loop {
-                match response.chunk().await {
-                    Ok(Some(chunk)) => {
-                        if (body.len() + chunk.len()) as u64 > cap {
-                            return Attempt::TooLarge;
-                        }
-                        body.extend_from_slice(&chunk);
-                    }
-                    Ok(None) => break,
-                    Err(err) => {
-                        return Attempt::Failed {
-                            before_sending: false,
-                            failure: NetworkFailure::of(&err),
-                        };
-                    }
-                }
-            }
-            Attempt::Answered(Answer {
-                status,
-                headers,
-                body,
-                attempts: 1,
-            })
-        };
-        self.runtime.block_on(async move {
-            tokio::time::timeout(bound, work)
-                .await
-                .unwrap_or(Attempt::Failed {
-                    failure: NetworkFailure::Timeout,
-                    before_sending: false,
-                })
-        })
+        headers
     }
 
     /// This client as oauth2's `SyncHttpClient`, for one grant's requests.
@@ -365,6 +314,91 @@ fn finish(
         }),
         Attempt::TooLarge => Err(RequestFailure::TooLarge { cap }),
     }
+}
+
+/// Sends the request and waits for the answer's head. A connection through a proxy that
+/// failed is explained by asking the proxy ([`ask_the_proxy`]): a refused login or tunnel.
+async fn send(
+    builder: reqwest::RequestBuilder,
+    route: Route<'_>,
+    url: &Url,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<reqwest::Response, Attempt> {
+    let err = match builder.send().await {
+        Ok(response) => return Ok(response),
+        Err(err) => err,
+    };
+    let mut failure = NetworkFailure::of(&err);
+    if let Route::Through(proxy) = route
+        && err.is_connect()
+        && failure != NetworkFailure::Timeout
+        && let Some(problem) = ask_the_proxy(proxy, url, tls).await
+    {
+        failure = problem;
+    }
+    Err(Attempt::Failed {
+        before_sending: err.is_connect(),
+        failure,
+    })
+}
+
+/// A proxy that forwards a plain-http request (not a tunnel) answers 407 itself: its refusal,
+/// not the provider's answer.
+fn refused_by_the_proxy(route: Route<'_>, url: &Url, status: StatusCode) -> Option<Attempt> {
+    let Route::Through(proxy) = route else {
+        return None;
+    };
+    if status != StatusCode::PROXY_AUTHENTICATION_REQUIRED
+        || url.scheme() != "http"
+        || proxy.kind.is_socks()
+    {
+        return None;
+    }
+    Some(Attempt::Failed {
+        before_sending: true,
+        failure: proxy_failure(
+            proxy,
+            url,
+            probe::ProxyProblem::AuthenticationRequired {
+                status: 407,
+                credentials_given: proxy.credentials.is_some(),
+            },
+        ),
+    })
+}
+
+/// The answer, its body read to `cap` and abandoned there (`TooLarge`, also when the length
+/// it announces is over it).
+async fn read_capped(mut response: reqwest::Response, cap: u64) -> Attempt {
+    if response.content_length().is_some_and(|length| length > cap) {
+        return Attempt::TooLarge;
+    }
+    let status = response.status();
+    let headers = response.headers().clone();
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if (body.len() + chunk.len()) as u64 > cap {
+                    return Attempt::TooLarge;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(err) => {
+                return Attempt::Failed {
+                    before_sending: false,
+                    failure: NetworkFailure::of(&err),
+                };
+            }
+        }
+    }
+    Attempt::Answered(Answer {
+        status,
+        headers,
+        body,
+        attempts: 1,
+    })
 }
 
 /// Why the tunnel to `url` through `proxy` failed, from the proxy itself; `None` when it opens

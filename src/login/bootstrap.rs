@@ -30,10 +30,10 @@ pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     // Bound without its port, the redirect URI takes the bound one: its own where that is free
     // (then it is the very text the remote sent), another otherwise.
     let listener = CallbackListener::bind(
-        &listen_addresses(request.redirect.url(), &login.listen_addresses),
+        &listen_addresses(request.redirect.written_port(), &login.listen_addresses),
         &request.redirect.without_port(),
     )?
-    .relaying();
+    .relaying(&request.redirect);
     let redirect = listener.redirect_uri().clone();
     let url = if redirect == request.redirect {
         request.url.clone()
@@ -67,13 +67,12 @@ pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     ))
 }
 
-/// Where to listen: the redirect URI's own port first (so that the URI stays what the remote
-/// sent, for providers that hold a client to exact ports), then the configured addresses, then
-/// any free port.
-fn listen_addresses(redirect: &Url, configured: &[SocketAddr]) -> Vec<SocketAddr> {
+/// Where to listen: the port the redirect URI names first (so that the URI stays what the
+/// remote sent, for providers that hold a client to exact ports; as written, not as `Url` reads
+/// it, which forgets a scheme's default port), then the configured addresses, then any free port.
+fn listen_addresses(written_port: Option<u16>, configured: &[SocketAddr]) -> Vec<SocketAddr> {
     let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let own_port = redirect
-        .port()
+    let own_port = written_port
         .filter(|port| *port != 0)
         .map(|port| SocketAddr::new(loopback, port));
     let any_port = SocketAddr::new(loopback, 0);
@@ -110,69 +109,11 @@ impl AuthorizationRequest {
                 ),
             )
         };
-        let url =
-            Url::parse(bootstrap.trim()).map_err(|err| refuse(format!("is not a URL ({err})")))?;
-        let web = match url.scheme() {
-            "https" => true,
-            "http" => crate::config::is_loopback_host(&url),
-            _ => false,
-        };
-        if !web {
-            return Err(refuse(
-                "is not an https URL (plain http only on a loopback address)".into(),
-            ));
-        }
-        let param = |name: &str| {
-            url.query_pairs()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.into_owned())
-        };
-        // A verifier in the URL would let anyone who sees it redeem the code; `plain` makes the
-        // challenge the verifier itself. Neither may leave the machine that started the login.
-        if param("code_verifier").is_some() {
-            return Err(refuse(
-                "carries a code_verifier, which must never leave the machine that started the login"
-                    .into(),
-            ));
-        }
-        if param("code_challenge_method").is_some_and(|method| method != "S256") {
-            return Err(refuse(
-                "uses a PKCE method other than S256, whose challenge would give the code away"
-                    .into(),
-            ));
-        }
-        let missing: Vec<&str> = ["response_type", "client_id", "redirect_uri", "state"]
-            .into_iter()
-            .filter(|name| param(name).is_none_or(|value| value.is_empty()))
-            .collect();
-        if !missing.is_empty() {
-            return Err(refuse(format!(
-                "is not a whole authorization request: it has no {} (was it cut at an `&` by the shell?)",
-                missing.join(", ")
-            )));
-        }
-        if param("response_type").as_deref() != Some("code") {
-            return Err(refuse(
-                "is not an authorization code request (response_type is not code)".into(),
-            ));
-        }
-        let raw_redirect = param("redirect_uri").unwrap_or_default();
-        let redirect_shown = printable_brief(&raw_redirect, 200).into_owned();
-        let redirect = RedirectUri::parse(&raw_redirect).map_err(|_| {
-            refuse(format!(
-                "names the redirect_uri {redirect_shown:?}, which is not a URL"
-            ))
-        })?;
-        if !crate::config::is_loopback_host(redirect.url()) {
-            return Err(refuse(format!(
-                "names the redirect_uri {redirect_shown}, which is not a loopback address: only a redirect to a listener on this machine's loopback can be taken here (RFC 8252 §7.3)"
-            )));
-        }
-        if redirect.url().scheme() != "http" {
-            return Err(refuse(format!(
-                "names the redirect_uri {redirect_shown}, an https one: the listener here has no certificate; open the URL itself instead and paste the address the browser ends on into the remote kubecred"
-            )));
-        }
+        let url = web_url(bootstrap.trim()).map_err(refuse)?;
+        let param = |name: &str| query_param(&url, name);
+        check_parameters(param).map_err(refuse)?;
+        let redirect =
+            loopback_redirect(&param("redirect_uri").unwrap_or_default()).map_err(refuse)?;
         if param("code_challenge").is_none() {
             crate::debug!(
                 1,
@@ -205,6 +146,79 @@ impl AuthorizationRequest {
         url.query_pairs_mut().clear().extend_pairs(pairs);
         url
     }
+}
+
+/// `text` as a URL a browser may be sent to with a code: https, or http on a loopback address.
+/// The error is why not, as a phrase.
+fn web_url(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|err| format!("is not a URL ({err})"))?;
+    let web = match url.scheme() {
+        "https" => true,
+        "http" => crate::config::is_loopback_host(&url),
+        _ => false,
+    };
+    if !web {
+        return Err("is not an https URL (plain http only on a loopback address)".into());
+    }
+    Ok(url)
+}
+
+/// The first value of the query parameter `name`, decoded.
+fn query_param(url: &Url, name: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// The parameters of an authorization code request with nothing that gives the code away.
+/// The error is why not, as a phrase.
+fn check_parameters(param: impl Fn(&str) -> Option<String>) -> Result<(), String> {
+    // A verifier in the URL would let anyone who sees it redeem the code; `plain` makes the
+    // challenge the verifier itself. Neither may leave the machine that started the login.
+    if param("code_verifier").is_some() {
+        return Err(
+            "carries a code_verifier, which must never leave the machine that started the login"
+                .into(),
+        );
+    }
+    if param("code_challenge_method").is_some_and(|method| method != "S256") {
+        return Err(
+            "uses a PKCE method other than S256, whose challenge would give the code away".into(),
+        );
+    }
+    let missing: Vec<&str> = ["response_type", "client_id", "redirect_uri", "state"]
+        .into_iter()
+        .filter(|name| param(name).is_none_or(|value| value.is_empty()))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "is not a whole authorization request: it has no {} (was it cut at an `&` by the shell?)",
+            missing.join(", ")
+        ));
+    }
+    if param("response_type").as_deref() != Some("code") {
+        return Err("is not an authorization code request (response_type is not code)".into());
+    }
+    Ok(())
+}
+
+/// The request's `redirect_uri`, one this machine can take: http on a loopback address. The
+/// error is why not, as a phrase.
+fn loopback_redirect(raw: &str) -> Result<RedirectUri, String> {
+    let shown = printable_brief(raw, 200).into_owned();
+    let redirect = RedirectUri::parse(raw)
+        .map_err(|_| format!("names the redirect_uri {shown:?}, which is not a URL"))?;
+    if !crate::config::is_loopback_host(redirect.url()) {
+        return Err(format!(
+            "names the redirect_uri {shown}, which is not a loopback address: only a redirect to a listener on this machine's loopback can be taken here (RFC 8252 §7.3)"
+        ));
+    }
+    if redirect.url().scheme() != "http" {
+        return Err(format!(
+            "names the redirect_uri {shown}, an https one: the listener here has no certificate; open the URL itself instead and paste the address the browser ends on into the remote kubecred"
+        ));
+    }
+    Ok(redirect)
 }
 
 #[cfg(test)]
@@ -274,17 +288,46 @@ mod tests {
     #[test]
     fn the_redirects_own_port_is_tried_first_then_the_configured_then_any() {
         let configured: Vec<SocketAddr> = vec!["127.0.0.1:8000".parse().unwrap()];
-        let redirect = Url::parse("http://localhost:8000/callback").unwrap();
-        let addresses = listen_addresses(&redirect, &configured);
+        let written_port = |text: &str| RedirectUri::parse(text).unwrap().written_port();
+        let redirect = written_port("http://localhost:8000/callback");
+        let addresses = listen_addresses(redirect, &configured);
         assert_eq!(
             addresses,
             ["127.0.0.1:8000", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
         );
         // No port in the redirect (authcode-keyboard's default): no port 80.
-        let portless = Url::parse("http://localhost/callback").unwrap();
+        let portless = written_port("http://localhost/callback");
         assert_eq!(
-            listen_addresses(&portless, &[]),
+            listen_addresses(portless, &[]),
             ["127.0.0.1:0".parse::<SocketAddr>().unwrap()]
         );
+        // The port as written: the scheme's default (which Url forgets), leading zeros.
+        assert_eq!(
+            listen_addresses(written_port("http://localhost:80/callback"), &[]),
+            ["127.0.0.1:80", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
+        );
+        assert_eq!(
+            listen_addresses(written_port("http://localhost:08000/callback"), &[]),
+            ["127.0.0.1:8000", "127.0.0.1:0"].map(|a| a.parse::<SocketAddr>().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_port_written_with_a_leading_zero_is_listened_on_and_sent_as_written() {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let remote_text = format!("http://localhost:0{port}/callback");
+        let url = GOOD.replace("localhost%3A8000", &format!("localhost%3A0{port}"));
+        let request = AuthorizationRequest::parse(&url).unwrap();
+        assert_eq!(request.redirect.as_str(), remote_text);
+        let listener = CallbackListener::bind(
+            &listen_addresses(request.redirect.written_port(), &[]),
+            &request.redirect.without_port(),
+        )
+        .unwrap()
+        .relaying(&request.redirect);
+        assert_eq!(listener.local_addresses()[0].port(), port);
+        assert_eq!(listener.redirect_uri(), &request.redirect, "byte for byte");
     }
 }

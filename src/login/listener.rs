@@ -158,9 +158,14 @@ impl CallbackListener {
         self
     }
 
-    /// Serves the login of another machine (a relayed login): the success page sends the
+    /// Serves the login of another machine (a relayed login) whose redirect URI is `remote`:
+    /// this listener's redirect URI becomes `remote` with the bound port (`remote` itself, as
+    /// written — `:08000` too — where that port is its own), and the success page sends the
     /// person back to the terminal for the line to paste there.
-    pub fn relaying(mut self) -> Self {
+    pub fn relaying(mut self, remote: &RedirectUri) -> Self {
+        if let Some(port) = self.redirect.written_port() {
+            self.redirect = remote.with_port(port);
+        }
         self.relaying = true;
         self
     }

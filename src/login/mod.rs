@@ -1,7 +1,7 @@
 //! The parts of an interactive login that touch the user: the browser, the loopback listener
-//! that receives the authorization-code redirect, the paste fallback on stdin, and the
-//! device-flow display. (The cool-down that stops a failed login from opening browser tabs again
-//! and again is the token path's policy: `acquire/cooldown.rs`.)
+//! that receives the authorization-code redirect, the paste fallback on stdin, the password
+//! grant's prompts, and the device-flow display. (The cool-down that stops a failed login from
+//! opening browser tabs again and again is the token path's policy: `acquire/cooldown.rs`.)
 //!
 //! The OAuth protocol itself (PKCE, state, nonce, token exchange, device polling) lives in
 //! `grants/`, on top of these pieces. Everything here writes to stderr only: stdout carries
@@ -13,7 +13,8 @@
 //! `callback` (what a callback or a pasted line means); `callback` uses only `relay_line`, and
 //! `paste` and `relay_line` use no sibling.
 //! `progress` is the spinner (time left, on a terminal) that `grants/` shows while a person is
-//! awaited and nothing reads stdin.
+//! awaited and nothing reads stdin. `prompt` asks the password grant's questions (the user name,
+//! the password), each answered by one line of the terminal; it uses no sibling.
 //!
 //! A relayed login (SSH without a browser) has two sides: the remote kubecred waits as above,
 //! and takes a pasted relay line (`relay_line`: the format, read by `callback`) as well;
@@ -28,5 +29,6 @@ pub mod device_display;
 pub mod listener;
 pub mod paste;
 pub mod progress;
+pub mod prompt;
 pub mod relay_line;
 pub mod wait;

@@ -68,6 +68,9 @@ pub struct ProviderMetadata {
     pub device_authorization_endpoint: Option<Url>,
     /// RFC 7009 token revocation (`kubecred logout`); RFC 8414 names it in discovery.
     pub revocation_endpoint: Option<Url>,
+    /// The client authentication methods the revocation endpoint takes (RFC 8414), if listed:
+    /// without `none`, a public client cannot revoke there.
+    pub revocation_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub jwks_uri: Url,
     pub code_challenge_methods_supported: Option<Vec<String>>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
@@ -86,6 +89,16 @@ impl ProviderMetadata {
             .as_ref()
             .is_none_or(|methods| methods.iter().any(|m| m == "S256"))
     }
+
+    /// The methods discovery lists for the revocation endpoint when `none` is not among them:
+    /// the provider announces that a public client cannot revoke there (glewlwyd lists none at
+    /// all). `None` when the list has `none`, or is absent: RFC 8414's default for an absent
+    /// list, `client_secret_basic`, is not what the providers that leave it out do.
+    pub fn revocation_refuses_public_clients(&self) -> Option<&[String]> {
+        self.revocation_endpoint_auth_methods_supported
+            .as_deref()
+            .filter(|methods| !methods.iter().any(|m| m == "none"))
+    }
 }
 
 /// The discovery document as sent: unknown fields ignored, optional lists of the wrong type
@@ -102,6 +115,8 @@ struct RawMetadata {
     code_challenge_methods_supported: Option<Vec<String>>,
     #[serde(default, deserialize_with = "lenient_list")]
     token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "lenient_list")]
+    revocation_endpoint_auth_methods_supported: Option<Vec<String>>,
     #[serde(default)]
     authorization_response_iss_parameter_supported: Value,
 }
@@ -173,6 +188,8 @@ impl ProviderMetadata {
                 raw.device_authorization_endpoint,
             )?,
             revocation_endpoint: endpoint("revocation_endpoint", raw.revocation_endpoint)?,
+            revocation_endpoint_auth_methods_supported: raw
+                .revocation_endpoint_auth_methods_supported,
             jwks_uri: required("jwks_uri", raw.jwks_uri)?,
             code_challenge_methods_supported: raw.code_challenge_methods_supported,
             token_endpoint_auth_methods_supported: raw.token_endpoint_auth_methods_supported,

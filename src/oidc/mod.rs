@@ -75,6 +75,7 @@ impl Provider {
                 code_challenge_methods_supported: None,
                 token_endpoint_auth_methods_supported: None,
                 revocation_endpoint: None,
+                revocation_endpoint_auth_methods_supported: None,
                 authorization_response_iss_parameter_supported: false,
             },
             keys: None,

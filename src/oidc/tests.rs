@@ -688,6 +688,29 @@ fn discovery_reads_the_rfc_9207_flag() {
     assert!(!meta.authorization_response_iss_parameter_supported);
 }
 
+/// `revocation_endpoint_auth_methods_supported` without `none` says a public client cannot
+/// revoke (glewlwyd lists an empty one); with `none`, absent, or not a list, it says nothing.
+#[test]
+fn discovery_reads_whether_a_public_client_may_revoke() {
+    let s = setup(&[&TestKey::ec()]);
+    let mut doc: Value = serde_json::from_str(&discovery_doc(&s.server.base)).unwrap();
+    let configured = s.config.issuer.clone();
+    let mut refused = |listed: Value| {
+        doc["revocation_endpoint_auth_methods_supported"] = listed;
+        let meta = ProviderMetadata::validate(&doc, &configured, configured.as_str()).unwrap();
+        meta.revocation_refuses_public_clients()
+            .map(<[String]>::to_vec)
+    };
+    assert_eq!(refused(json!([])), Some(vec![]));
+    assert_eq!(
+        refused(json!(["client_secret_basic", "private_key_jwt"])),
+        Some(vec!["client_secret_basic".into(), "private_key_jwt".into()])
+    );
+    assert_eq!(refused(json!(["client_secret_basic", "none"])), None);
+    assert_eq!(refused(json!(null)), None);
+    assert_eq!(refused(json!("client_secret_basic")), None);
+}
+
 /// Real JWKS documents hold keys kubecred cannot use beside the signing key: Ed448, encryption
 /// keys (`RSA-OAEP-512`, `use: enc` without `alg`), post-quantum `AKP` (ML-DSA), an `x5c`-only
 /// key. The set still parses, and the signing key is found, by kid and without one.

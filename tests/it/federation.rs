@@ -295,6 +295,63 @@ fn the_password_grant_reads_the_password_from_the_environment_or_a_file() {
     assert_eq!(bed.stats()["ci"]["passwords"], 2);
 }
 
+/// Without --username, the password grant asks on the terminal for the user name, then the
+/// password: each line goes to the prompt that asked for it (the user name's reader once stayed
+/// behind and took the password's line), the password is not echoed and reaches the provider,
+/// and a prompt nobody answers ends at --auth-timeout.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_password_grant_asks_for_the_user_name_then_the_password_each_its_own_line() {
+    use crate::support::terminal::{Running, Stdin};
+    use std::time::Duration;
+    const WAIT: Duration = Duration::from_secs(60);
+    let bed = Testbed::start();
+    let issuer = format!("--issuer-url={}", bed.issuer);
+    let password_login = |env: &TestEnv, auth_timeout: &str| {
+        let command = env.kubecred(&[
+            "get-token",
+            "--grant-type=password",
+            "--client-id=kubecred-password",
+            &issuer,
+            auth_timeout,
+        ]);
+        Running::start(command, Stdin::Terminal, true)
+    };
+
+    let mut kubecred = password_login(&TestEnv::new(), "--auth-timeout=120s");
+    kubecred.wait_for_prompt("Username: ", WAIT);
+    kubecred.paste("alice");
+    kubecred.wait_for_prompt("Password for alice: ", WAIT);
+    kubecred.paste(PASSWORD);
+    let echoed = kubecred.echoed();
+    let run = kubecred.finish(WAIT).success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    assert_eq!(
+        bed.stats()["ci"]["passwords"],
+        1,
+        "the provider took the password"
+    );
+    assert!(echoed.contains("alice"), "{echoed:?}");
+    assert!(
+        !echoed.contains(PASSWORD),
+        "the password was echoed: {echoed:?}"
+    );
+    run.never_shows(&[PASSWORD]);
+
+    // Nobody types the password: the prompt ends at --auth-timeout, saying so.
+    let mut kubecred = password_login(&TestEnv::new(), "--auth-timeout=3s");
+    kubecred.wait_for_prompt("Username: ", WAIT);
+    kubecred.paste("alice");
+    kubecred.finish(WAIT).failure(4).stderr_contains(
+        "no password was typed within 3s (--auth-timeout); set KUBECRED_PASSWORD or pass --password-file, or pass a longer --auth-timeout",
+    );
+    assert_eq!(
+        bed.stats()["ci"]["passwords"],
+        1,
+        "no second password grant"
+    );
+}
+
 #[test]
 fn without_a_terminal_nothing_prompts_and_the_failure_names_the_grants_that_work() {
     let bed = Testbed::start();

@@ -308,3 +308,57 @@ fn without_one_time_refresh_tokens_the_shared_login_serves_both_resources() {
         op.log()
     );
 }
+
+/// glewlwyd's revocation endpoint takes no public client, and its discovery says so
+/// (`revocation_endpoint_auth_methods_supported` without `none`): `logout` says that, rather than
+/// warning to check the URL and settings, and that the refresh token stays valid at the
+/// provider, which it does; the entry is gone all the same.
+#[test]
+fn logout_of_a_public_client_says_the_provider_takes_no_public_client_revocation() {
+    if !have(Need::Glewlwyd) {
+        return;
+    }
+    let op = Glewlwyd::start();
+    let env = TestEnv::new();
+    let args = with_flag(&op.user_args("device-code"), "--use-access-token");
+    env.kubecred_owned(&args).run().success();
+    let files = cache_token_files(&env.cache_dir());
+    assert_eq!(files.len(), 1);
+    let entry: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    let refresh_token = entry["refresh"]["refresh_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a refresh token in {entry}"))
+        .to_string();
+
+    let mut logout = args.clone();
+    logout[0] = "logout".into();
+    let run = env
+        .kubecred_owned(&logout)
+        .run()
+        .success()
+        .stderr_contains(
+            "forgot the cached login; a public client cannot revoke tokens at this provider (its discovery lists no client authentication for revocation), so the refresh token stays valid at the provider until it expires; no copy of it is left here",
+        )
+        .never_shows(&[&refresh_token]);
+    assert!(!run.stderr().contains("warning"), "{}", run.stderr());
+    assert!(!run.stderr().contains("check the URL"), "{}", run.stderr());
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+
+    // As said: the provider still takes the refresh token.
+    let discovery: Value = reqwest::blocking::get(format!(
+        "{}/.well-known/openid-configuration",
+        op.get("issuer")
+    ))
+    .and_then(|r| r.json())
+    .unwrap();
+    let refreshed = reqwest::blocking::Client::new()
+        .post(discovery["token_endpoint"].as_str().unwrap())
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token.as_str()),
+            ("client_id", op.get("public_client").as_str()),
+        ])
+        .send()
+        .unwrap();
+    assert_eq!(refreshed.status(), 200, "the refresh token still works");
+}

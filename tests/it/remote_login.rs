@@ -341,6 +341,26 @@ fn visit_url(kubecred: &mut Running) -> url::Url {
     url::Url::parse(&line[at..]).unwrap_or_else(|err| panic!("{line}: {err}"))
 }
 
+/// `kubecred login --remote-bootstrap` "on the laptop" (`laptop`: another HOME), with the
+/// scripted browser and the URL as the person copied it; it must succeed.
+fn relay_on(laptop: &TestEnv, login_url: &url::Url) -> Run {
+    run_bounded(
+        &mut laptop.kubecred(&[
+            "login",
+            "--remote-bootstrap",
+            login_url.as_str(),
+            &format!("--browser-command={}", browser_command()),
+        ]),
+        EXIT_WAIT,
+    )
+    .success()
+}
+
+/// A relay line's parameters, read as a URL's query.
+fn relay_params(line: &str) -> url::Url {
+    url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap()
+}
+
 fn param(url: &url::Url, name: &str) -> Option<String> {
     url.query_pairs()
         .find(|(key, _)| key == name)
@@ -455,17 +475,9 @@ fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_cod
 
     // "The laptop": another HOME, the scripted browser, the URL as the person copied it.
     let laptop = TestEnv::new();
-    let relay = run_bounded(
-        &mut laptop.kubecred(&[
-            "login",
-            "--remote-bootstrap",
-            login_url.as_str(),
-            &format!("--browser-command={}", browser_command()),
-        ]),
-        EXIT_WAIT,
-    )
-    .success()
-    .stderr_contains("signed in; paste this line into the kubecred waiting on the remote machine");
+    let relay = relay_on(&laptop, &login_url).stderr_contains(
+        "signed in; paste this line into the kubecred waiting on the remote machine",
+    );
     let line = relay.stdout().trim().to_string();
     assert!(line.starts_with("kubecred-relay:v1?"), "{line}");
     assert_eq!(relay.stdout().lines().count(), 1, "{}", relay.stdout());
@@ -476,7 +488,7 @@ fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_cod
     assert_eq!(bed.total_token_requests(), 0, "the laptop redeemed nothing");
 
     // A line of another login is refused, and the remote keeps waiting.
-    let relayed = url::Url::parse(&line.replacen("kubecred-relay:v1", "x://relay/", 1)).unwrap();
+    let relayed = relay_params(&line);
     let state = param(&relayed, "state").unwrap();
     let foreign = line.replacen(&format!("state={state}"), "state=another-login", 1);
     remote.paste(&foreign);
@@ -521,6 +533,68 @@ fn the_relayed_login_takes_the_redirect_elsewhere_and_the_remote_redeems_the_cod
         }
     }
     assert!(!laptop.cache_dir().join("tokens").exists());
+}
+
+/// A redirect URI whose port is written with a leading zero (`http://localhost:0PORT/callback`)
+/// goes through the relayed login as written: the laptop listens on that port, sends the
+/// browser to the URL unchanged and relays the text as the remote wrote it, and the provider
+/// sees that text at the authorization request and at the code exchange.
+#[test]
+fn the_relayed_login_keeps_a_port_written_with_a_leading_zero_as_written() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start();
+    let remote_env = TestEnv::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let written = format!("http://localhost:0{port}/callback");
+    // The remote listens elsewhere (--listen-address, as at a port forward's other end), so
+    // that the port is free "on the laptop", which is this machine too.
+    let mut remote = in_ssh_session_with(
+        &remote_env,
+        &bed,
+        &[
+            &format!("--client-id={NO_DEVICE_CLIENT}"),
+            &format!("--redirect-url={written}"),
+        ],
+    );
+    let login_url = visit_url(&mut remote);
+    assert_eq!(
+        param(&login_url, "redirect_uri").as_deref(),
+        Some(written.as_str())
+    );
+    remote.stderr_line_with(
+        "the line `kubecred login --remote-bootstrap` printed",
+        URL_WAIT,
+    );
+
+    let relay = relay_on(&TestEnv::new(), &login_url);
+    assert!(
+        !relay.stderr().contains("is in use here"),
+        "{}",
+        relay.stderr()
+    );
+    let line = relay.stdout().trim().to_string();
+    let relayed = relay_params(&line);
+    assert_eq!(
+        param(&relayed, "redirect_uri").as_deref(),
+        Some(written.as_str())
+    );
+
+    remote.paste(&line);
+    let run = remote.finish(EXIT_WAIT).success();
+    assert_eq!(jwt_claims(&run.token())["sub"], "alice");
+    assert_eq!(
+        bed.redirect_uris_received(),
+        [
+            ("/auth".to_string(), written.clone()),
+            ("/token".to_string(), written)
+        ]
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! The issuer is shown as it was written, byte for byte, everywhere.
 
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::path::Path;
 
 const CONFIDENTIAL_CLIENT: &str = "kubecred-confidential";
@@ -204,6 +204,35 @@ fn logout_revokes_the_refresh_token_and_leaves_no_copy_of_any_token() {
             "no cached login for {} ({CONFIDENTIAL_CLIENT}), nor any other for that issuer",
             bed.issuer
         ));
+}
+
+/// A provider whose discovery lists only confidential clients' methods for revocation may take
+/// a public client's all the same (Keycloak does): logout still asks, and the token is revoked.
+#[test]
+fn logout_asks_to_revoke_where_discovery_lists_no_public_client_method() {
+    if !have(Need::Browser) {
+        return;
+    }
+    let bed = Testbed::start_with(json!({"discoveryPatch": {
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "private_key_jwt"]
+    }}));
+    let env = TestEnv::new();
+    let args = authcode_args(&bed);
+    env.kubecred_owned(&args).run().success();
+    let files = cache_token_files(&env.cache_dir());
+    let entry: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    let refresh_token = entry["refresh"]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut logout = args.clone();
+    logout[0] = "logout".into();
+    env.kubecred_owned(&logout)
+        .run()
+        .success()
+        .stderr_contains("forgot the cached login; the refresh token is revoked");
+    assert_eq!(bed.stats()["revocation"], 1);
+    assert!(!introspect(&bed, &refresh_token), "revoked at the provider");
 }
 
 #[test]

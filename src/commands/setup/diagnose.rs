@@ -354,6 +354,7 @@ mod tests {
                 .map(|list| list.iter().map(|m| m.to_string()).collect()),
             token_endpoint_auth_methods_supported: None,
             revocation_endpoint: None,
+            revocation_endpoint_auth_methods_supported: None,
             authorization_response_iss_parameter_supported: false,
         }
     }

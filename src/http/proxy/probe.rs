@@ -13,6 +13,7 @@ use super::{Proxy, ProxyKind};
 use base64::Engine;
 use std::io;
 use std::net::IpAddr;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -187,6 +188,23 @@ async fn socks5(
     host: &str,
     port: u16,
 ) -> Option<ProxyProblem> {
+    if let ControlFlow::Break(verdict) = socks5_log_in(&mut stream, proxy).await {
+        return verdict;
+    }
+    let request = socks5_connect_request(proxy, host, port).await?;
+    stream.write_all(&request).await.ok()?;
+    let mut reply = [0u8; 2];
+    if stream.read_exact(&mut reply).await.is_err() || reply[0] != 5 {
+        return Some(ProxyProblem::NotThisKindOfProxy);
+    }
+    let _ = stream.shutdown().await;
+    (reply[1] != 0).then_some(ProxyProblem::SocksCouldNotConnect { reply: reply[1] })
+}
+
+/// The greeting (the login methods offered: none, and a password where there is one) and the
+/// login the proxy picks. `Break` with the problem, or with `None` where the proxy stopped
+/// answering (nothing more can be told).
+async fn socks5_log_in(stream: &mut TcpStream, proxy: &Proxy) -> ControlFlow<Option<ProxyProblem>> {
     const NO_LOGIN: u8 = 0x00;
     const PASSWORD: u8 = 0x02;
     const NONE_ACCEPTABLE: u8 = 0xff;
@@ -195,41 +213,58 @@ async fn socks5(
     } else {
         &[5, 1, NO_LOGIN]
     };
-    stream.write_all(greeting).await.ok()?;
+    if stream.write_all(greeting).await.is_err() {
+        return ControlFlow::Break(None);
+    }
     let mut choice = [0u8; 2];
     if stream.read_exact(&mut choice).await.is_err() || choice[0] != 5 {
-        return Some(ProxyProblem::NotThisKindOfProxy);
+        return ControlFlow::Break(Some(ProxyProblem::NotThisKindOfProxy));
     }
     match (choice[1], &proxy.credentials) {
-        (NO_LOGIN, _) => {}
+        (NO_LOGIN, _) => ControlFlow::Continue(()),
         (PASSWORD, Some((user, password))) => {
-            let (user, password) = (user.as_bytes(), password.expose().as_bytes());
-            let (Ok(user_len), Ok(password_len)) =
-                (u8::try_from(user.len()), u8::try_from(password.len()))
-            else {
-                return Some(ProxyProblem::SocksRefusedCredentials);
-            };
-            let mut login = vec![1, user_len];
-            login.extend_from_slice(user);
-            login.push(password_len);
-            login.extend_from_slice(password);
-            stream.write_all(&login).await.ok()?;
-            let mut verdict = [0u8; 2];
-            stream.read_exact(&mut verdict).await.ok()?;
-            if verdict[1] != 0 {
-                return Some(ProxyProblem::SocksRefusedCredentials);
-            }
+            socks5_password(stream, user.as_bytes(), password.expose().as_bytes()).await
         }
-        (PASSWORD, None) => return Some(ProxyProblem::SocksNeedsCredentials),
-        (NONE_ACCEPTABLE, None) => return Some(ProxyProblem::SocksNeedsCredentials),
-        _ => return Some(ProxyProblem::SocksNoAcceptableMethod),
+        (PASSWORD | NONE_ACCEPTABLE, None) => {
+            ControlFlow::Break(Some(ProxyProblem::SocksNeedsCredentials))
+        }
+        _ => ControlFlow::Break(Some(ProxyProblem::SocksNoAcceptableMethod)),
     }
+}
+
+/// RFC 1929: the user name and password, and the proxy's verdict on them.
+async fn socks5_password(
+    stream: &mut TcpStream,
+    user: &[u8],
+    password: &[u8],
+) -> ControlFlow<Option<ProxyProblem>> {
+    let (Ok(user_len), Ok(password_len)) = (u8::try_from(user.len()), u8::try_from(password.len()))
+    else {
+        return ControlFlow::Break(Some(ProxyProblem::SocksRefusedCredentials));
+    };
+    let mut login = vec![1, user_len];
+    login.extend_from_slice(user);
+    login.push(password_len);
+    login.extend_from_slice(password);
+    let mut verdict = [0u8; 2];
+    if stream.write_all(&login).await.is_err() || stream.read_exact(&mut verdict).await.is_err() {
+        return ControlFlow::Break(None);
+    }
+    if verdict[1] != 0 {
+        return ControlFlow::Break(Some(ProxyProblem::SocksRefusedCredentials));
+    }
+    ControlFlow::Continue(())
+}
+
+/// The connect request for `host:port`: an IP address as one; a name resolved here for
+/// `socks5`, sent as the name for `socks5h` (the proxy resolves it). `None` where it cannot be
+/// made: a name too long, or one that does not resolve here (the destination's problem, which
+/// the request's own error already says).
+async fn socks5_connect_request(proxy: &Proxy, host: &str, port: u16) -> Option<Vec<u8>> {
     let bare_host = host.trim_start_matches('[').trim_end_matches(']');
     let mut request = vec![5, 1, 0];
     let address: Option<IpAddr> = match bare_host.parse() {
         Ok(ip) => Some(ip),
-        // socks5 resolves here: a name that does not resolve is the destination's problem,
-        // which the request's own error already says.
         Err(_) if proxy.kind == ProxyKind::Socks5 => Some(
             tokio::net::lookup_host((bare_host, port))
                 .await
@@ -255,13 +290,7 @@ async fn socks5(
         }
     }
     request.extend_from_slice(&port.to_be_bytes());
-    stream.write_all(&request).await.ok()?;
-    let mut reply = [0u8; 2];
-    if stream.read_exact(&mut reply).await.is_err() || reply[0] != 5 {
-        return Some(ProxyProblem::NotThisKindOfProxy);
-    }
-    let _ = stream.shutdown().await;
-    (reply[1] != 0).then_some(ProxyProblem::SocksCouldNotConnect { reply: reply[1] })
+    Some(request)
 }
 
 /// RFC 1928's reply codes, for the message.

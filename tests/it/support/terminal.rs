@@ -6,7 +6,7 @@ use crate::support::*;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use url::Url;
@@ -115,6 +115,10 @@ pub struct Running {
     /// The terminal's other end, or the pipe into kubecred's stdin.
     input: Box<dyn Write + Send>,
     lines: mpsc::Receiver<String>,
+    /// Everything kubecred wrote to stderr so far, a prompt without its line's end included.
+    stderr_raw: Arc<Mutex<Vec<u8>>>,
+    /// Everything the terminal echoed so far (what a person would see of their typing).
+    echo: Arc<Mutex<Vec<u8>>>,
     stderr_seen: String,
     stderr_reader: Option<JoinHandle<()>>,
     stdout_reader: Option<JoinHandle<Vec<u8>>>,
@@ -144,26 +148,52 @@ impl Running {
         // the echo drain below ends.
         drop(cmd);
         drop(terminal);
+        let echo = Arc::new(Mutex::new(Vec::new()));
         let input: Box<dyn Write + Send> = match input {
             Some(master) => {
                 // The terminal echoes what is typed; read the echo so it can never fill up.
-                let mut echo = master.try_clone().unwrap();
+                let mut terminal = master.try_clone().unwrap();
+                let echo = Arc::clone(&echo);
                 std::thread::spawn(move || {
-                    let mut sink = [0u8; 4096];
-                    while matches!(echo.read(&mut sink), Ok(n) if n > 0) {}
+                    let mut chunk = [0u8; 4096];
+                    while let Ok(n @ 1..) = terminal.read(&mut chunk) {
+                        echo.lock().unwrap().extend_from_slice(&chunk[..n]);
+                    }
                 });
                 Box::new(master)
             }
             None => Box::new(child.stdin.take().unwrap()),
         };
         let (sender, lines) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
+        let stderr_raw = Arc::new(Mutex::new(Vec::new()));
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let raw = Arc::clone(&stderr_raw);
         let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
+            // Line by line as they come, and what comes as it comes (a prompt has no line end).
+            let mut line = Vec::new();
+            loop {
+                let chunk = match stderr.fill_buf() {
+                    Ok([]) | Err(_) => break,
+                    Ok(chunk) => chunk.to_vec(),
+                };
+                stderr.consume(chunk.len());
+                raw.lock().unwrap().extend_from_slice(&chunk);
+                for byte in chunk {
+                    if byte != b'\n' {
+                        line.push(byte);
+                        continue;
+                    }
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    let text = String::from_utf8_lossy(&std::mem::take(&mut line)).into_owned();
+                    if sender.send(text).is_err() {
+                        return;
+                    }
                 }
+            }
+            if !line.is_empty() {
+                let _ = sender.send(String::from_utf8_lossy(&line).into_owned());
             }
         });
         let mut stdout = child.stdout.take().unwrap();
@@ -177,6 +207,8 @@ impl Running {
             child,
             input,
             lines,
+            stderr_raw,
+            echo,
             stderr_seen: String::new(),
             stderr_reader: Some(stderr_reader),
             stdout_reader: Some(stdout_reader),
@@ -220,6 +252,27 @@ impl Running {
                 }
             }
         }
+    }
+
+    /// Waits until kubecred has written `prompt` on stderr (a prompt ends no line, so
+    /// [`Running::stderr_line_with`] would not see it yet).
+    #[track_caller]
+    pub fn wait_for_prompt(&mut self, prompt: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !String::from_utf8_lossy(&self.stderr_raw.lock().unwrap()).contains(prompt) {
+            if Instant::now() >= deadline {
+                let raw = String::from_utf8_lossy(&self.stderr_raw.lock().unwrap()).into_owned();
+                self.abort(&format!(
+                    "no prompt {prompt:?} on stderr within {within:?}; so far: {raw}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the terminal has echoed of the typing so far.
+    pub fn echoed(&self) -> String {
+        String::from_utf8_lossy(&self.echo.lock().unwrap()).into_owned()
     }
 
     /// The authorization URL kubecred prints (`--skip-open-browser`).
