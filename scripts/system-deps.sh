@@ -3,7 +3,8 @@
 # installs the missing ones. Each package is named with a command that proves it is there, so
 # the check works on any distribution; the install itself uses apt-get.
 #   chromium         headless browser for the login tests (driven by tests/support/browser.mjs)
-#   dbus, gnome-keyring, libsecret-tools  a private Secret Service for the keyring tests
+#   dbus, gnome-keyring, libsecret-tools  a private Secret Service for the keyring tests (dbus:
+#                    the session buses of the desktop tests too)
 #   keyutils         `keyctl session` for the kernel-keyring tests
 #   python3-venv     the venv of the Python-client test
 #   hyperfine, time, strace  benchmarks and the cache-hit syscall check
@@ -14,6 +15,9 @@
 #   man-db           renders the man page for its test (no literal markup)
 #   tinyproxy, microsocks  real HTTP and SOCKS5 proxies on loopback for the proxy tests
 #                    (tests/it/proxy.rs starts its own; the packaged services are not used)
+#   xvfb, dunst, libnotify-bin, x11-utils  a desktop session per test without a terminal
+#                    (tests/it/support/desktop.rs): an X server, the notification daemon whose
+#                    history the tests read (dunstctl), notify-send and xdpyinfo to check them
 KUBECRED_SYSTEM_DEPS=(
     "chromium:chromium"
     "dbus:dbus-run-session"
@@ -32,6 +36,10 @@ KUBECRED_SYSTEM_DEPS=(
     "man-db:man"
     "tinyproxy:tinyproxy"
     "microsocks:microsocks"
+    "xvfb:Xvfb"
+    "dunst:dunstctl"
+    "libnotify-bin:notify-send"
+    "x11-utils:xdpyinfo"
 )
 
 # What the release and the other platforms' tests need beyond that (scripts/release.sh,
