@@ -12,16 +12,21 @@ pub const KUBECRED_VERBOSE: &str = "KUBECRED_VERBOSE";
 /// The conventional browser override (a command, run with the URL as its last argument).
 pub const BROWSER: &str = "BROWSER";
 
-/// Whether a graphical session exists (Linux/BSD), so that `xdg-open` can open a browser.
+/// Whether a graphical session exists (Linux/BSD), so that `xdg-open` can open a browser and a
+/// notification can be shown (`login/desktop.rs` asks the display's socket whether it answers).
 pub const DISPLAY: &str = "DISPLAY";
 pub const WAYLAND_DISPLAY: &str = "WAYLAND_DISPLAY";
+
+/// Where a Wayland compositor's socket is, when `WAYLAND_DISPLAY` names no path
+/// (`login/desktop.rs`).
+pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
 
 /// Set inside WSL, where `wslview` or the Windows side's `cmd.exe`, `powershell.exe` or
 /// `explorer.exe` open the Windows browser.
 pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";
 
-/// Set by sshd in a remote session: a browser started here would open on the remote machine's
-/// screen, if it has one, not the user's (`login/browser.rs`).
+/// Set by sshd in a remote session (OpenSSH for Windows too): a browser started here would open
+/// on this machine's screen, if it has one, not the user's (`login/desktop.rs`).
 pub const SSH_SESSION: [&str; 3] = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"];
 
 /// The per-user cache directory's place (unix: `$XDG_CACHE_HOME/kubecred`, else

@@ -9,12 +9,13 @@
 //! Windows side's `cmd.exe`, `powershell.exe` or `explorer.exe` (recent WSL distributions lack
 //! wslview), each given the URL so that its `&` and `%` reach the browser intact.
 //! We never wait for a launcher to finish: some stay attached as long as the browser runs.
-//! [`cannot_open_here`] says when no browser can open in this session (SSH without a display, no
-//! launcher): `--grant-type auto` then takes the device flow.
+//! [`cannot_open_here`] says when no browser can open in this session: no person's desktop here
+//! (`desktop.rs`: SSH without a forwarded display, no display that answers, no GUI session), or
+//! no launcher: `--grant-type auto` then takes the device flow.
 
+use super::desktop;
 use crate::config::BrowserChoice;
 use crate::debug;
-use crate::env_vars;
 use crate::error::{Exit, fail};
 use crate::log::notice;
 use crate::text::printable;
@@ -139,28 +140,22 @@ fn reap_in_background(mut child: Child, program: String) {
     });
 }
 
-/// Whether a person in an SSH session is at this machine: sshd sets these.
-fn in_ssh_session() -> bool {
-    env_vars::SSH_SESSION.iter().any(|name| is_set(name))
-}
-
-fn is_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|value| !value.is_empty())
-}
-
-/// Why the system browser cannot open here, if it cannot: an SSH session (without a forwarded
-/// display), no graphical session, or no launcher installed. `--grant-type auto` then prefers
-/// the device flow (`grants/mod.rs`).
+/// Why the system browser cannot open here, if it cannot: no person's desktop in this session
+/// (`desktop::here`: an SSH session without a forwarded display, no display that answers, no
+/// GUI session, a service), or no launcher installed. `--grant-type auto` then prefers the
+/// device flow (`grants/mod.rs`).
 pub fn cannot_open_here() -> Option<String> {
-    platform::cannot_open_here()
+    match desktop::here() {
+        Err(no_desktop) => Some(no_desktop.0),
+        Ok(desktop) => platform::no_launcher_for(&desktop),
+    }
 }
 
 #[cfg(any(target_os = "macos", windows))]
 mod platform {
-    pub fn cannot_open_here() -> Option<String> {
-        // The browser would open on this machine's screen, where the remote user is not.
-        super::in_ssh_session()
-            .then(|| "an SSH session: a browser would open on this machine's screen".into())
+    /// LaunchServices and the shell open URLs wherever there is a desktop.
+    pub fn no_launcher_for(_desktop: &super::desktop::Desktop) -> Option<String> {
+        None
     }
 }
 
@@ -173,7 +168,7 @@ fn open_with_system_browser(url: &str) -> Result<(), String> {
 
 #[cfg(all(unix, not(target_os = "macos")))]
 mod platform {
-    use super::{in_ssh_session, is_set};
+    use super::desktop::Desktop;
     use crate::env_vars;
     use std::path::PathBuf;
 
@@ -186,11 +181,12 @@ mod platform {
         pub arguments: fn(&str) -> Vec<String>,
     }
 
-    /// The launchers to try, in order: in WSL (not reached over SSH) `wslview`, then the
-    /// Windows side's `cmd.exe`, `powershell.exe` and `explorer.exe`; with a display, `xdg-open`.
-    pub fn launchers() -> Vec<Launcher> {
+    /// The launchers to try on `desktop`, in order: in WSL `wslview`, then the Windows side's
+    /// `cmd.exe`, `powershell.exe` and `explorer.exe`, then `xdg-open` when a display is set too
+    /// (WSLg); on a display, `xdg-open`.
+    pub fn launchers(desktop: &Desktop) -> Vec<Launcher> {
         let mut launchers = Vec::new();
-        if is_set(env_vars::WSL_DISTRO_NAME) && !in_ssh_session() {
+        if *desktop == Desktop::Wsl {
             launchers.extend([
                 // wslu's launcher: the Windows default browser, the URL as one argument.
                 Launcher {
@@ -225,7 +221,10 @@ mod platform {
                 },
             ]);
         }
-        if is_set(env_vars::DISPLAY) || is_set(env_vars::WAYLAND_DISPLAY) {
+        let display_set = [env_vars::DISPLAY, env_vars::WAYLAND_DISPLAY]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()));
+        if matches!(desktop, Desktop::Display(_)) || display_set {
             launchers.push(Launcher {
                 program: "xdg-open",
                 windows_path: None,
@@ -261,15 +260,9 @@ mod platform {
             .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
     }
 
-    pub fn cannot_open_here() -> Option<String> {
-        let launchers = launchers();
-        if launchers.is_empty() {
-            return Some(if in_ssh_session() {
-                "an SSH session, DISPLAY and WAYLAND_DISPLAY unset".into()
-            } else {
-                "no graphical session: DISPLAY and WAYLAND_DISPLAY unset".into()
-            });
-        }
+    /// Why no browser can open on `desktop`: none of its launchers is installed.
+    pub fn no_launcher_for(desktop: &Desktop) -> Option<String> {
+        let launchers = launchers(desktop);
         if launchers.iter().all(|launcher| launcher.find().is_none()) {
             let names: Vec<&str> = launchers.iter().map(|l| l.program).collect();
             return Some(format!(
@@ -313,13 +306,10 @@ mod platform {
 
 #[cfg(all(unix, not(target_os = "macos")))]
 fn open_with_system_browser(url: &str) -> Result<(), String> {
-    let launchers = platform::launchers();
-    if launchers.is_empty() {
-        // Without a graphical session xdg-open falls back to text browsers, which would take
-        // over the terminal (and stdin, where the user may paste). An SSH session, typically.
-        return Err(platform::cannot_open_here()
-            .unwrap_or_else(|| "there is no graphical session here".into()));
-    }
+    // Without a graphical session xdg-open falls back to text browsers, which would take over
+    // the terminal (and stdin, where the user may paste). An SSH session, typically.
+    let desktop = desktop::here().map_err(|no_desktop| no_desktop.0)?;
+    let launchers = platform::launchers(&desktop);
     for launcher in &launchers {
         let Some(path) = launcher.find() else {
             continue;
@@ -352,7 +342,7 @@ fn open_with_system_browser(url: &str) -> Result<(), String> {
 
 #[cfg(not(any(unix, windows)))]
 mod platform {
-    pub fn cannot_open_here() -> Option<String> {
+    pub fn no_launcher_for(_desktop: &super::desktop::Desktop) -> Option<String> {
         Some("kubecred does not know how to open a browser on this platform".into())
     }
 }

@@ -25,6 +25,7 @@
 pub mod bootstrap;
 pub mod browser;
 pub mod callback;
+pub mod desktop;
 pub mod device_display;
 pub mod listener;
 pub mod paste;
