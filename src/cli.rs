@@ -23,7 +23,8 @@ pub use command_args::{
 };
 pub use federation::{CiTokenSourceArg, FederationArgs};
 pub use token_args::{
-    CacheDirArg, CacheStorageArg, ClientAuthMethodArg, DeriveArg, GrantTypeArg, TokenArgs,
+    CacheDirArg, CacheStorageArg, ClientAuthMethodArg, DeriveArg, GrantTypeArg, NotifyArg,
+    TokenArgs,
 };
 pub use usage_error::{usage_error_line, usage_error_line_in};
 

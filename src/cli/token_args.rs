@@ -75,6 +75,18 @@ pub enum CacheStorageArg {
     None,
 }
 
+/// When kubecred raises a desktop notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NotifyArg {
+    /// No notification: the one error line on stderr is all a failure says.
+    Never,
+    /// Run without a terminal on a person's desktop, a failure the person must act on (a login
+    /// held back, abandoned or refused, a refused refresh with no valid token left, a setting
+    /// to fix) raises one notification naming the provider, what happened and the command that
+    /// fixes it.
+    Failures,
+}
+
 /// How the client authenticates to the token endpoint when it has a secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ClientAuthMethodArg {
@@ -346,6 +358,19 @@ pub struct TokenArgs {
     /// browser tab (`login` and --force-refresh bypass it) [default: 30s].
     #[arg(long, env = "KUBECRED_LOGIN_COOLDOWN", value_name = "DURATION")]
     pub login_cooldown: Option<String>,
+
+    /// After a browser login started without a terminal (an IDE, a dashboard) is abandoned or
+    /// times out, callers without a terminal open no new tab for this long and fail at once,
+    /// saying why; `kubecred login` or a kubectl in a terminal logs in at once; 0 leaves only
+    /// --login-cooldown [default: 10m].
+    #[arg(long, env = "KUBECRED_LOGIN_HOLDOFF", value_name = "DURATION")]
+    pub login_holdoff: Option<String>,
+
+    /// Desktop notifications: `failures` raises one (at most one per login per --login-holdoff)
+    /// when kubecred, run without a terminal on a person's desktop, fails for a reason the
+    /// person must act on; `never` leaves the error line alone [default: failures].
+    #[arg(long, env = "KUBECRED_NOTIFY", value_enum, value_name = "WHEN")]
+    pub notify: Option<NotifyArg>,
 
     /// Extra authorization request parameter KEY=VALUE; repeatable. A value may contain commas
     /// (`acr_values=a,b`); one holding several KEY=VALUE pairs joined by commas (`a=1,b=2`,

@@ -100,6 +100,8 @@ fn person_login(out: &mut ArgsList, args: &TokenArgs) {
     out.on_off("skip-open-browser", args.skip_open_browser);
     out.flag("auth-timeout", args.auth_timeout.clone());
     out.flag("login-cooldown", args.login_cooldown.clone());
+    out.flag("login-holdoff", args.login_holdoff.clone());
+    out.choice("notify", args.notify);
     out.each("auth-param", &args.auth_params);
     out.path("local-server-cert", args.local_server_cert.as_deref());
     out.path("local-server-key", args.local_server_key.as_deref());

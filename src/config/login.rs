@@ -1,14 +1,15 @@
 //! The login settings: the loopback listener (`--listen-address`, or the port the redirect URI
 //! names, or the defaults) and the redirect URI it is reached by (`--redirect-url` as written,
 //! kubelogin's `--oidc-redirect-url-hostname`, or the default), the browser, PKCE, the
-//! authorization request's extra parameters and the login's time limits.
+//! authorization request's extra parameters and the login's time limits, and what a login
+//! without a terminal may do (the hold-off, desktop notifications).
 
 use super::{
     BrowserChoice, CallbackTls, DEFAULT_AUTH_TIMEOUT, DEFAULT_LISTEN_ADDRESSES,
-    DEFAULT_LOGIN_COOLDOWN, DEFAULT_REDIRECT_URL, Environment, Grant, LoginSettings, RedirectUri,
-    duration_or, input, split_pairs,
+    DEFAULT_LOGIN_COOLDOWN, DEFAULT_LOGIN_HOLDOFF, DEFAULT_NOTIFY, DEFAULT_REDIRECT_URL,
+    Environment, Grant, LoginSettings, Notify, RedirectUri, duration_or, input, split_pairs,
 };
-use crate::cli::TokenArgs;
+use crate::cli::{NotifyArg, TokenArgs};
 use crate::kubelogin::KubeloginSettings;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use url::Url;
@@ -76,10 +77,42 @@ pub(super) fn resolve_login(
             "--login-cooldown",
             DEFAULT_LOGIN_COOLDOWN,
         )?,
+        holdoff: duration_or(
+            &args.login_holdoff,
+            "--login-holdoff",
+            DEFAULT_LOGIN_HOLDOFF,
+        )?,
+        // The cluster extension's `notify` is read where the extension is at hand
+        // (`Config::resolve`); here, the flag, its variable and the default.
+        notify: resolve_notify(args, None)?,
         auth_params,
         login_hint: args.login_hint.clone(),
         prompt: args.prompt.clone(),
     })
+}
+
+/// `--notify` (or `KUBECRED_NOTIFY`), else the cluster extension's `notify` (`"never"` or
+/// `"failures"`: `from_extension`, `ext.string("notify")?` where the extension is read), else
+/// `failures`.
+pub(super) fn resolve_notify(
+    args: &TokenArgs,
+    from_extension: Option<String>,
+) -> anyhow::Result<Notify> {
+    if let Some(arg) = args.notify {
+        return Ok(match arg {
+            NotifyArg::Never => Notify::Never,
+            NotifyArg::Failures => Notify::Failures,
+        });
+    }
+    match from_extension.as_deref() {
+        None => Ok(DEFAULT_NOTIFY),
+        Some("never") => Ok(Notify::Never),
+        Some("failures") => Ok(Notify::Failures),
+        Some(other) => Err(input(format!(
+            "cluster extension {}: notify {other:?} is neither \"never\" nor \"failures\"; fix the kubeconfig cluster's extensions",
+            super::CLUSTER_EXTENSION
+        ))),
+    }
 }
 
 fn parse_listen_address(raw: &str) -> anyhow::Result<SocketAddr> {
@@ -190,3 +223,6 @@ pub fn is_loopback_host(url: &Url) -> bool {
         None => false,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -227,9 +227,22 @@ pub struct LoginSettings {
     pub browser: BrowserChoice,
     pub auth_timeout: Duration,
     pub cooldown: Duration,
+    /// `--login-holdoff`: after a login started without a terminal was abandoned or timed out,
+    /// how long callers without a terminal open no new tab (and raise no second notification).
+    pub holdoff: Duration,
+    /// `--notify`: whether a failure that needs the person raises a desktop notification.
+    pub notify: Notify,
     pub auth_params: Vec<(String, String)>,
     pub login_hint: Option<String>,
     pub prompt: Option<String>,
+}
+
+/// When a desktop notification is raised (`--notify`, the extension's `notify`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notify {
+    Never,
+    /// A failure that needs the person, without a terminal, on a person's desktop.
+    Failures,
 }
 
 /// The certificate and key the login listener serves https with. Read when a login starts,
@@ -271,6 +284,12 @@ pub const DEFAULT_MIN_VALIDITY: Duration = Duration::from_secs(60);
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(180);
 pub const DEFAULT_LOGIN_COOLDOWN: Duration = Duration::from_secs(30);
+/// Ten minutes: a dashboard that polls every few seconds opens at most six tabs an hour that
+/// nobody completes, and raises as many notifications; three default --auth-timeouts fit in
+/// it, so a person who saw the tab late can still finish the next one; and a person who comes
+/// back acts (`kubecred login`, a kubectl in a terminal), which is not held off at all.
+pub const DEFAULT_LOGIN_HOLDOFF: Duration = Duration::from_secs(600);
+pub const DEFAULT_NOTIFY: Notify = Notify::Failures;
 /// Added to the lock wait beyond the lock holder's own bounded work (see `default_lock_timeout`).
 pub const LOCK_TIMEOUT_SLACK: Duration = Duration::from_secs(10);
 /// Registered-port friendly defaults, as kubelogin uses: many IdPs need exact redirect URIs.

@@ -234,6 +234,20 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| text(&mut a.login_cooldown, v),
     },
     Flag {
+        long: "login-holdoff",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| text(&mut a.login_holdoff, v),
+    },
+    Flag {
+        long: "notify",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| choice(&mut a.notify, v),
+    },
+    Flag {
         long: "auth-param",
         aliases: &["oidc-auth-request-extra-params"],
         env: true,
@@ -453,7 +467,7 @@ pub(super) const FLAGS: &[Flag] = &[
 ];
 
 /// The row of `--verbose`, the flag `-v` counts.
-pub(super) const VERBOSE: usize = 39;
+pub(super) const VERBOSE: usize = 41;
 
 /// Pairs of flags clap refuses together (`conflicts_with`), by long name.
 pub(super) const CONFLICTS: &[(&str, &str)] = &[("client-secret", "client-secret-file")];
