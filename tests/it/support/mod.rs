@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod desktop;
 pub mod manual;
 pub mod rust_text;
 #[cfg(target_os = "linux")]
