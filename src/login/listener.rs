@@ -22,6 +22,10 @@
 //! deadline): for providers that accept only https redirect URIs. The certificate is the user's,
 //! one their browser trusts for `localhost`; kubecred makes none.
 //!
+//! The same serving machinery answers the device flow's page ([`serve_one_page`], for
+//! `device_page.rs`): one page at one secret path on 127.0.0.1, served on a thread of its own
+//! until the login ends ([`Serving::serve_until`]).
+//!
 //! The parts: this file binds and serves; `addresses.rs` picks the addresses (the first free one,
 //! both loopback families for `localhost`) and words a failure to bind; `page.rs` reads one
 //! request head, routes it and writes the page; `tls.rs` reads the https callback's certificate.
@@ -32,6 +36,7 @@ mod tls;
 
 #[cfg(any(test, fuzzing))]
 pub(crate) use page::{Route, route};
+pub(crate) use page::{html_escape, http_answer};
 pub use tls::tls_config;
 
 use crate::config::RedirectUri;
@@ -42,11 +47,12 @@ use addresses::{bind_address, no_address_left};
 use page::{answer, read_request_head};
 use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::oneshot;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
@@ -189,35 +195,55 @@ impl CallbackListener {
     /// a task of its own, on a current-thread runtime that runs while the wait is in
     /// [`Serving::next_callback`]. Callbacks to the redirect path are handed over there.
     pub fn serve(self, expected: impl Into<ExpectedResponse>) -> io::Result<Serving> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()?;
-        let listeners = {
-            let _inside = runtime.enter();
-            self.sockets
-                .into_iter()
-                .map(|socket| {
-                    socket.set_nonblocking(true)?;
-                    tokio::net::TcpListener::from_std(socket)
-                })
-                .collect::<io::Result<Vec<_>>>()?
+        let site = Site::Login {
+            expected: expected.into(),
+            callback_path: self.redirect.url().path().to_string(),
+            relaying: self.relaying,
         };
-        Ok(Serving {
-            listeners,
-            connections: JoinSet::new(),
-            idle: VecDeque::new(),
-            next_id: 0,
-            page: Arc::new(PageContext {
-                expected: expected.into(),
-                callback_path: self.redirect.url().path().to_string(),
-                heads_read: Mutex::new(Vec::new()),
-                tls: self.tls,
-                relaying: self.relaying,
-            }),
-            runtime,
-        })
+        Serving::start(self.sockets, self.tls, site)
     }
+}
+
+/// A listening socket on 127.0.0.1 (a free port) for [`serve_one_page`]: bound first, so that
+/// the page's address is known before anything is served.
+pub(crate) fn bind_page_socket() -> anyhow::Result<TcpListener> {
+    TcpListener::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0)).map_err(|err| {
+        fail(
+            Exit::Login,
+            format!("cannot listen on 127.0.0.1 for the login page: {err}"),
+        )
+    })
+}
+
+/// Serves `answer` (a whole HTTP answer, [`http_answer`]) to a GET of `path` with the Host
+/// header of `socket`'s address, and "not found" to anything else, on `socket` (from
+/// [`bind_page_socket`]); with the same bounds as the callback listener.
+pub(crate) fn serve_one_page(
+    socket: TcpListener,
+    path: String,
+    answer: Vec<u8>,
+) -> io::Result<Serving> {
+    let host = socket.local_addr()?.to_string();
+    Serving::start(vec![socket], None, Site::OnePage { path, host, answer })
+}
+
+/// What the listener serves.
+pub(super) enum Site {
+    /// The login's redirect: each callback judged against `expected` and handed over.
+    Login {
+        expected: ExpectedResponse,
+        callback_path: String,
+        /// See [`CallbackListener::relaying`].
+        relaying: bool,
+    },
+    /// One page at one path (the device flow's page), asked for by this host name (the
+    /// socket's address: a page reached under another name, DNS rebinding, is not served);
+    /// nothing handed over.
+    OnePage {
+        path: String,
+        host: String,
+        answer: Vec<u8>,
+    },
 }
 
 /// A listener that answers the browser. Dropping it closes the sockets and every connection at
@@ -227,6 +253,13 @@ impl CallbackListener {
 /// connection is accepted and answered the moment it arrives, not at the next turn of a polling
 /// loop, and a browser's idle pre-connections cost a few hundred bytes each instead of a thread.
 pub struct Serving {
+    served: Served,
+    /// Declared last, so dropped last: the sockets and tasks of `served` go first.
+    runtime: tokio::runtime::Runtime,
+}
+
+/// The sockets and the connections being served, which the runtime drives.
+struct Served {
     listeners: Vec<tokio::net::TcpListener>,
     /// Each connection's task; it yields the verdict of a callback, `None` for anything else.
     connections: JoinSet<Option<Verdict>>,
@@ -235,23 +268,52 @@ pub struct Serving {
     idle: VecDeque<(u64, AbortHandle)>,
     next_id: u64,
     page: Arc<PageContext>,
-    /// Declared last, so dropped last: the sockets and tasks above go first.
-    runtime: tokio::runtime::Runtime,
 }
 
 /// What every connection's task needs to answer its request.
 struct PageContext {
-    expected: ExpectedResponse,
-    callback_path: String,
+    site: Site,
     /// Connections that have sent their head since the last turn: no longer idle.
     heads_read: Mutex<Vec<u64>>,
     /// The https callback's TLS, when set.
     tls: Option<TlsAcceptor>,
-    /// See [`CallbackListener::relaying`].
-    relaying: bool,
 }
 
 impl Serving {
+    /// Serves `site` on `sockets`, each connection on a task of its own, on a current-thread
+    /// runtime that runs while the caller is in [`Serving::next_callback`] or
+    /// [`Serving::serve_until`].
+    fn start(sockets: Vec<TcpListener>, tls: Option<TlsAcceptor>, site: Site) -> io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listeners = {
+            let _inside = runtime.enter();
+            sockets
+                .into_iter()
+                .map(|socket| {
+                    socket.set_nonblocking(true)?;
+                    tokio::net::TcpListener::from_std(socket)
+                })
+                .collect::<io::Result<Vec<_>>>()?
+        };
+        Ok(Serving {
+            served: Served {
+                listeners,
+                connections: JoinSet::new(),
+                idle: VecDeque::new(),
+                next_id: 0,
+                page: Arc::new(PageContext {
+                    site,
+                    heads_read: Mutex::new(Vec::new()),
+                    tls,
+                }),
+            },
+            runtime,
+        })
+    }
+
     /// Serves connections until a callback's page has been answered (its verdict is returned)
     /// or [`WAIT_SLICE`] has passed (`None`), whichever is first, and never past `until`: the
     /// caller looks at its other sources (a pasted line) between turns. Every callback to the
@@ -259,41 +321,68 @@ impl Serving {
     /// that are not this login's is the caller's part.
     pub(crate) fn next_callback(&mut self, until: Instant) -> Option<Verdict> {
         let wait = WAIT_SLICE.min(until.saturating_duration_since(Instant::now()));
-        let Serving {
+        let Serving { served, runtime } = self;
+        runtime.block_on(async {
+            let next = std::future::poll_fn(|cx| served.poll(cx));
+            tokio::time::timeout(wait, next).await.ok()
+        })
+    }
+
+    /// Serves connections until `until` or until `stop` is sent or dropped, whichever is
+    /// first: the device flow's page, on a thread of its own (nothing is handed over).
+    pub(crate) fn serve_until(&mut self, until: Instant, mut stop: oneshot::Receiver<()>) {
+        let Serving { served, runtime } = self;
+        runtime.block_on(async {
+            let end = tokio::time::sleep_until(until.into());
+            let mut end = std::pin::pin!(end);
+            std::future::poll_fn(|cx| {
+                if end.as_mut().poll(cx).is_ready()
+                    || std::pin::Pin::new(&mut stop).poll(cx).is_ready()
+                {
+                    return Poll::Ready(());
+                }
+                // A page served is no verdict: this only returns for a callback.
+                let _ = served.poll(cx);
+                Poll::Pending
+            })
+            .await;
+        });
+    }
+}
+
+impl Served {
+    /// Accepts every connection waiting, starts serving each, and collects the tasks that
+    /// ended: ready with the first callback's verdict.
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Verdict> {
+        let Served {
             listeners,
             connections,
             idle,
             next_id,
             page,
-            runtime,
         } = self;
-        runtime.block_on(async {
-            let next = std::future::poll_fn(|cx| {
-                for listener in listeners.iter() {
-                    while let Poll::Ready(accepted) = listener.poll_accept(cx) {
-                        match accepted {
-                            Ok((stream, _peer)) => {
-                                admit(stream, connections, idle, next_id, page);
-                            }
-                            Err(err) => {
-                                // A connection reset before we took it, or no descriptor for a
-                                // moment: not a reason to end the login.
-                                debug!(1, "accepting a login callback connection failed: {err}");
-                                break;
-                            }
-                        }
+        for listener in listeners.iter() {
+            while let Poll::Ready(accepted) = listener.poll_accept(cx) {
+                match accepted {
+                    Ok((stream, _peer)) => {
+                        admit(stream, connections, idle, next_id, page);
+                    }
+                    Err(err) => {
+                        // A connection reset before we took it, or no descriptor for a
+                        // moment: not a reason to end the login.
+                        debug!(1, "accepting a login listener connection failed: {err}");
+                        break;
                     }
                 }
-                while let Poll::Ready(Some(done)) = connections.poll_join_next(cx) {
-                    // A task closed to make room ends cancelled; a panic is only logged.
-                    if let Ok(Some(verdict)) = done {
-                        return Poll::Ready(verdict);
-                    }
-                }
-                Poll::Pending
-            });
-            tokio::time::timeout(wait, next).await.ok()
-        })
+            }
+        }
+        while let Poll::Ready(Some(done)) = connections.poll_join_next(cx) {
+            // A task closed to make room ends cancelled; a panic is only logged.
+            if let Ok(Some(verdict)) = done {
+                return Poll::Ready(verdict);
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -399,7 +488,5 @@ fn lock(list: &Mutex<Vec<u64>>) -> std::sync::MutexGuard<'_, Vec<u64>> {
     list.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-#[cfg(test)]
-use page::html_escape;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -17,8 +17,9 @@
 //! the password), each answered by one line of the terminal; it uses no sibling.
 //!
 //! Where no terminal is (an IDE, a dashboard): `desktop` says whether a person's desktop is in
-//! this session (and `browser` asks it before it opens anything); `notify` raises the one
-//! desktop notification of a failure.
+//! this session (and `browser` asks it before it opens anything); `device_page` puts a device
+//! login's code in the browser (the provider's complete link, or a page of ours served by
+//! `listener`); `notify` raises the one desktop notification of a failure.
 //!
 //! A relayed login (SSH without a browser) has two sides: the remote kubecred waits as above,
 //! and takes a pasted relay line (`relay_line`: the format, read by `callback`) as well;
@@ -31,6 +32,13 @@ pub mod browser;
 pub mod callback;
 pub mod desktop;
 pub mod device_display;
+// Until the miss path calls it (a device login without a terminal): the root of its own code and
+// of the listener's page serving.
+#[allow(
+    dead_code,
+    reason = "called by the miss path once it is wired (issue 39)"
+)]
+pub mod device_page;
 pub mod listener;
 // Until the miss path calls it (a failure without a terminal).
 #[allow(

@@ -7,7 +7,9 @@
 // test bed's OpenID Provider (testbed.mjs):
 //   approve (default)  sign in on the devInteractions form (any password), pass consent and the
 //                      device-flow pages, then wait for the loopback callback (or the device-flow
-//                      success page) to load, and exit 0;
+//                      success page) to load, and exit 0; on kubecred's own device-flow page (a
+//                      login without a terminal: the code, its QR code and the link), read the
+//                      code there, follow the link and enter it, as a person would;
 //   deny               cancel the sign-in (auth code: redirect with error=access_denied; device
 //                      flow: abort, so polling gets access_denied);
 //   ignore             open the page and leave (a user who walks away);
@@ -162,6 +164,11 @@ function classify() {
   const base = { origin: window.location.origin, text: (document.body?.innerText ?? '').replace(/\s+/g, ' ').slice(0, 300) };
   const marker = document.body?.dataset?.testbedPage; // set by testbed.mjs' device/error pages
   if (marker) return { ...base, kind: marker };
+  // kubecred's device-flow page (src/login/device_page.rs), served on loopback.
+  const code = document.getElementById('user-code');
+  if (code && document.getElementById('verification-uri')) {
+    return { ...base, kind: 'kubecred-device-page', userCode: code.textContent.trim() };
+  }
   if (q('form input[name="prompt"][value="login"]')) return { ...base, kind: 'login' };
   if (q('form input[name="prompt"][value="consent"]')) return { ...base, kind: 'consent' };
   if (document.getElementById('op.deviceConfirmForm')) return { ...base, kind: 'device-confirm' };
@@ -294,6 +301,13 @@ async function run() {
           idpOrigin = info.origin;
           acted = true;
           await page.click(deny ? 'button[name="abort"]' : 'button[form="op.deviceConfirmForm"]:not([name="abort"])');
+          break;
+        case 'kubecred-device-page':
+          // Not `acted`: the provider's pages are still to come (this page is on loopback too).
+          if (deny) return finish(1, '--action deny on kubecred\'s device page: nothing to deny there');
+          opts.userCode = opts.userCode ?? info.userCode;
+          note(`kubecred's page shows the code ${info.userCode}`);
+          await page.click('#verification-uri');
           break;
         case 'device-input':
           idpOrigin = info.origin;

@@ -1,9 +1,9 @@
 //! The HTTP side of the login listener: one request head read (bounded in size; the caller
-//! bounds the time), routed (the redirect path, or something else such as a favicon), and
-//! answered with a small page that loads nothing and says what happened. No I/O but the reading
-//! of the head: `route` is what the fuzz targets call.
+//! bounds the time), routed (the redirect path, or something else such as a favicon; or the one
+//! page of a device flow), and answered with a small page that loads nothing and says what
+//! happened. No I/O but the reading of the head: `route` is what the fuzz targets call.
 
-use super::PageContext;
+use super::{PageContext, Site};
 use crate::login::callback::{ExpectedResponse, StateRule, Verdict, classify};
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -14,7 +14,15 @@ const MAX_REQUEST_HEAD: usize = 16 * 1024;
 /// The whole HTTP answer to a request head, and the verdict to hand over (`None`: not a
 /// callback at all, such as a favicon).
 pub(super) fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict>) {
-    let verdict = match route(head, &page.callback_path, &page.expected) {
+    let (expected, callback_path, relaying) = match &page.site {
+        Site::Login {
+            expected,
+            callback_path,
+            relaying,
+        } => (expected, callback_path, *relaying),
+        Site::OnePage { path, host, answer } => return (one_page(head, path, host, answer), None),
+    };
+    let verdict = match route(head, callback_path, expected) {
         Route::BadRequest => {
             let html = html_page(
                 "400 Bad Request",
@@ -35,7 +43,7 @@ pub(super) fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict
         Route::Callback(verdict) => verdict,
     };
     let html = match &verdict {
-        Verdict::Code(_) if page.relaying => html_page(
+        Verdict::Code(_) if relaying => html_page(
             "200 OK",
             "Signed in: one more step",
             "Signed in at the identity provider. Return to the terminal where you ran \
@@ -81,6 +89,46 @@ pub(super) fn answer(head: &str, page: &PageContext) -> (Vec<u8>, Option<Verdict
         ),
     };
     (html, Some(verdict))
+}
+
+/// `answer` to a GET of `path` asked for by `host` (its `Host` header), "not found" to anything
+/// else. The path is compared in constant time (it is the page's secret).
+fn one_page(head: &str, path: &str, host: &str, answer: &[u8]) -> Vec<u8> {
+    let not_found = || {
+        html_page(
+            "404 Not Found",
+            "Not found",
+            "This is kubecred's login page.",
+        )
+    };
+    let Some((method, target)) = parse_request_line(head) else {
+        return html_page(
+            "400 Bad Request",
+            "Bad request",
+            "This is kubecred's login page.",
+        );
+    };
+    let host_header = head.lines().skip(1).find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("host")
+            .then(|| value.trim())
+    });
+    if method == "GET" && host_header == Some(host) && same_bytes(target, path) {
+        answer.to_vec()
+    } else {
+        not_found()
+    }
+}
+
+/// Compares in constant time, so the page's timing says nothing about its path.
+fn same_bytes(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
 }
 
 /// Reads up to the blank line that ends the request head, at most [`MAX_REQUEST_HEAD`] bytes.
@@ -151,6 +199,11 @@ fn html_page(status: &str, title: &str, body: &str) -> Vec<u8> {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
          <body><h1>{title}</h1><p>{body}</p></body></html>\n"
     );
+    http_answer(status, &page)
+}
+
+/// The whole HTTP answer carrying the HTML document `page` (its text escaped by the caller).
+pub(crate) fn http_answer(status: &str, page: &str) -> Vec<u8> {
     // The page loads nothing, and with the code in its URL it must not be cached or leak it in
     // a Referer; the CSP makes any markup that slipped through the escaping inert.
     format!(
