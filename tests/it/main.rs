@@ -19,6 +19,8 @@ mod client_credentials;
 mod concurrency;
 mod conformance;
 mod convert;
+#[cfg(target_os = "linux")]
+mod desktop;
 mod docs;
 mod examples;
 mod exec_protocol;
