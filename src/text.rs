@@ -1,7 +1,8 @@
 //! Text from outside kubecred (a provider's error description, a URL or code it sent, a reason
 //! read back from our own state file) made safe to show on a terminal: control characters, which
 //! could move the cursor, rewrite the screen or ring the bell, become spaces; free text is cut to
-//! a length; URLs in messages lose their credentials (and, once parsed, query and fragment).
+//! a length; URLs in messages lose their credentials (and, once parsed, query and fragment). And
+//! made inert in markup: the login listener's pages, a notification's body.
 
 use std::borrow::Cow;
 use url::Url;
@@ -61,9 +62,34 @@ pub(crate) fn display_url(url: &Url) -> String {
     shown.to_string()
 }
 
+/// Escapes text for HTML (or XML-like markup: a freedesktop notification's body) element
+/// content and attribute values.
+pub(crate) fn html_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            _ => escaped.push(c),
+        }
+    }
+    escaped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_is_escaped() {
+        assert_eq!(
+            html_escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
 
     #[test]
     fn printable_removes_terminal_controls() {

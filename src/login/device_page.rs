@@ -21,10 +21,10 @@
 //! the code on a reload, so the page stays until the login ends.
 
 use super::browser;
-use super::listener::{bind_page_socket, html_escape, http_answer, serve_one_page};
+use super::listener::{bind_page_socket, http_answer, serve_one_page};
 use crate::config::BrowserChoice;
 use crate::debug;
-use crate::text::printable;
+use crate::text::{html_escape, printable};
 use qrcode::QrCode;
 use qrcode::render::svg;
 use std::thread::JoinHandle;

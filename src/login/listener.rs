@@ -34,9 +34,9 @@ mod addresses;
 mod page;
 mod tls;
 
+pub(crate) use page::http_answer;
 #[cfg(any(test, fuzzing))]
 pub(crate) use page::{Route, route};
-pub(crate) use page::{html_escape, http_answer};
 pub use tls::tls_config;
 
 use crate::config::RedirectUri;

@@ -93,24 +93,10 @@ fn raise_within(
     }
 }
 
-/// Escapes text for a freedesktop body that the server reads as markup (`body-markup`).
-#[cfg(any(test, all(unix, not(target_os = "macos"))))]
-fn body_markup(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
-}
-
 #[cfg(all(unix, not(target_os = "macos")))]
 mod platform {
-    use super::{Notification, body_markup};
+    use super::Notification;
+    use crate::text::html_escape;
 
     /// `org.freedesktop.Notifications.Notify` on the session bus (`DBUS_SESSION_BUS_ADDRESS`,
     /// else `$XDG_RUNTIME_DIR/bus`). The body is escaped where the server reads markup, and
@@ -120,7 +106,7 @@ mod platform {
             format!("no notification service on the session D-Bus answered ({err})")
         })?;
         let body = if capabilities.iter().any(|c| c == "body-markup") {
-            body_markup(&notification.body)
+            html_escape(&notification.body)
         } else {
             notification.body.clone()
         };

@@ -5,6 +5,7 @@
 
 use super::{PageContext, Site};
 use crate::login::callback::{ExpectedResponse, StateRule, Verdict, classify};
+use crate::text::html_escape;
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -213,20 +214,4 @@ pub(crate) fn http_answer(status: &str, page: &str) -> Vec<u8> {
         page.len()
     )
     .into_bytes()
-}
-
-/// Escapes text for HTML element content and attribute values.
-pub(crate) fn html_escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
 }

@@ -210,14 +210,6 @@ fn only_callbacks_are_handed_over_each_with_the_verdict_of_its_page() {
 }
 
 #[test]
-fn html_is_escaped() {
-    assert_eq!(
-        html_escape(r#"<a href="x">'&'</a>"#),
-        "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-    );
-}
-
-#[test]
 fn request_lines_are_parsed_strictly() {
     assert_eq!(
         parse_request_line("GET /callback?code=1 HTTP/1.1\r\nHost: x\r\n\r\n"),

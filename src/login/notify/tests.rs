@@ -31,14 +31,6 @@ fn text_from_outside_is_cleaned_and_cut() {
 }
 
 #[test]
-fn markup_is_escaped_for_servers_that_read_it() {
-    assert_eq!(
-        body_markup("a <b> & https://idp/?a=1&b=2"),
-        "a &lt;b&gt; &amp; https://idp/?a=1&amp;b=2"
-    );
-}
-
-#[test]
 fn a_service_that_hangs_is_abandoned_at_the_deadline() {
     fn hangs(_: &Notification) -> Result<(), String> {
         std::thread::sleep(Duration::from_secs(30));
