@@ -23,25 +23,9 @@ pub(super) fn check(
     cooldown: Duration,
     now: DateTime<Utc>,
 ) -> anyhow::Result<()> {
-    if cooldown.is_zero() {
-        return Ok(());
-    }
-    let Some(record) = noted else {
+    let Some((record, elapsed, remaining)) = held(noted, cooldown, now) else {
         return Ok(());
     };
-    // A record from the future means the clock was set back: its age is unknown, and it
-    // must not stretch the cool-down beyond `cooldown`, so it is ignored.
-    let Ok(elapsed) = now.signed_duration_since(record.at).to_std() else {
-        debug!(
-            1,
-            "ignoring a failed-login record dated in the future ({})", record.at
-        );
-        return Ok(());
-    };
-    let Some(remaining) = cooldown.checked_sub(elapsed).filter(|left| !left.is_zero()) else {
-        return Ok(());
-    };
-    debug!(1, "last failed login: {}", record.reason);
     Err(transient(
         Exit::Login,
         format!(
@@ -53,6 +37,55 @@ pub(super) fn check(
             crate::duration::display_whole_seconds(remaining),
         ),
     ))
+}
+
+/// The hold-off of callers without a terminal (an IDE, a dashboard that polls): while the
+/// failed login `noted`, started by such a caller (abandoned, timed out), is less than
+/// `holdoff` (`--login-holdoff`, minutes) before `now`, they fail at once instead of opening
+/// another tab that nobody may be looking at. A person acts to end it: `kubecred login`, or
+/// kubectl in a terminal (whose login replaces the note).
+pub(super) fn hold_off(
+    noted: Option<&Note>,
+    holdoff: Duration,
+    now: DateTime<Utc>,
+) -> anyhow::Result<()> {
+    let Some((record, elapsed, remaining)) = held(noted, holdoff, now) else {
+        return Ok(());
+    };
+    Err(transient(
+        Exit::Login,
+        format!(
+            "a browser login for this cluster started without a terminal was not completed {} ago ({}); callers without a terminal open no other tab for {} (--login-holdoff) — run `kubecred login` with the same flags, or kubectl in a terminal, to log in now",
+            crate::duration::display_elapsed(elapsed),
+            summary(&record.reason),
+            crate::duration::display_whole_seconds(remaining),
+        ),
+    ))
+}
+
+/// The note `noted`, how long ago it was made and how long is left of `wait` after it; `None`
+/// when nothing holds a login off (no note, no wait, or the wait is over).
+fn held(
+    noted: Option<&Note>,
+    wait: Duration,
+    now: DateTime<Utc>,
+) -> Option<(&Note, Duration, Duration)> {
+    if wait.is_zero() {
+        return None;
+    }
+    let record = noted?;
+    // A record from the future means the clock was set back: its age is unknown, and it
+    // must not stretch the wait beyond `wait`, so it is ignored.
+    let Ok(elapsed) = now.signed_duration_since(record.at).to_std() else {
+        debug!(
+            1,
+            "ignoring a failed-login record dated in the future ({})", record.at
+        );
+        return None;
+    };
+    let remaining = wait.checked_sub(elapsed).filter(|left| !left.is_zero())?;
+    debug!(1, "last failed login: {}", record.reason);
+    Some((record, elapsed, remaining))
 }
 
 /// The part of an error message before its advice (kubecred's messages read "what failed; what

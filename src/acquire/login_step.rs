@@ -74,11 +74,15 @@ fn preflight_login(
     trigger: Trigger,
     clock: &dyn Clock,
 ) -> anyhow::Result<()> {
+    let terminal = paste::terminal_attached();
+    // Without a terminal, `auto` logs in where a person's desktop is (an IDE, a dashboard: the
+    // browser opens there); where neither is (CI, cron, a service, a container), nobody can.
     if config.grant_is_automatic
         && config.login.browser == BrowserChoice::System
-        && !terminal_attached()
+        && !terminal
+        && let Err(no_desktop) = crate::login::desktop::here()
     {
-        return Err(transient(Exit::Login, NO_TERMINAL_FOR_AUTO));
+        return Err(transient(Exit::Login, no_one_to_log_in(&no_desktop)));
     }
     if config
         .password
@@ -108,18 +112,23 @@ fn preflight_login(
             config.login.cooldown,
             clock.now(),
         )?;
+        if !terminal && state.login_without_terminal {
+            cooldown::hold_off(
+                state.login_failed.as_ref(),
+                config.login.holdoff,
+                clock.now(),
+            )?;
+        }
     }
     Ok(())
 }
 
-/// The refusal of `--grant-type auto` where nobody can log in, naming the grants that work.
-const NO_TERMINAL_FOR_AUTO: &str = "no terminal to log in on, so --grant-type auto will not open a browser or prompt (a CI job or a script?); choose a non-interactive grant: --grant-type client-credentials, token-exchange, federated-token or password (with KUBECRED_PASSWORD), or pass --grant-type authcode to open the system browser anyway (an IDE without a terminal)";
-
-/// Whether a person may be at a terminal: stdin or stderr is one (kubectl hands the plugin
-/// its stderr always, its stdin only in interactive mode).
-fn terminal_attached() -> bool {
-    use std::io::IsTerminal;
-    std::io::stdin().is_terminal() || std::io::stderr().is_terminal()
+/// The refusal of `--grant-type auto` where nobody can log in (no terminal, and no desktop:
+/// `why`), naming the grants that work.
+fn no_one_to_log_in(why: &crate::login::desktop::NoDesktop) -> String {
+    format!(
+        "no terminal to log in on and no desktop here ({why}), so --grant-type auto will not open a browser or prompt (a CI job, a service, a container?); choose a non-interactive grant: --grant-type client-credentials, token-exchange, federated-token or password (with KUBECRED_PASSWORD), or run `kubecred login` with the same flags where a browser can open"
+    )
 }
 
 /// A secret given as a command-line flag shows in `ps` to every user of the machine: say so
@@ -146,9 +155,13 @@ pub(super) fn run_grant(
     if !settings.grant.is_user_login() {
         return provider.obtain();
     }
+    // A login nobody at a terminal started holds off the next tab longer (`--login-holdoff`):
+    // an IDE or a dashboard asks again and again, whether or not anybody saw the last one.
+    let without_terminal = !paste::terminal_attached();
     let note_failure = |reason: &str| {
         entry.cache.update_state(entry.lock, |state| {
             state.login_failed = Some(Note::new(reason, clock.now()));
+            state.login_without_terminal = without_terminal;
         });
     };
     // Written before the browser opens: a login that is abandoned (Ctrl-C, or an IDE killing
@@ -165,7 +178,10 @@ pub(super) fn run_grant(
         } else {
             entry
                 .cache
-                .update_state(entry.lock, |state| state.login_failed = None);
+                .update_state(entry.lock, |state| {
+                    state.login_failed = None;
+                    state.login_without_terminal = false;
+                });
         }
     })
 }

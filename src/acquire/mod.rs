@@ -19,6 +19,7 @@
 
 mod adopt;
 mod cooldown;
+mod desktop_notice;
 mod detach;
 mod forget;
 mod hand_out;
@@ -119,6 +120,7 @@ pub fn credential(
                 {
                     return Ok(document);
                 }
+                desktop_notice::after_failure(config, &cache, &err, clock);
                 return Err(err);
             };
             crate::debug!(

@@ -35,6 +35,14 @@ pub(crate) struct EntryState {
     /// An interactive login failed (or was abandoned) at this time: the cool-down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login_failed: Option<Note>,
+    /// The login of `login_failed` was started without a terminal (an IDE, a dashboard): callers
+    /// without one open no other browser tab for `--login-holdoff` (`acquire/cooldown.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub login_without_terminal: bool,
+    /// When a desktop notification about this entry was raised: at most one per
+    /// `--login-holdoff` (`acquire/desktop_notice.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notified_at: Option<DateTime<Utc>>,
     /// The provider refused the entry's refresh token (`invalid_grant`); it has been dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_refused: Option<Note>,
@@ -180,6 +188,8 @@ impl EntryState {
     fn forget_before(&mut self, obtained_at: DateTime<Utc>) {
         let current = |at: &DateTime<Utc>| *at >= obtained_at;
         self.login_failed = self.login_failed.take().filter(|note| current(&note.at));
+        self.login_without_terminal &= self.login_failed.is_some();
+        self.notified_at = self.notified_at.filter(current);
         self.refresh_refused = self.refresh_refused.take().filter(|note| current(&note.at));
         if let Some(renewal) = &mut self.renewal {
             renewal.started_at = renewal.started_at.filter(current);

@@ -62,7 +62,21 @@ struct JsonEntry<'a> {
     /// The provider refused the refresh token (it was dropped): a login is needed when the
     /// cached token runs out.
     refresh_refused: Option<NoteJson>,
+    /// A login failed (or was abandoned): the cool-down, and for a login started without a
+    /// terminal (`without_terminal`) the hold-off of IDEs and dashboards.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    login_failed: Option<LoginFailedJson>,
+    /// When a desktop notification about the entry was last raised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notified_at: Option<DateTime<Utc>>,
     unreadable: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct LoginFailedJson {
+    at: DateTime<Utc>,
+    reason: String,
+    without_terminal: bool,
 }
 
 #[derive(Serialize)]
@@ -148,6 +162,12 @@ fn json(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
                     at: note.at,
                     reason: note.reason,
                 }),
+                login_failed: state.login_failed.map(|note| LoginFailedJson {
+                    at: note.at,
+                    reason: note.reason,
+                    without_terminal: state.login_without_terminal,
+                }),
+                notified_at: state.notified_at,
                 unreadable: session.unreadable.as_deref(),
             }
         })
@@ -210,8 +230,9 @@ fn table(dir: &Path, sessions: &[Session], now: DateTime<Utc>) -> String {
     text
 }
 
-/// The lines about one entry's state under the table: a refused refresh token, and a failed
-/// background renewal with when the next one may start.
+/// The lines about one entry's state under the table: a refused refresh token, a login that did
+/// not complete (and whether IDEs and dashboards are held off), a desktop notification raised,
+/// and a failed background renewal with when the next one may start.
 fn notes_below_table(state: &EntryState, issuer: &str, subject: &str) -> Vec<String> {
     let mut lines = Vec::new();
     if let Some(refused) = &state.refresh_refused {
@@ -219,6 +240,24 @@ fn notes_below_table(state: &EntryState, issuer: &str, subject: &str) -> Vec<Str
             "the provider refused the refresh token for {issuer} ({subject}) at {}: {}; the cached token is used until it runs out, then a login is needed\n",
             display_time(refused.at),
             printable_brief(&refused.reason, 300)
+        ));
+    }
+    if let Some(failed) = &state.login_failed {
+        let held_off = if state.login_without_terminal {
+            ", started without a terminal (IDEs and dashboards open no other tab for --login-holdoff)"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "a login for {issuer} ({subject}) did not complete at {}{held_off}: {}; `kubecred login` with its settings logs in now\n",
+            display_time(failed.at),
+            printable_brief(&failed.reason, 300)
+        ));
+    }
+    if let Some(at) = state.notified_at {
+        lines.push(format!(
+            "a desktop notification about {issuer} ({subject}) was raised at {}\n",
+            display_time(at)
         ));
     }
     if let Some(failed) = state.renewal.as_ref().and_then(|r| r.failed.as_ref()) {

@@ -21,6 +21,7 @@ pub(super) fn resolve_login(
     env: &Environment,
     kubelogin: &KubeloginSettings,
     grant: Grant,
+    notify_in_extension: Option<String>,
 ) -> anyhow::Result<LoginSettings> {
     let callback_tls = match (&args.local_server_cert, &args.local_server_key) {
         (Some(cert), Some(key)) => Some(CallbackTls {
@@ -82,9 +83,7 @@ pub(super) fn resolve_login(
             "--login-holdoff",
             DEFAULT_LOGIN_HOLDOFF,
         )?,
-        // The cluster extension's `notify` is read where the extension is at hand
-        // (`Config::resolve`); here, the flag, its variable and the default.
-        notify: resolve_notify(args, None)?,
+        notify: resolve_notify(args, notify_in_extension)?,
         auth_params,
         login_hint: args.login_hint.clone(),
         prompt: args.prompt.clone(),

@@ -53,7 +53,7 @@ impl Config {
         let client = resolve_client(args, env, &ext, grant)?;
         let request = resolve_token_request(args, &ext, grant)?;
         let http = resolve_http(args, env, &ext, &kubelogin)?;
-        let login = resolve_login(args, env, &kubelogin, grant)?;
+        let login = resolve_login(args, env, &kubelogin, grant, ext.string("notify")?)?;
         check_token_request_params(&login, &request, grant)?;
         let cache = resolve_cache(args, env, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
@@ -113,7 +113,7 @@ pub fn resolve_relay_side(
 ) -> anyhow::Result<(LoginSettings, u8)> {
     let kubelogin = kubelogin::resolve(&args.kubelogin)?;
     Ok((
-        resolve_login(args, env, &kubelogin, Grant::Authcode)?,
+        resolve_login(args, env, &kubelogin, Grant::Authcode, None)?,
         resolve_verbosity(args, env),
     ))
 }

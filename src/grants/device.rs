@@ -10,7 +10,8 @@ use super::errors::{describe_server_error, request_error, token_error};
 use crate::config::BrowserChoice;
 use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay, RequestFailure};
-use crate::login::{browser, device_display};
+use crate::login::device_page::{self, DevicePage};
+use crate::login::{browser, device_display, paste};
 use crate::tokens::Tokens;
 use oauth2::{
     ErrorResponseType, PkceCodeChallenge, PkceCodeVerifier, RequestTokenError,
@@ -52,7 +53,8 @@ impl ProviderClient<'_> {
         if let Some(announce) = announce {
             crate::log::notice(announce);
         }
-        self.show_device_code(&details);
+        // The local page (if any) is served until the poll is done.
+        let _page = self.show_device_code(&details)?;
         self.poll_device_flow(&client, &details, verifier.as_ref())
     }
 
@@ -111,8 +113,14 @@ impl ProviderClient<'_> {
     }
 
     /// Shows the person the code: the URL, the code and a QR code on stderr, and the browser
-    /// opened on it where one can open.
-    fn show_device_code(&self, details: &StandardDeviceAuthorizationResponse) {
+    /// opened on it where one can open. Without a terminal (an IDE, a dashboard), stderr is read
+    /// by nobody: on a desktop the code goes into the browser (the provider's complete link, or
+    /// kubecred's own page, served while the returned guard lives); a browser that cannot be
+    /// started there fails the login at once rather than leave a code nobody sees.
+    fn show_device_code(
+        &self,
+        details: &StandardDeviceAuthorizationResponse,
+    ) -> anyhow::Result<Option<DevicePage>> {
         self.asking_a_person();
         let complete = details
             .verification_uri_complete()
@@ -127,10 +135,29 @@ impl ProviderClient<'_> {
         // one can open (not over SSH, how `auto` may have come here), and a failure is no error.
         let no_browser_here = self.config.login.browser == BrowserChoice::System
             && browser::cannot_open_here().is_some();
-        if !no_browser_here {
+        if no_browser_here {
+            return Ok(None);
+        }
+        if paste::terminal_attached() {
             let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
             browser::open_quietly(&target, &self.config.login.browser);
+            return Ok(None);
         }
+        let limit = self.config.login.auth_timeout.min(details.expires_in());
+        let page = device_page::show_in_browser(
+            details.verification_uri().as_str(),
+            details.user_code().secret(),
+            complete.as_deref(),
+            Instant::now() + limit,
+            &self.config.login.browser,
+        )?;
+        if !page.opened() {
+            return Err(fail(
+                Exit::Login,
+                "no terminal shows the device code here and no browser could be opened for it; run `kubecred login` with the same flags in a terminal",
+            ));
+        }
+        Ok(Some(page))
     }
 
     /// Polls the token endpoint until the person approves, the code expires or

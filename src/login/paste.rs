@@ -17,6 +17,13 @@ use std::time::Instant;
 /// A longer line is not a URL anyone pasted; reading it in pieces keeps memory bounded.
 const MAX_LINE_BYTES: u64 = 64 * 1024;
 
+/// Whether a person may be at a terminal: stdin or stderr is one (kubectl hands the plugin its
+/// stderr always, its stdin only in interactive mode). Callers without one (an IDE, a
+/// dashboard, CI) get the desktop's ways instead (`login/desktop.rs`), or none.
+pub fn terminal_attached() -> bool {
+    io::stdin().is_terminal() || io::stderr().is_terminal()
+}
+
 /// Whether kubecred may read stdin: client-go sets `spec.interactive` only when it passed its
 /// own stdin to the plugin, and a pipe is not a person who could paste anything.
 pub fn stdin_is_interactive(exec_interactive: bool) -> bool {

@@ -145,7 +145,6 @@ fn without_a_desktop_no_browser_opens() {
 // ---- The callers of issue 39, once the miss path is wired -------------------------------------
 
 #[test]
-#[ignore = "phase 2: needs the miss path wiring"]
 fn an_ide_logs_in_through_the_browser_once_then_hits() {
     let Some((desktop, bed, env)) = start(json!({})) else {
         return;
@@ -165,7 +164,6 @@ fn an_ide_logs_in_through_the_browser_once_then_hits() {
 }
 
 #[test]
-#[ignore = "phase 2: needs the miss path wiring"]
 fn four_parallel_ide_callers_open_one_tab() {
     let Some((desktop, bed, env)) = start(json!({})) else {
         return;
@@ -179,7 +177,6 @@ fn four_parallel_ide_callers_open_one_tab() {
 }
 
 #[test]
-#[ignore = "phase 2: needs the miss path wiring"]
 fn without_a_desktop_auto_is_refused_at_once_contacting_nobody() {
     let Some((desktop, bed, env)) = start(json!({})) else {
         return;
@@ -202,7 +199,6 @@ fn without_a_desktop_auto_is_refused_at_once_contacting_nobody() {
 }
 
 #[test]
-#[ignore = "phase 2: needs the miss path wiring"]
 fn a_tab_nobody_completes_holds_off_a_polling_caller_with_one_notification() {
     let Some((desktop, bed, env)) = start(json!({})) else {
         return;
@@ -235,7 +231,6 @@ fn a_tab_nobody_completes_holds_off_a_polling_caller_with_one_notification() {
 }
 
 #[test]
-#[ignore = "phase 2: needs the miss path wiring"]
 fn a_device_login_without_verification_uri_complete_shows_kubecreds_page() {
     let Some((desktop, bed, env)) = start(json!({
         "deviceResponsePatch": {"verification_uri_complete": null}
@@ -252,7 +247,6 @@ fn a_device_login_without_verification_uri_complete_shows_kubecreds_page() {
 }
 
 #[test]
-#[ignore = "phase 2: needs the miss path wiring"]
 fn failures_notify_once_hits_never_and_never_without_a_desktop() {
     let Some((desktop, bed, env)) = start(json!({})) else {
         return;

@@ -159,6 +159,14 @@ const EXTENSION_KEYS: &[ExtensionKey] = &[
         beside: &[],
     },
     ExtensionKey {
+        key: "notify",
+        flag: "notify",
+        holds: "`never` or `failures`",
+        sample: || json!("never"),
+        argument: "never",
+        beside: &[],
+    },
+    ExtensionKey {
         key: "account",
         flag: "account",
         holds: "a string",

@@ -234,7 +234,7 @@ const WITNESSES: &[(&str, Witness)] = &[
         Triggered(Local(stale_if_error)),
     ),
     (
-        "no terminal to log in on, so --grant-type auto will not open a browser or prompt (a CI job or a script?); choose a non-interactive grant: …",
+        "no terminal to log in on and no desktop here (…), so --grant-type auto will not open a browser or prompt (a CI job, a service, a container?); choose a non-interactive grant: …",
         Triggered(Local(no_terminal_for_auto)),
     ),
     (

@@ -405,6 +405,20 @@ pub fn kubeconfig_user(inputs: &Inputs, exec: &ExecStanza) -> String {
         }
     }
     if let Some(mode) = interactive_mode {
+        if *mode == crate::kubeconfig::InteractiveMode::IfAvailable {
+            let _ = writeln!(
+                out,
+                "      # In a terminal: the browser (or the device flow over SSH). IDEs and dashboards"
+            );
+            let _ = writeln!(
+                out,
+                "      # (Lens, Headlamp, VS Code, k9s, Terraform) use this user unchanged: on your desktop"
+            );
+            let _ = writeln!(
+                out,
+                "      # the browser opens, and a failure raises a desktop notification (--notify)."
+            );
+        }
         let _ = writeln!(out, "      interactiveMode: {}", mode.as_str());
     }
     if let Some(provide) = provide_cluster_info {
