@@ -1,7 +1,7 @@
 //! int128/kubelogin's `get-token` command line as kubelogin itself reads it, at its HEAD
 //! (pkg/cmd: root.go, get_token.go, authentication.go, tls.go, tokencache.go, pkce.go;
-//! pflag through cobra, `crate::pflag`), and the one it removed that older releases still
-//! run: every flag it has, klog's global flags before or after the subcommand, the
+//! pflag through cobra, `crate::pflag`), and the two flags 1.35 removed that older releases
+//! still run: every flag it has, klog's global flags before or after the subcommand, the
 //! values it keeps (`~` expanded as its `expandHomedir` does, a `stringSlice` split as CSV, an
 //! `int` in Go's forms, the token cache directory from `KUBECACHEDIR`), and the checks it makes
 //! before it runs.
@@ -60,9 +60,8 @@ const AUTHENTICATION_FLAGS: [Flag; 11] = [
     Flag::value("password"),
 ];
 
-/// `get-token`'s own flags at kubelogin's HEAD (pkg/cmd/get_token.go, tokencache.go, pkce.go),
-/// and the one it removed that older releases still run (`--oidc-redirect-url-hostname`).
-const GET_TOKEN_OWN_FLAGS: [Flag; 14] = [
+/// `get-token`'s own flags at kubelogin's HEAD (pkg/cmd/get_token.go, tokencache.go, pkce.go).
+const GET_TOKEN_OWN_FLAGS: [Flag; 13] = [
     Flag::value("oidc-issuer-url"),
     Flag::value("oidc-client-id"),
     Flag::value("oidc-client-secret"),
@@ -76,8 +75,14 @@ const GET_TOKEN_OWN_FLAGS: [Flag; 14] = [
     Flag::boolean("oidc-use-pkce"),
     Flag::value("oidc-pkce-method"),
     Flag::boolean("help").with_short('h'),
-    // Removed in kubelogin 1.32 (b05e92d); older releases take it.
+];
+
+/// The authentication options kubelogin 1.35 removed, which every release before it takes:
+/// `--oidc-redirect-url-hostname` (b05e92d) and `--oidc-redirect-url-authcode-keyboard`
+/// (19d4f62), deprecated since 1.33.
+pub(crate) const REMOVED_IN_1_35: [Flag; 2] = [
     Flag::value("oidc-redirect-url-hostname"),
+    Flag::value("oidc-redirect-url-authcode-keyboard"),
 ];
 
 /// The root command's own flags (its standalone login): they only tell cobra which words
@@ -89,13 +94,14 @@ const ROOT_OWN_FLAGS: [Flag; 4] = [
     Flag::boolean("help").with_short('h'),
 ];
 
-/// Every flag of `get-token`: its own, the TLS and authentication options (klog's are
-/// [`KLOG_FLAGS`]).
+/// Every flag of `get-token`: its own, the TLS and authentication options, those 1.35 removed
+/// (klog's are [`KLOG_FLAGS`]).
 pub(crate) fn get_token_flags() -> Vec<Flag> {
     GET_TOKEN_OWN_FLAGS
         .iter()
         .chain(&TLS_FLAGS)
         .chain(&AUTHENTICATION_FLAGS)
+        .chain(&REMOVED_IN_1_35)
         .copied()
         .collect()
 }
@@ -270,8 +276,12 @@ pub struct GetToken {
     pub verbosity: u32,
     /// klog's other flags given: they only steer kubelogin's own logging.
     pub logging_flags: Vec<&'static str>,
-    /// `--oidc-redirect-url-hostname`, which only kubelogin before 1.32 takes.
+    /// `--oidc-redirect-url-hostname`, which only kubelogin before 1.35 takes.
     pub redirect_url_hostname: Option<String>,
+    /// `--oidc-redirect-url-authcode-keyboard`, which only kubelogin before 1.35 takes: 1.33
+    /// and 1.34 as `--oidc-redirect-url` (over it, when both are given), 1.32 and older as the
+    /// redirect URI of `--grant-type authcode-keyboard` alone.
+    pub redirect_url_authcode_keyboard: Option<String>,
 }
 
 /// What a kubelogin command line runs.
@@ -424,6 +434,7 @@ fn from_flags(
         verbosity: verbosity(&values)?,
         logging_flags: logging_flags(&parsed),
         redirect_url_hostname: values.nonempty("oidc-redirect-url-hostname"),
+        redirect_url_authcode_keyboard: values.nonempty("oidc-redirect-url-authcode-keyboard"),
     })
 }
 

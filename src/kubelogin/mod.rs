@@ -17,7 +17,7 @@
 //!
 //! For `convert-kubeconfig`, the same reader reads a stanza strictly, as kubelogin would run it
 //! or refuse it; `to_kubecred.rs` writes it as kubecred's flags, and `token_cache.rs` names
-//! its login as each release of kubelogin names it in its cache.
+//! its login as kubelogin names it in its cache.
 
 pub mod command_line;
 pub mod to_kubecred;
@@ -178,7 +178,8 @@ pub fn rewrite_argv(argv: Vec<OsString>) -> Vec<OsString> {
 /// given to kubecred's parser as kubelogin holds them: a switch's Go spelling as `true` or
 /// `false`, a `stringSlice` one word per CSV field, `~` expanded, an `int` in decimal,
 /// kubelogin's numeric verbosity (`-v1`, `--v=2`, `-v 1`) as `-v`/`-vv`, klog's logging flags
-/// dropped. Leniently: a word kubelogin would refuse or does not know goes on as it is, for kubecred's
+/// dropped, `--oidc-redirect-url-authcode-keyboard` as the redirect URI it wins over.
+/// Leniently: a word kubelogin would refuse or does not know goes on as it is, for kubecred's
 /// parser to take (its own flags, `-vv`) or refuse.
 pub fn rewrite_argv_in(
     mut argv: Vec<OsString>,
@@ -217,9 +218,11 @@ fn for_kubecred(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Vec<S
     };
     // Words already given on or taken: shorthands of one word (`-hv1`) share it.
     let mut done = 0;
+    let mut last = Vec::new();
     for read in crate::pflag::read(&rest, &command_line::get_token_table()) {
         match as_kubecred(&read.item, &home) {
             Some(Taken::Words(words)) => out.extend(words),
+            Some(Taken::Last(word)) => last.push(word),
             Some(Taken::Dropped) => {}
             None => out.extend(
                 rest[done.max(read.words.start)..read.words.end]
@@ -229,12 +232,15 @@ fn for_kubecred(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Vec<S
         }
         done = done.max(read.words.end);
     }
+    out.extend(last);
     out
 }
 
 /// What kubecred is given for one thing kubelogin reads.
 enum Taken {
     Words(Vec<String>),
+    /// After every other word: it wins over what they say.
+    Last(String),
     Dropped,
 }
 
@@ -267,6 +273,9 @@ fn as_kubecred(item: &crate::pflag::Item, home: &dyn Fn() -> String) -> Option<T
         return None;
     }
     let values = command_line::held(name, value, home).ok()?;
+    if name == "oidc-redirect-url-authcode-keyboard" {
+        return Some(Taken::Last(format!("--redirect-url={}", values.concat())));
+    }
     if values.is_empty() {
         return None;
     }
@@ -356,10 +365,11 @@ mod tests {
             ]
         );
         // What the reader does not take goes on as it is: kubecred's own flags and -vv, a value
-        // kubelogin would refuse.
+        // kubelogin would refuse; --oidc-redirect-url-authcode-keyboard wins over the redirect
+        // URL, as in kubelogin 1.33 and 1.34.
         assert_eq!(
             rewritten(
-                "kubecred oidc-login get-token --cache-storage keyring -vv --oidc-use-pkce=yes --oidc-redirect-url=http://localhost"
+                "kubecred oidc-login get-token --oidc-redirect-url-authcode-keyboard=urn:x --cache-storage keyring -vv --oidc-use-pkce=yes --oidc-redirect-url=http://localhost"
             ),
             [
                 "kubecred",
@@ -369,6 +379,7 @@ mod tests {
                 "-vv",
                 "--oidc-use-pkce=yes",
                 "--oidc-redirect-url=http://localhost",
+                "--redirect-url=urn:x",
             ]
         );
     }

@@ -4,6 +4,8 @@
 //! request headers and extra parameters, and the same token handed to kubectl. Secrets go to the
 //! stanza's `env`, never to its args. What kubelogin does that kubecred cannot do the same way
 //! is not converted to something else: the line stays with kubelogin, and the error says why.
+//! Where kubelogin's releases run a flag differently, the line is converted as the releases
+//! that document the flag run it, and a note says how the others did.
 //! The caller resolves the result as get-token will and checks it against the line.
 
 use super::command_line::{
@@ -147,14 +149,20 @@ fn redirect_and_listener(line: &GetToken, out: &mut Kubecred) -> Result<(), Stri
         }
     };
     if line.grant == Grant::AuthcodeKeyboard {
-        // kubelogin's keyboard login sends the redirect URI it is given, and none otherwise.
-        let redirect = line.redirect_url.as_ref().ok_or(
-            "--grant-type authcode-keyboard without --oidc-redirect-url: kubelogin sends no redirect_uri, kubecred always sends one (add the one registered for the client, then convert)",
-        )?;
+        // kubelogin's keyboard login sends the redirect URI it is given, and none otherwise:
+        // --oidc-redirect-url-authcode-keyboard to every release that takes it (1.33 and 1.34
+        // over --oidc-redirect-url), --oidc-redirect-url from 1.33.
+        let redirect = line
+            .redirect_url_authcode_keyboard
+            .as_ref()
+            .or(line.redirect_url.as_ref())
+            .ok_or(
+                "--grant-type authcode-keyboard without --oidc-redirect-url: kubelogin sends no redirect_uri (since 1.33; 1.32 and older sent urn:ietf:wg:oauth:2.0:oob), kubecred always sends one (add the one registered for the client, then convert)",
+            )?;
         out.arg("redirect-url", redirect);
         return Ok(());
     }
-    let redirect = browser_redirect(line, tls);
+    let redirect = browser_redirect(line, tls, out);
     out.arg("redirect-url", &redirect);
     listener(line, &redirect, out);
     Ok(())
@@ -162,7 +170,13 @@ fn redirect_and_listener(line: &GetToken, out: &mut Kubecred) -> Result<(), Stri
 
 /// The browser login's redirect URI: as written, or kubelogin's own, `http://localhost:PORT`
 /// with no path (oauth2cli), its host from `--oidc-redirect-url-hostname` where given.
-fn browser_redirect(line: &GetToken, tls: bool) -> String {
+fn browser_redirect(line: &GetToken, tls: bool, out: &mut Kubecred) -> String {
+    if let Some(redirect) = &line.redirect_url_authcode_keyboard {
+        out.notes.push(
+            "took --oidc-redirect-url-authcode-keyboard for the redirect URI, as kubelogin 1.33 and 1.34 do (over --oidc-redirect-url); kubelogin 1.32 and older used it only with --grant-type authcode-keyboard, and 1.35 and later refuse it".into(),
+        );
+        return redirect.clone();
+    }
     let scheme = if tls { "https" } else { "http" };
     match (&line.redirect_url, &line.redirect_url_hostname) {
         (Some(redirect), _) => redirect.clone(),
@@ -417,5 +431,40 @@ mod tests {
         }
         assert_eq!(written_port("http://[::1]:9/x"), Some(9));
         assert_eq!(written_port("http://localhost"), None);
+    }
+
+    #[test]
+    fn the_redirect_flag_1_35_removed_is_converted_as_the_releases_before_ran_it() {
+        let keyboard = args(&format!(
+            "{BASE} --grant-type=authcode-keyboard --oidc-redirect-url-authcode-keyboard=urn:ietf:wg:oauth:2.0:oob --oidc-redirect-url=http://localhost"
+        ));
+        assert!(keyboard.contains(&"--redirect-url=urn:ietf:wg:oauth:2.0:oob".to_string()));
+        assert_eq!(
+            keyboard
+                .iter()
+                .filter(|a| a.starts_with("--redirect-url"))
+                .count(),
+            1
+        );
+        let browser = converted(&format!(
+            "{BASE} --oidc-redirect-url-authcode-keyboard=http://127.0.0.1:9000"
+        ))
+        .unwrap();
+        assert!(
+            browser
+                .args
+                .contains(&"--redirect-url=http://127.0.0.1:9000".to_string())
+        );
+        assert!(
+            browser.notes[0].contains("as kubelogin 1.33 and 1.34 do"),
+            "{:?}",
+            browser.notes
+        );
+        // Without either, kubelogin 1.33 and later send none, older ones their default.
+        let reason = converted(&format!("{BASE} --grant-type=authcode-keyboard")).unwrap_err();
+        assert!(
+            reason.contains("1.32 and older sent urn:ietf:wg:oauth:2.0:oob"),
+            "{reason}"
+        );
     }
 }
