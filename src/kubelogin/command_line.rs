@@ -282,6 +282,16 @@ pub struct GetToken {
     /// and 1.34 as `--oidc-redirect-url` (over it, when both are given), 1.32 and older as the
     /// redirect URI of `--grant-type authcode-keyboard` alone.
     pub redirect_url_authcode_keyboard: Option<String>,
+    /// The flags given, by name: what tells which releases of kubelogin take the line
+    /// (`token_cache.rs`).
+    pub flags_given: Vec<&'static str>,
+}
+
+impl GetToken {
+    /// Whether `--name` was given.
+    pub fn gave(&self, name: &str) -> bool {
+        self.flags_given.contains(&name)
+    }
 }
 
 /// What a kubelogin command line runs.
@@ -435,6 +445,7 @@ fn from_flags(
         logging_flags: logging_flags(&parsed),
         redirect_url_hostname: values.nonempty("oidc-redirect-url-hostname"),
         redirect_url_authcode_keyboard: values.nonempty("oidc-redirect-url-authcode-keyboard"),
+        flags_given: flags_given(&parsed),
     })
 }
 
@@ -541,6 +552,13 @@ fn logging_flags(parsed: &Parsed) -> Vec<&'static str> {
         .filter(|flag| flag.name != "v" && parsed.given(flag.name))
         .map(|flag| flag.name)
         .collect()
+}
+
+fn flags_given(parsed: &Parsed) -> Vec<&'static str> {
+    let mut given: Vec<&'static str> = parsed.flags.iter().map(|(name, _)| *name).collect();
+    given.sort_unstable();
+    given.dedup();
+    given
 }
 
 /// kubelogin's `expandHomedir`: a leading `~` (of any path that starts with one, `~x` too) is

@@ -17,7 +17,7 @@
 //!
 //! For `convert-kubeconfig`, the same reader reads a stanza strictly, as kubelogin would run it
 //! or refuse it; `to_kubecred.rs` writes it as kubecred's flags, and `token_cache.rs` names
-//! its login as kubelogin names it in its cache.
+//! its login as each release of kubelogin names it in its cache.
 
 pub mod command_line;
 pub mod to_kubecred;

@@ -250,11 +250,7 @@ fn int128(words: &[String], old_env: Vec<(String, String)>) -> Plan {
         Tokens::KubeloginCache(Box::new(KubeloginCache {
             dir: PathBuf::from(&line.token_cache_dir),
             storage: line.token_cache_storage,
-            names: if line.redirect_url_hostname.is_some() {
-                Err("its --oidc-redirect-url-hostname is from a kubelogin before 1.32, whose cache names kubecred does not know".into())
-            } else {
-                token_cache::file_names(&line)
-            },
+            names: token_cache::file_names(&line),
             access_token: line.use_access_token,
         }))
     };
@@ -446,7 +442,9 @@ mod tests {
             };
             assert_eq!(cache.dir, PathBuf::from("/tmp/kl"));
             assert_eq!(cache.storage, Storage::Keyring);
-            assert_eq!(cache.names.unwrap().len(), 1);
+            // One name for each release whose key differs and that runs the stanza (1.32, the
+            // first with --oidc-pkce-method and --token-cache-storage, 1.33, 1.34, 1.36).
+            assert_eq!(cache.names.unwrap().len(), 4);
             assert!(!cache.access_token);
         }
     }
@@ -606,5 +604,93 @@ mod tests {
             panic!()
         };
         assert_eq!(cache.dir, PathBuf::from("/home/other/kl"));
+    }
+
+    /// kubelogin 1.31 to 1.35 name a stanza's cache entry otherwise than 1.36 does (its key's
+    /// types changed at 1.32, 1.33, 1.34 and 1.36): a login any of them cached is carried.
+    #[test]
+    fn a_login_cached_by_kubelogin_1_31_to_1_35_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = yaml(&format!(
+            "exec:\n  command: kubelogin\n  args: [get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=YOUR_CLIENT_ID, '--token-cache-dir={}']\n",
+            dir.path().display()
+        ));
+        // The names Go gives this stanza's key at each release (token_cache.rs's tests).
+        for (release, name) in [
+            (
+                "1.31",
+                "e530403589a0bedc4ab55ff11b5c04208a6f23bcaf0f7a13edf7aa56868b5ab9",
+            ),
+            (
+                "1.32",
+                "aca842f295a8a03b7b20e26047836d75768c4d72db65df22d5ad58b51016026c",
+            ),
+            (
+                "1.33",
+                "49141d10c45d3004bd21dd1f42ac0b64fc8ded666498b0895bb94689ae479c80",
+            ),
+            (
+                "1.34",
+                "1a0eff17fbd5fc228abb0943e272fd44deb0f1bec027480fe8ff37c985e5308c",
+            ),
+        ] {
+            let document = format!(r#"{{"id_token":"","refresh_token":"rt-{release}"}}"#);
+            std::fs::write(dir.path().join(name), document).unwrap();
+            let Tokens::KubeloginCache(cache) = conversion(plan(Some(&body))).tokens else {
+                panic!()
+            };
+            let found = super::super::kubelogin_cache::find(&cache)
+                .unwrap_or_else(|why| panic!("{release}: {why}"));
+            assert!(found.place.ends_with(name), "{release}: {}", found.place);
+            let refresh = found.carried.refresh_token.unwrap();
+            assert_eq!(refresh.expose(), format!("rt-{release}"));
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+        }
+    }
+
+    /// The flags kubelogin 1.35 removed are converted as the releases before it ran them.
+    #[test]
+    fn the_flags_kubelogin_1_35_removed_are_converted_as_older_releases_run_them() {
+        use crate::commands::stanza;
+        use crate::exec_credential::ExecInfo;
+        let converted = |extra: &str| {
+            let body = yaml(&format!(
+                "exec:\n  command: kubelogin\n  args: [get-token, --oidc-issuer-url=https://i, --oidc-client-id=c, {extra}]\n"
+            ));
+            let c = conversion(plan(Some(&body)));
+            let config = stanza::resolve(&c.args, &c.env, ExecInfo::absent())
+                .unwrap_or_else(|err| panic!("{extra}: {err:?}"));
+            assert_eq!(
+                differs_from_kubelogin(&config, c.kubelogin.as_ref().unwrap()),
+                None
+            );
+            (c, config)
+        };
+        let names = |c: &Conversion| match &c.tokens {
+            Tokens::KubeloginCache(cache) => cache.names.clone().unwrap().len(),
+            other => panic!("{other:?}"),
+        };
+        // The keyboard login sends it, in every release that takes it.
+        let (c, config) = converted(
+            "--grant-type=authcode-keyboard, --oidc-redirect-url-authcode-keyboard=urn:ietf:wg:oauth:2.0:oob",
+        );
+        assert_eq!(config.login.redirect.as_str(), "urn:ietf:wg:oauth:2.0:oob");
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+        // Its login under the names of 1.31, 1.32, 1.33 and 1.34 (1.35 and later refuse it).
+        assert_eq!(names(&c), 4);
+        // The browser login, as 1.33 and 1.34 run it, and the note says how older ones did.
+        let (c, config) = converted("--oidc-redirect-url-authcode-keyboard=http://127.0.0.1:8000");
+        assert_eq!(config.login.redirect.as_str(), "http://127.0.0.1:8000");
+        assert!(
+            c.notes[0].contains(
+                "kubelogin 1.32 and older used it only with --grant-type authcode-keyboard"
+            ),
+            "{:?}",
+            c.notes
+        );
+        // --oidc-redirect-url-hostname: its login found under the names of 1.31 to 1.34.
+        let (c, config) = converted("--oidc-redirect-url-hostname=127.0.0.1");
+        assert_eq!(config.login.redirect.as_str(), "http://127.0.0.1");
+        assert_eq!(names(&c), 4);
     }
 }
