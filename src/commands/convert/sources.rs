@@ -51,27 +51,38 @@ fn skip(reason: impl Into<String>) -> Plan {
     Plan::Skip(reason.into())
 }
 
-/// `auth-provider: {name: oidc, config: {...}}`: client-go's legacy OIDC plugin, whose settings
-/// and tokens the kubeconfig holds.
+/// `auth-provider: {name: …, config: {...}}`: client-go's legacy plugins; `oidc` is converted.
 fn auth_provider(provider: &Value) -> Plan {
     let name = provider.get("name").and_then(Value::as_str).unwrap_or("");
     match name {
-        "oidc" => {}
+        "oidc" => oidc_auth_provider(provider.get("config")),
         // Removed from kubectl in 1.26; read as Azure's own convert-kubeconfig reads it.
-        "azure" => return azure::plan_auth_provider(provider.get("config")),
-        "gcp" => {
-            return skip(
-                "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
-            );
-        }
-        other => {
-            return skip(format!(
-                "auth-provider {:?}, not oidc",
-                crate::text::printable(other)
-            ));
-        }
+        "azure" => azure::plan_auth_provider(provider.get("config")),
+        "gcp" => skip(
+            "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
+        ),
+        other => skip(format!(
+            "auth-provider {:?}, not oidc",
+            crate::text::printable(other)
+        )),
     }
-    let config = provider.get("config");
+}
+
+/// The keys of client-go's oidc plugin that the conversion reads.
+const OIDC_CONFIG_KEYS: [&str; 8] = [
+    "idp-issuer-url",
+    "client-id",
+    "client-secret",
+    "extra-scopes",
+    "idp-certificate-authority",
+    "idp-certificate-authority-data",
+    "id-token",
+    "refresh-token",
+];
+
+/// `auth-provider: oidc`: client-go's legacy OIDC plugin, whose settings and tokens the
+/// kubeconfig holds.
+fn oidc_auth_provider(config: Option<&Value>) -> Plan {
     let text = |key: &str| {
         config
             .and_then(|c| c.get(key))
@@ -109,35 +120,10 @@ fn auth_provider(provider: &Value) -> Plan {
         Ok(args) => args,
         Err(reason) => return skip(format!("its auth-provider oidc settings: {reason}")),
     };
-    let mut env = Vec::new();
-    if let Some(secret) = text("client-secret") {
-        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
-    }
-    let known = [
-        "idp-issuer-url",
-        "client-id",
-        "client-secret",
-        "extra-scopes",
-        "idp-certificate-authority",
-        "idp-certificate-authority-data",
-        "id-token",
-        "refresh-token",
-    ];
-    let mut notes = Vec::new();
-    if let Some(Value::Mapping(config)) = config {
-        let unknown: Vec<String> = config
-            .keys()
-            .filter_map(Value::as_str)
-            .filter(|key| !known.contains(key))
-            .map(|key| crate::text::printable(key).into_owned())
-            .collect();
-        if !unknown.is_empty() {
-            notes.push(format!(
-                "left out its auth-provider config {} (client-go's oidc plugin does not read it either)",
-                unknown.join(", ")
-            ));
-        }
-    }
+    let env = text("client-secret")
+        .map(|secret| EnvVar::new("KUBECRED_CLIENT_SECRET", secret))
+        .into_iter()
+        .collect();
     let secret = |key: &str| text(key).map(Secret::new);
     Plan::Convert(Conversion {
         from: "auth-provider oidc".into(),
@@ -147,9 +133,29 @@ fn auth_provider(provider: &Value) -> Plan {
             id_token: secret("id-token"),
             refresh_token: secret("refresh-token"),
         }),
-        notes,
+        notes: unread_config_keys(config),
         kubelogin: None,
     })
+}
+
+/// The note on the oidc plugin's config keys the conversion does not read, if any.
+fn unread_config_keys(config: Option<&Value>) -> Vec<String> {
+    let Some(Value::Mapping(config)) = config else {
+        return Vec::new();
+    };
+    let unknown: Vec<String> = config
+        .keys()
+        .filter_map(Value::as_str)
+        .filter(|key| !OIDC_CONFIG_KEYS.contains(key))
+        .map(|key| crate::text::printable(key).into_owned())
+        .collect();
+    if unknown.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "left out its auth-provider config {} (client-go's oidc plugin does not read it either)",
+        unknown.join(", ")
+    )]
 }
 
 /// An `exec` stanza: kubelogin's (either one) is converted, kubecred's is done already, the
@@ -267,11 +273,6 @@ fn int128(words: &[String], old_env: Vec<(String, String)>) -> Plan {
 /// Where kubecred's reading of a converted stanza differs from kubelogin's reading of the
 /// original, if it does: what the provider is asked and what kubectl is handed must be the same.
 pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option<String> {
-    let differs = |what: &str, kubelogin: String, kubecred: String| {
-        Some(format!(
-            "kubecred would read its {what} as {kubecred}, kubelogin as {kubelogin}"
-        ))
-    };
     if config.issuer_as_given != line.issuer_url {
         return differs(
             "issuer",
@@ -279,6 +280,26 @@ pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option
             config.issuer_as_given.clone(),
         );
     }
+    differs_in_scopes(config, line)
+        .or_else(|| differs_in_parameters(config, line))
+        .or_else(|| differs_in_headers(config, line))
+        .or_else(|| differs_in_token(config, line))
+}
+
+fn differs(what: &str, kubelogin: String, kubecred: String) -> Option<String> {
+    Some(format!(
+        "kubecred would read its {what} as {kubecred}, kubelogin as {kubelogin}"
+    ))
+}
+
+/// `NAME=VALUE`s, sorted.
+fn sorted_pairs(list: &[(String, String)]) -> Vec<String> {
+    let mut list: Vec<String> = list.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    list.sort();
+    list
+}
+
+fn differs_in_scopes(config: &Config, line: &GetToken) -> Option<String> {
     let mut theirs: Vec<&str> = line
         .extra_scopes
         .iter()
@@ -293,61 +314,58 @@ pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option
     if theirs != ours {
         return differs("scopes", theirs.join(" "), ours.join(" "));
     }
-    let pairs = |list: &[(String, String)]| {
-        let mut list: Vec<String> = list.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        list.sort();
-        list
-    };
+    None
+}
+
+/// The extra parameters, which kubelogin sends with the browser and keyboard logins'
+/// authorization request and the client credentials' token request.
+fn differs_in_parameters(config: &Config, line: &GetToken) -> Option<String> {
     let sends_params = matches!(
         line.grant,
         KubeloginGrant::AuthcodeBrowser
             | KubeloginGrant::AuthcodeKeyboard
             | KubeloginGrant::ClientCredentials
     );
-    let their_params = pairs(
+    let theirs = sorted_pairs(
         line.auth_request_extra_params
             .as_deref()
             .filter(|_| sends_params)
             .unwrap_or_default(),
     );
-    let our_params = pairs(&config.login.auth_params);
-    if their_params != our_params {
-        return differs(
-            "extra parameters",
-            their_params.join(", "),
-            our_params.join(", "),
-        );
+    let ours = sorted_pairs(&config.login.auth_params);
+    if theirs != ours {
+        return differs("extra parameters", theirs.join(", "), ours.join(", "));
     }
-    let their_headers: Vec<String> = pairs(line.request_headers.as_deref().unwrap_or_default());
-    let our_headers: Vec<(String, String)> = config
+    None
+}
+
+fn differs_in_headers(config: &Config, line: &GetToken) -> Option<String> {
+    let theirs = sorted_pairs(line.request_headers.as_deref().unwrap_or_default());
+    let ours: Vec<(String, String)> = config
         .http
         .request_headers
         .iter()
         .map(|header| (header.name.clone(), header.value.expose().to_string()))
         .collect();
-    if their_headers != pairs(&our_headers) {
+    if theirs != sorted_pairs(&ours) {
         // Values are not shown: a header may carry an API key.
         return Some("kubecred would read its request headers otherwise than kubelogin".into());
     }
-    let wants_access_token = line.use_access_token;
-    if wants_access_token != (config.token_kind == TokenKind::AccessToken) {
-        return differs(
-            "token for kubectl",
-            if wants_access_token {
-                "the access token"
-            } else {
-                "the ID token"
-            }
-            .into(),
-            if wants_access_token {
-                "the ID token"
-            } else {
-                "the access token"
-            }
-            .into(),
-        );
-    }
     None
+}
+
+/// The token kubectl is handed.
+fn differs_in_token(config: &Config, line: &GetToken) -> Option<String> {
+    let wants_access_token = line.use_access_token;
+    if wants_access_token == (config.token_kind == TokenKind::AccessToken) {
+        return None;
+    }
+    let (theirs, ours) = if wants_access_token {
+        ("the access token", "the ID token")
+    } else {
+        ("the ID token", "the access token")
+    };
+    differs("token for kubectl", theirs.into(), ours.into())
 }
 
 /// A command line (program name first) as get-token's settings, read from the words alone; the
