@@ -87,8 +87,8 @@ pub(crate) fn parse(words: &[String], table: &[Flag]) -> Result<Parsed, String> 
     let mut parsed = Parsed::default();
     for read in read(words, table) {
         match read.item {
-            Item::Flag { name, value } => parsed.flags.push((name, value)),
-            Item::Argument(word) => parsed.positionals.push(word),
+            Item::Flag { name, value } => parsed.flags.push((name, value.to_string())),
+            Item::Argument(word) => parsed.positionals.push(word.to_string()),
             Item::EndOfFlags => {}
             Item::Refused { why, .. } => return Err(why),
         }
@@ -96,13 +96,13 @@ pub(crate) fn parse(words: &[String], table: &[Flag]) -> Result<Parsed, String> 
     Ok(parsed)
 }
 
-/// One thing pflag reads on a command line.
+/// One thing pflag reads on a command line (its values borrowed from the words).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Item {
+pub(crate) enum Item<'w> {
     /// A flag of the table and its value (a boolean's checked, and given as `true` or `false`).
-    Flag { name: &'static str, value: String },
+    Flag { name: &'static str, value: &'w str },
     /// A word that is not a flag.
-    Argument(String),
+    Argument(&'w str),
     /// `--`: every word after it is an argument.
     EndOfFlags,
     /// What pflag refuses (an unknown flag, a value missing or not a boolean): its complaint,
@@ -116,15 +116,15 @@ pub(crate) enum Item {
 /// An [`Item`] and the words it was read from (`words[range]`: a flag and the next word when
 /// that is its value; several shorthands of one word share it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Read {
-    pub item: Item,
+pub(crate) struct Read<'w> {
+    pub item: Item<'w>,
     pub words: std::ops::Range<usize>,
 }
 
 /// Every item of `words` read against `table`, in order, as pflag reads them; where pflag would
 /// stop at a refusal, the reading goes on with the next word, so that a caller may take the
 /// rest (kubecred's run of a kubelogin command line: `kubelogin/command_line.rs`).
-pub(crate) fn read(words: &[String], table: &[Flag]) -> Vec<Read> {
+pub(crate) fn read<'w>(words: &'w [String], table: &[Flag]) -> Vec<Read<'w>> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < words.len() {
@@ -137,7 +137,7 @@ pub(crate) fn read(words: &[String], table: &[Flag]) -> Vec<Read> {
                 words: start..at,
             });
             out.extend((at..words.len()).map(|i| Read {
-                item: Item::Argument(words[i].clone()),
+                item: Item::Argument(&words[i]),
                 words: i..i + 1,
             }));
             break;
@@ -153,7 +153,7 @@ pub(crate) fn read(words: &[String], table: &[Flag]) -> Vec<Read> {
         match word.strip_prefix('-').filter(|s| !s.is_empty()) {
             Some(shorts) => shorthands(word, shorts, words, &mut at, table, &mut out),
             None => out.push(Read {
-                item: Item::Argument(word.clone()),
+                item: Item::Argument(word),
                 words: start..at,
             }),
         }
@@ -163,9 +163,9 @@ pub(crate) fn read(words: &[String], table: &[Flag]) -> Vec<Read> {
 
 /// `--name`, `--name=value` or `--name value` (`at` is past the flag's word; a value from the
 /// next word moves it on).
-fn long_flag(long: &str, words: &[String], at: &mut usize, table: &[Flag]) -> Item {
+fn long_flag<'w>(long: &'w str, words: &'w [String], at: &mut usize, table: &[Flag]) -> Item<'w> {
     let (name, inline) = match long.split_once('=') {
-        Some((name, value)) => (name, Some(value.to_string())),
+        Some((name, value)) => (name, Some(value)),
         None => (long, None),
     };
     let Some(flag) = table.iter().find(|flag| flag.name == name) else {
@@ -173,11 +173,11 @@ fn long_flag(long: &str, words: &[String], at: &mut usize, table: &[Flag]) -> It
     };
     let value = match (inline, flag.boolean) {
         (Some(value), _) => value,
-        (None, true) => "true".to_string(),
+        (None, true) => "true",
         (None, false) => match words.get(*at) {
             Some(next) => {
                 *at += 1;
-                next.clone()
+                next
             }
             None => return refused(format!("flag --{name} needs a value"), Some(flag.name)),
         },
@@ -187,13 +187,13 @@ fn long_flag(long: &str, words: &[String], at: &mut usize, table: &[Flag]) -> It
 
 /// `-abc`: shorthands in a row; one that takes a value takes the rest of the word (after an
 /// `=`, if any), or else the next word.
-fn shorthands(
+fn shorthands<'w>(
     word: &str,
-    shorts: &str,
-    words: &[String],
+    shorts: &'w str,
+    words: &'w [String],
     at: &mut usize,
     table: &[Flag],
-    out: &mut Vec<Read>,
+    out: &mut Vec<Read<'w>>,
 ) {
     let start = *at - 1;
     for (offset, short) in shorts.char_indices() {
@@ -208,7 +208,7 @@ fn shorthands(
         if flag.boolean {
             let value = after.strip_prefix('=');
             out.push(Read {
-                item: flag_item(flag, value.unwrap_or("true").to_string()),
+                item: flag_item(flag, value.unwrap_or("true")),
                 words: start..*at,
             });
             if value.is_some() {
@@ -217,10 +217,10 @@ fn shorthands(
             continue;
         }
         let item = if !after.is_empty() {
-            flag_item(flag, after.strip_prefix('=').unwrap_or(after).to_string())
+            flag_item(flag, after.strip_prefix('=').unwrap_or(after))
         } else if let Some(next) = words.get(*at) {
             *at += 1;
-            flag_item(flag, next.clone())
+            flag_item(flag, next)
         } else {
             refused(
                 format!("flag -{short} (--{}) needs a value", flag.name),
@@ -236,23 +236,23 @@ fn shorthands(
 }
 
 /// One occurrence; a boolean's value must be one of Go's spellings.
-fn flag_item(flag: &Flag, value: String) -> Item {
+fn flag_item<'w>(flag: &Flag, value: &'w str) -> Item<'w> {
     if !flag.boolean {
         return Item::Flag {
             name: flag.name,
             value,
         };
     }
-    match parse_bool(&value) {
+    match parse_bool(value) {
         Ok(on) => Item::Flag {
             name: flag.name,
-            value: on.to_string(),
+            value: if on { "true" } else { "false" },
         },
         Err(why) => refused(format!("--{}={value}: {why}", flag.name), Some(flag.name)),
     }
 }
 
-fn refused(why: String, name: Option<&'static str>) -> Item {
+fn refused<'w>(why: String, name: Option<&'static str>) -> Item<'w> {
     Item::Refused { why, name }
 }
 
@@ -496,22 +496,17 @@ mod tests {
 
     #[test]
     fn a_refusal_is_read_and_the_reading_goes_on() {
-        let items: Vec<(Item, std::ops::Range<usize>)> = read(
-            &words("--bogus x --legacy=yes -v 2 -hv1 -- --issuer"),
-            &TABLE,
-        )
-        .into_iter()
-        .map(|read| (read.item, read.words))
-        .collect();
-        let flag = |name: &'static str, value: &str| Item::Flag {
-            name,
-            value: value.into(),
-        };
+        let words = words("--bogus x --legacy=yes -v 2 -hv1 -- --issuer");
+        let items: Vec<(Item, std::ops::Range<usize>)> = read(&words, &TABLE)
+            .into_iter()
+            .map(|read| (read.item, read.words))
+            .collect();
+        let flag = |name: &'static str, value: &'static str| Item::Flag { name, value };
         assert_eq!(
             items,
             [
                 (refused("unknown flag --bogus".into(), None), 0..1),
-                (Item::Argument("x".into()), 1..2),
+                (Item::Argument("x"), 1..2),
                 (
                     refused(
                         "--legacy=yes: \"yes\" is not a boolean (Go reads 1, t, T, TRUE, true, True and 0, f, F, FALSE, false, False)".into(),
@@ -524,7 +519,7 @@ mod tests {
                 (flag("help", "true"), 5..6),
                 (flag("v", "1"), 5..6),
                 (Item::EndOfFlags, 6..7),
-                (Item::Argument("--issuer".into()), 7..8),
+                (Item::Argument("--issuer"), 7..8),
             ]
         );
     }

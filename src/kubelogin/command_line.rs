@@ -96,44 +96,55 @@ const ROOT_OWN_FLAGS: [Flag; 4] = [
 
 /// Every flag of `get-token`: its own, the TLS and authentication options, those 1.35 removed
 /// (klog's are [`KLOG_FLAGS`]).
-pub(crate) fn get_token_flags() -> Vec<Flag> {
-    GET_TOKEN_OWN_FLAGS
-        .iter()
-        .chain(&TLS_FLAGS)
-        .chain(&AUTHENTICATION_FLAGS)
-        .chain(&REMOVED_IN_1_35)
-        .copied()
-        .collect()
-}
+const GET_TOKEN_FLAGS: [Flag; 31] = joined(&[
+    &GET_TOKEN_OWN_FLAGS,
+    &TLS_FLAGS,
+    &AUTHENTICATION_FLAGS,
+    &REMOVED_IN_1_35,
+]);
+
+/// The table a `get-token` line is read with: [`GET_TOKEN_FLAGS`] and klog's.
+pub(crate) const GET_TOKEN_TABLE: [Flag; 45] = joined(&[&GET_TOKEN_FLAGS, &KLOG_FLAGS]);
 
 /// The flags cobra knows before kubelogin's subcommand: the root command's and klog's.
-pub(crate) fn root_flags() -> Vec<Flag> {
-    ROOT_OWN_FLAGS
-        .iter()
-        .chain(&TLS_FLAGS)
-        .chain(&AUTHENTICATION_FLAGS)
-        .chain(&KLOG_FLAGS)
-        .copied()
-        .collect()
+const ROOT_TABLE: [Flag; 34] = joined(&[
+    &ROOT_OWN_FLAGS,
+    &TLS_FLAGS,
+    &AUTHENTICATION_FLAGS,
+    &KLOG_FLAGS,
+]);
+
+/// The tables above in one piece each, made at compile time: a kubelogin line run as it is
+/// reads them on the cache hit.
+const fn joined<const N: usize>(parts: &[&[Flag]]) -> [Flag; N] {
+    let mut out = [Flag::value(""); N];
+    let mut at = 0;
+    let mut part = 0;
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            out[at] = parts[part][i];
+            at += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    assert!(at == N, "the table's length is the sum of its parts'");
+    out
 }
 
-/// The table a `get-token` line is read with: [`get_token_flags`] and klog's.
-pub(crate) fn get_token_table() -> Vec<Flag> {
-    let mut table = get_token_flags();
-    table.extend(KLOG_FLAGS);
-    table
+/// Every flag of `get-token` (klog's are [`KLOG_FLAGS`]), for the tests that check kubecred's
+/// parser and README against them.
+#[cfg(test)]
+pub(crate) fn get_token_flags() -> Vec<Flag> {
+    GET_TOKEN_FLAGS.to_vec()
 }
 
-/// kubelogin's subcommand in `words` (cobra finds it among flags before it) and the other
-/// words, in order; `None` when there is none (kubelogin's standalone login).
-pub(crate) fn split_subcommand(words: &[String]) -> Option<(&str, Vec<String>)> {
-    let at = pflag::subcommand_at(words, &root_flags())?;
-    let rest = words[..at]
-        .iter()
-        .chain(&words[at + 1..])
-        .cloned()
-        .collect();
-    Some((words[at].as_str(), rest))
+/// Takes kubelogin's subcommand out of `words` (cobra finds it among flags before it), which
+/// keeps the other words in order; `None` when there is none (kubelogin's standalone login).
+pub(crate) fn take_subcommand(words: &mut Vec<String>) -> Option<String> {
+    let at = pflag::subcommand_at(words, &ROOT_TABLE)?;
+    Some(words.remove(at))
 }
 
 /// How kubelogin holds a flag's value: the type of its pflag variable and what kubelogin does
@@ -179,7 +190,17 @@ pub(crate) fn held(
     value: &str,
     home: &dyn Fn() -> String,
 ) -> Result<Vec<String>, String> {
-    match holds(name) {
+    held_as(holds(name), name, value, home)
+}
+
+/// [`held`], for a caller that knows how `name` is held already.
+pub(crate) fn held_as(
+    holds: Holds,
+    name: &str,
+    value: &str,
+    home: &dyn Fn() -> String,
+) -> Result<Vec<String>, String> {
+    match holds {
         Holds::List => pflag::csv_fields(value).map_err(|why| format!("--{name}: {why}")),
         Holds::Path if value.starts_with('~') => Ok(vec![expand_homedir(value, &home())]),
         Holds::Int => match go_int(value) {
@@ -308,15 +329,16 @@ pub enum Read {
 /// Reads `words` (what follows `kubelogin`, or `kubectl oidc-login`) as kubelogin does, with
 /// `env` the environment it runs in (for `KUBECACHEDIR` and `HOME`).
 pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
-    let Some((subcommand, rest)) = split_subcommand(words) else {
+    let mut rest = words.to_vec();
+    let Some(subcommand) = take_subcommand(&mut rest) else {
         return Read::OtherCommand(
             "without a command: its standalone login, which writes the kubeconfig".into(),
         );
     };
-    match subcommand {
+    match subcommand.as_str() {
         "get-token" => {}
         "setup" | "clean" | "version" | "help" | "completion" => {
-            return Read::OtherCommand(subcommand.to_string());
+            return Read::OtherCommand(subcommand);
         }
         other => {
             return Read::Refused(format!(
@@ -325,7 +347,7 @@ pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
             ));
         }
     }
-    match from_flags(&rest, &get_token_table(), env) {
+    match from_flags(&rest, &GET_TOKEN_TABLE, env) {
         Ok(line) => Read::GetToken(Box::new(line)),
         Err(why) => Read::Refused(why),
     }

@@ -189,26 +189,26 @@ pub fn rewrite_argv_in(
         return argv;
     }
     argv.remove(1);
-    let Some(words) = argv[1..]
-        .iter()
-        .map(|word| word.to_str().map(String::from))
-        .collect::<Option<Vec<String>>>()
-    else {
+    if argv[1..].iter().any(|word| word.to_str().is_none()) {
         return argv;
-    };
-    let mut out = vec![argv.swap_remove(0)];
-    out.extend(for_kubecred(&words, env).into_iter().map(OsString::from));
+    }
+    let mut argv = argv.into_iter();
+    let mut out: Vec<OsString> = argv.next().into_iter().collect();
+    let words = argv.filter_map(|word| word.into_string().ok()).collect();
+    out.extend(for_kubecred(words, env).into_iter().map(OsString::from));
     out
 }
 
 /// What follows `oidc-login`, as kubecred's words: the subcommand first.
-fn for_kubecred(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    let Some((subcommand, rest)) = command_line::split_subcommand(words) else {
-        return words.to_vec();
+fn for_kubecred(mut words: Vec<String>, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let Some(subcommand) = command_line::take_subcommand(&mut words) else {
+        return words;
     };
-    let mut out = vec![subcommand.to_string()];
-    if subcommand != "get-token" {
-        out.extend(rest);
+    let get_token = subcommand == "get-token";
+    let mut out = Vec::with_capacity(words.len() + 1);
+    out.push(subcommand);
+    if !get_token {
+        out.extend(words);
         return out;
     }
     let home = || {
@@ -218,17 +218,11 @@ fn for_kubecred(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Vec<S
     };
     // Words already given on or taken: shorthands of one word (`-hv1`) share it.
     let mut done = 0;
-    let mut last = Vec::new();
-    for read in crate::pflag::read(&rest, &command_line::get_token_table()) {
-        match as_kubecred(&read.item, &home) {
-            Some(Taken::Words(words)) => out.extend(words),
-            Some(Taken::Last(word)) => last.push(word),
-            Some(Taken::Dropped) => {}
-            None => out.extend(
-                rest[done.max(read.words.start)..read.words.end]
-                    .iter()
-                    .cloned(),
-            ),
+    let mut last = None;
+    for read in crate::pflag::read(&words, &command_line::GET_TOKEN_TABLE) {
+        if !take(&read.item, &home, &mut out, &mut last) {
+            let from = done.max(read.words.start);
+            out.extend(words[from..read.words.end].iter().cloned());
         }
         done = done.max(read.words.end);
     }
@@ -236,55 +230,72 @@ fn for_kubecred(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Vec<S
     out
 }
 
-/// What kubecred is given for one thing kubelogin reads.
-enum Taken {
-    Words(Vec<String>),
-    /// After every other word: it wins over what they say.
-    Last(String),
-    Dropped,
-}
-
-/// One thing kubelogin reads, for kubecred's parser: `None` passes its words on as they are.
-fn as_kubecred(item: &crate::pflag::Item, home: &dyn Fn() -> String) -> Option<Taken> {
+/// Puts one thing kubelogin reads into kubecred's words, as kubelogin holds it (`last`: a word
+/// that goes after all the others, so that it wins over them). `false`: its words go on as
+/// they are.
+fn take(
+    item: &crate::pflag::Item,
+    home: &dyn Fn() -> String,
+    out: &mut Vec<String>,
+    last: &mut Option<String>,
+) -> bool {
     use crate::pflag::Item;
     use command_line::Holds;
     let (name, value) = match item {
-        Item::Flag { name, value } => (*name, value),
+        Item::Flag { name, value } => (*name, *value),
         // A logging flag without its value is as harmless as with it.
         Item::Refused {
             name: Some(name), ..
-        } if command_line::holds(name) == Holds::Logging => return Some(Taken::Dropped),
-        _ => return None,
+        } => return command_line::holds(name) == Holds::Logging,
+        _ => return false,
     };
-    match command_line::holds(name) {
-        Holds::Logging => return Some(Taken::Dropped),
+    let holds = command_line::holds(name);
+    match holds {
+        Holds::Logging => true,
         // kubelogin's -v takes a number; ours counts (`-v`, `-vv` go on as they are).
-        Holds::Verbosity => {
-            let words = match value.parse::<u32>().ok()? {
-                0 => vec![],
-                1 => vec!["-v".to_string()],
-                _ => vec!["-vv".to_string()],
-            };
-            return Some(Taken::Words(words));
+        Holds::Verbosity => match value.parse::<u32>() {
+            Ok(0) => true,
+            Ok(1) => {
+                out.push("-v".into());
+                true
+            }
+            Ok(_) => {
+                out.push("-vv".into());
+                true
+            }
+            Err(_) => false,
+        },
+        _ if name == "help" => false,
+        // kubelogin 1.33 and 1.34 send it over --oidc-redirect-url, unless it is empty.
+        _ if name == "oidc-redirect-url-authcode-keyboard" => {
+            if !value.is_empty() {
+                *last = Some(flag_word("redirect-url", value));
+            }
+            true
         }
-        _ => {}
+        // Held as given: no need to ask.
+        Holds::AsGiven | Holds::Map => {
+            out.push(flag_word(name, value));
+            true
+        }
+        _ => match command_line::held_as(holds, name, value, home) {
+            Ok(values) if !values.is_empty() => {
+                out.extend(values.iter().map(|value| flag_word(name, value)));
+                true
+            }
+            _ => false,
+        },
     }
-    if name == "help" {
-        return None;
-    }
-    let values = command_line::held(name, value, home).ok()?;
-    if name == "oidc-redirect-url-authcode-keyboard" {
-        return Some(Taken::Last(format!("--redirect-url={}", values.concat())));
-    }
-    if values.is_empty() {
-        return None;
-    }
-    Some(Taken::Words(
-        values
-            .into_iter()
-            .map(|value| format!("--{name}={value}"))
-            .collect(),
-    ))
+}
+
+/// `--name=value` (without `format!`'s machinery: this runs on a cache hit).
+fn flag_word(name: &str, value: &str) -> String {
+    let mut word = String::with_capacity(name.len() + value.len() + 3);
+    word.push_str("--");
+    word.push_str(name);
+    word.push('=');
+    word.push_str(value);
+    word
 }
 
 #[cfg(test)]
