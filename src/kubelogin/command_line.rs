@@ -151,14 +151,13 @@ pub(crate) fn take_subcommand(words: &mut Vec<String>) -> Option<String> {
 /// to it before use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Holds {
-    /// A string or a boolean, as given (a `stringArray`: each occurrence as given).
+    /// A string or a boolean, as given (a `stringArray`: each occurrence as given; a
+    /// `stringToString` map too, which kubecred's parser splits as pflag does).
     AsGiven,
     /// A path (a `stringArray` of them, for `--certificate-authority`): a leading `~` expanded.
     Path,
     /// A `stringSlice`: each occurrence one line of CSV.
     List,
-    /// A `stringToString` map (`NAME=VALUE`, several joined by commas).
-    Map,
     /// An `int`: Go's `strconv.ParseInt(s, 0, 64)`.
     Int,
     /// klog's `-v`: a level, a decimal number.
@@ -174,7 +173,6 @@ pub(crate) fn holds(name: &str) -> Holds {
             Holds::Path
         }
         "oidc-extra-scope" | "listen-address" => Holds::List,
-        "oidc-request-header" | "oidc-auth-request-extra-params" => Holds::Map,
         "authentication-timeout-sec" => Holds::Int,
         "v" => Holds::Verbosity,
         _ if KLOG_FLAGS.iter().any(|flag| flag.name == name) => Holds::Logging,
@@ -182,19 +180,10 @@ pub(crate) fn holds(name: &str) -> Holds {
     }
 }
 
-/// One occurrence of `name` with `value`, as kubelogin holds it ([`holds`]): a list's CSV
-/// fields, a path with `~` expanded (`home` is asked only then), an int in decimal; anything
-/// else as given. The error is kubelogin's refusal.
+/// One occurrence of `name` with `value`, as kubelogin holds it (`holds`, [`holds`]'s answer
+/// for `name`): a list's CSV fields, a path with `~` expanded (`home` is asked only then), an
+/// int in decimal; anything else as given. The error is kubelogin's refusal.
 pub(crate) fn held(
-    name: &str,
-    value: &str,
-    home: &dyn Fn() -> String,
-) -> Result<Vec<String>, String> {
-    held_as(holds(name), name, value, home)
-}
-
-/// [`held`], for a caller that knows how `name` is held already.
-pub(crate) fn held_as(
     holds: Holds,
     name: &str,
     value: &str,
@@ -364,7 +353,7 @@ impl Values<'_> {
     fn all(&self, name: &str) -> Result<Vec<String>, String> {
         let mut all = Vec::new();
         for value in self.parsed.all(name) {
-            all.extend(held(name, value, &|| self.home.clone())?);
+            all.extend(held(holds(name), name, value, &|| self.home.clone())?);
         }
         Ok(all)
     }
@@ -372,7 +361,7 @@ impl Values<'_> {
     /// The last occurrence of `name` (pflag: a later one replaces an earlier one), held.
     fn last(&self, name: &str) -> Result<Option<String>, String> {
         match self.parsed.last(name) {
-            Some(value) => Ok(held(name, value, &|| self.home.clone())?.pop()),
+            Some(value) => Ok(held(holds(name), name, value, &|| self.home.clone())?.pop()),
             None => Ok(None),
         }
     }
@@ -562,9 +551,11 @@ fn token_cache_dir(
             None => "~/.kube/cache/oidc-login".into(),
         },
     };
-    Ok(held("token-cache-dir", &dir, &|| values.home.clone())?
-        .pop()
-        .unwrap_or_default())
+    Ok(held(Holds::Path, "token-cache-dir", &dir, &|| {
+        values.home.clone()
+    })?
+    .pop()
+    .unwrap_or_default())
 }
 
 /// klog's flags given other than `-v`.

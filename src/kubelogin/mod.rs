@@ -274,11 +274,11 @@ fn take(
             true
         }
         // Held as given: no need to ask.
-        Holds::AsGiven | Holds::Map => {
+        Holds::AsGiven => {
             out.push(flag_word(name, value));
             true
         }
-        _ => match command_line::held_as(holds, name, value, home) {
+        _ => match command_line::held(holds, name, value, home) {
             Ok(values) if !values.is_empty() => {
                 out.extend(values.iter().map(|value| flag_word(name, value)));
                 true
