@@ -463,34 +463,37 @@ fn from_flags(
 /// `--grant-type` as given, and the grant kubelogin runs for it.
 fn grant(values: &Values) -> Result<(String, Grant), String> {
     let grant_type = values.text("grant-type").unwrap_or_else(|| "auto".into());
-    let username = values.nonempty("username");
-    let grant = match grant_type.as_str() {
-        "authcode" => Grant::AuthcodeBrowser,
-        "auto" if username.is_none() => Grant::AuthcodeBrowser,
-        "authcode-keyboard" => Grant::AuthcodeKeyboard,
-        "password" | "auto" => Grant::Password,
-        "device-code" => Grant::DeviceCode,
-        "client-credentials" => Grant::ClientCredentials,
-        other => {
-            return Err(format!(
-                "--grant-type {:?} is not one of auto, authcode, authcode-keyboard, password, device-code, client-credentials",
-                crate::text::printable_brief(other, 40)
-            ));
-        }
+    let auto = match values.nonempty("username") {
+        Some(_) => Grant::Password,
+        None => Grant::AuthcodeBrowser,
     };
+    let grant = choice(
+        values,
+        "grant-type",
+        auto,
+        &[
+            ("auto", auto),
+            ("authcode", Grant::AuthcodeBrowser),
+            ("authcode-keyboard", Grant::AuthcodeKeyboard),
+            ("password", Grant::Password),
+            ("device-code", Grant::DeviceCode),
+            ("client-credentials", Grant::ClientCredentials),
+        ],
+    )?;
     Ok((grant_type, grant))
 }
 
 fn storage(values: &Values) -> Result<Storage, String> {
-    match values.text("token-cache-storage").as_deref() {
-        None | Some("disk") => Ok(Storage::Disk),
-        Some("keyring") => Ok(Storage::Keyring),
-        Some("none") => Ok(Storage::None),
-        Some(other) => Err(format!(
-            "--token-cache-storage {:?} is not one of disk, keyring, none",
-            crate::text::printable_brief(other, 40)
-        )),
-    }
+    choice(
+        values,
+        "token-cache-storage",
+        Storage::Disk,
+        &[
+            ("disk", Storage::Disk),
+            ("keyring", Storage::Keyring),
+            ("none", Storage::None),
+        ],
+    )
 }
 
 /// `--oidc-use-pkce` wins over `--oidc-pkce-method`.
@@ -498,14 +501,35 @@ fn pkce(values: &Values) -> Result<Pkce, String> {
     if values.on("oidc-use-pkce") {
         return Ok(Pkce::S256);
     }
-    match values.text("oidc-pkce-method").as_deref() {
-        None | Some("auto") => Ok(Pkce::Auto),
-        Some("no") => Ok(Pkce::No),
-        Some("S256") => Ok(Pkce::S256),
-        Some(other) => Err(format!(
-            "--oidc-pkce-method {:?} is not one of auto, no, S256",
-            crate::text::printable_brief(other, 40)
-        )),
+    choice(
+        values,
+        "oidc-pkce-method",
+        Pkce::Auto,
+        &[("auto", Pkce::Auto), ("no", Pkce::No), ("S256", Pkce::S256)],
+    )
+}
+
+/// The value of a flag that takes one of `choices` (`default` when not given), or kubelogin's
+/// refusal.
+fn choice<T: Copy>(
+    values: &Values,
+    name: &str,
+    default: T,
+    choices: &[(&str, T)],
+) -> Result<T, String> {
+    let Some(given) = values.text(name) else {
+        return Ok(default);
+    };
+    match choices.iter().find(|(word, _)| *word == given) {
+        Some((_, value)) => Ok(*value),
+        None => {
+            let words: Vec<&str> = choices.iter().map(|(word, _)| *word).collect();
+            Err(format!(
+                "--{name} {:?} is not one of {}",
+                crate::text::printable_brief(&given, 40),
+                words.join(", ")
+            ))
+        }
     }
 }
 

@@ -472,18 +472,18 @@ fn what_stays(options: &Options, login: &str, notes: &mut Vec<String>) -> Result
 
 /// `get-token` and the tenant's issuer, the client, and the scope of the server's app.
 fn tenant_and_client(options: &Options, label: &str) -> Result<Vec<String>, String> {
-    let client_id = from_here(label, "client ID", &options.client_id)?
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| {
-            nowhere(
-                label,
-                "client ID",
-                "--client-id, AAD_SERVICE_PRINCIPAL_CLIENT_ID, AZURE_CLIENT_ID",
-            )
-        })?;
-    let tenant = from_here(label, "tenant ID", &options.tenant_id)?
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| nowhere(label, "tenant ID", "--tenant-id, AZURE_TENANT_ID"))?;
+    let client_id = required(
+        label,
+        "client ID",
+        &options.client_id,
+        "--client-id, AAD_SERVICE_PRINCIPAL_CLIENT_ID, AZURE_CLIENT_ID",
+    )?;
+    let tenant = required(
+        label,
+        "tenant ID",
+        &options.tenant_id,
+        "--tenant-id, AZURE_TENANT_ID",
+    )?;
     let authority = match from_here(label, "authority host", &options.authority_host)? {
         Some(host) => host,
         None => format!("https://{}/", login_host(options.environment.as_deref())),
@@ -514,6 +514,14 @@ fn from_here(label: &str, what: &str, setting: &Setting) -> Result<Option<String
         Some((value, _)) => Ok(Some(value.clone())),
         None => Ok(None),
     }
+}
+
+/// A setting the login needs: not empty, not from this process's environment alone
+/// ([`from_here`]), given somewhere ([`nowhere`] says the `variables` that could).
+fn required(label: &str, what: &str, setting: &Setting, variables: &str) -> Result<String, String> {
+    from_here(label, what, setting)?
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| nowhere(label, what, variables))
 }
 
 /// Why a setting nothing here gives stops the conversion: Azure's kubelogin would take it from
@@ -557,15 +565,12 @@ impl NewStanza<'_> {
     }
 
     fn ropc(&mut self, options: &Options) -> Result<Tokens, String> {
-        let username = from_here(self.label, "user name", &options.username)?
-            .filter(|name| !name.is_empty())
-            .ok_or_else(|| {
-                nowhere(
-                    self.label,
-                    "user name",
-                    "--username, AAD_USER_PRINCIPAL_NAME, AZURE_USERNAME",
-                )
-            })?;
+        let username = required(
+            self.label,
+            "user name",
+            &options.username,
+            "--username, AAD_USER_PRINCIPAL_NAME, AZURE_USERNAME",
+        )?;
         let tokens = self.person("password");
         self.args.push(format!("--username={username}"));
         match from_here(self.label, "password", &options.password)?.filter(|p| !p.is_empty()) {
@@ -605,19 +610,12 @@ impl NewStanza<'_> {
     }
 
     fn workload_identity(&mut self, options: &Options) -> Result<Tokens, String> {
-        let file = from_here(
+        let file = required(
             self.label,
             "federated token file",
             &options.federated_token_file,
-        )?
-        .filter(|f| !f.is_empty())
-        .ok_or_else(|| {
-            nowhere(
-                self.label,
-                "federated token file",
-                "--federated-token-file, AZURE_FEDERATED_TOKEN_FILE",
-            )
-        })?;
+            "--federated-token-file, AZURE_FEDERATED_TOKEN_FILE",
+        )?;
         self.args.push("--grant-type=client-credentials".into());
         self.args.push(format!("--client-assertion-file={file}"));
         Ok(Tokens::NotNeeded)
