@@ -142,8 +142,9 @@ pub fn renewal_arguments(argv: Vec<OsString>, lock_fd: Option<i32>) -> Option<Ve
 
 impl Cli {
     /// Parses a command line (program name first) the way the binary does. A kubelogin stanza
-    /// migrated by changing only `command:` still starts with `oidc-login`: that word is dropped,
-    /// and kubelogin's numeric verbosity (`-v1`, `--v=2`, `-v 1`) becomes `-v`/`-vv`.
+    /// migrated by changing only `command:` still starts with `oidc-login`: what follows is read
+    /// as kubelogin reads it (`kubelogin::rewrite_argv`: its global flags before `get-token`,
+    /// its numeric verbosity `-v1`, `--v=2`, `-v 1` as `-v`/`-vv`, …).
     pub fn try_parse_command_line<I, T>(argv: I) -> Result<Cli, clap::Error>
     where
         I: IntoIterator<Item = T>,
@@ -166,11 +167,11 @@ impl Cli {
     }
 }
 
-/// A kubeconfig stanza's command line (program name first; a leading `oidc-login` and kubelogin's
-/// `-v1` rewritten as for the binary) as `get-token`'s settings, read from the words alone: no
-/// `KUBECRED_*` variable of this process fills a flag the stanza does not give
-/// (`convert-kubeconfig` writes the stanza's settings out again). `Ok(None)` when the line does
-/// not run get-token.
+/// A kubeconfig stanza's command line (program name first; a kubelogin line after
+/// `oidc-login` read as for the binary, `kubelogin::rewrite_argv`) as `get-token`'s settings,
+/// read from the words alone: no `KUBECRED_*` variable of this process fills a flag the stanza
+/// does not give (`convert-kubeconfig` writes the stanza's settings out again). `Ok(None)` when
+/// the line does not run get-token.
 pub fn parse_stanza_get_token(argv: Vec<OsString>) -> Result<Option<TokenArgs>, clap::Error> {
     parse_stanza_get_token_in(argv, &|_| None)
 }
@@ -179,7 +180,8 @@ pub fn parse_stanza_get_token(argv: Vec<OsString>) -> Result<Option<TokenArgs>, 
 /// taken from its `KUBECRED_*` variable as `var` answers it — the environment kubectl gives the
 /// plugin (a stanza's `env` over this process's) for `whoami` and `convert-kubeconfig`, with no
 /// variable set in this process. The value counts as `--flag=VALUE` (a switch: given when the
-/// value is on, as clap reads it), so that what clap accepts and refuses is unchanged.
+/// value is on, as clap reads it), so that what clap accepts and refuses is unchanged. A
+/// kubelogin line's `~` is its `HOME`.
 pub fn parse_stanza_get_token_in(
     mut argv: Vec<OsString>,
     var: &dyn Fn(&str) -> Option<OsString>,
@@ -187,7 +189,7 @@ pub fn parse_stanza_get_token_in(
     use clap::builder::TypedValueParser;
     use clap::parser::ValueSource;
     use clap::{ArgAction, CommandFactory, FromArgMatches};
-    argv = kubelogin::rewrite_argv(argv);
+    argv = kubelogin::rewrite_argv_in(argv, &|name| var(name)?.into_string().ok());
     if get_token_words(&argv).is_none() {
         return Ok(None);
     }
@@ -462,6 +464,57 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// kubecred run on a kubelogin line takes the values `convert-kubeconfig` reads in it: one
+    /// reader, `kubelogin::command_line`, for both.
+    #[test]
+    fn a_kubelogin_line_runs_with_the_values_convert_reads() {
+        use crate::kubelogin::command_line::{Read, read};
+        let home = |name: &str| (name == "HOME").then(|| "/home/ada".to_string());
+        for line in [
+            "get-token --oidc-issuer-url=https://i --oidc-client-id=c",
+            "-v1 --oidc-extra-scope=a,b get-token --oidc-client-id c --oidc-issuer-url https://i --oidc-extra-scope=\"c\",e",
+            "get-token --oidc-issuer-url=https://i --oidc-client-id -dash --certificate-authority=~/ca.pem --certificate-authority=/etc/a,b.pem --authentication-timeout-sec=010 --oidc-use-access-token=F --listen-address=127.0.0.1:9000,localhost:9001 -v 2",
+        ] {
+            let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+            let Read::GetToken(kubelogin) = read(&words, &home) else {
+                panic!("{line}");
+            };
+            let mut argv = vec![OsString::from("kubecred"), OsString::from("oidc-login")];
+            argv.extend(words.iter().map(OsString::from));
+            let argv = crate::kubelogin::rewrite_argv_in(argv, &|name| home(name));
+            let Command::GetToken(kubecred) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("{line}");
+            };
+            assert_eq!(
+                kubecred.issuer_url.as_deref(),
+                Some(&*kubelogin.issuer_url),
+                "{line}"
+            );
+            assert_eq!(
+                kubecred.client_id.as_deref(),
+                Some(&*kubelogin.client_id),
+                "{line}"
+            );
+            assert_eq!(kubecred.scopes, kubelogin.extra_scopes, "{line}");
+            let paths: Vec<PathBuf> = kubelogin.ca_files.iter().map(PathBuf::from).collect();
+            assert_eq!(kubecred.certificate_authority, paths, "{line}");
+            let timeout =
+                (kubelogin.auth_timeout_sec != 180).then(|| kubelogin.auth_timeout_sec.to_string());
+            assert_eq!(kubecred.auth_timeout, timeout, "{line}");
+            assert_eq!(
+                kubecred.use_access_token.unwrap_or(false),
+                kubelogin.use_access_token,
+                "{line}"
+            );
+            assert_eq!(
+                kubecred.listen_address,
+                kubelogin.listen_addresses.unwrap_or_default(),
+                "{line}"
+            );
+            assert_eq!(u32::from(kubecred.verbose), kubelogin.verbosity, "{line}");
         }
     }
 

@@ -85,77 +85,175 @@ impl Parsed {
 /// for a person.
 pub(crate) fn parse(words: &[String], table: &[Flag]) -> Result<Parsed, String> {
     let mut parsed = Parsed::default();
-    let mut rest = words.iter();
-    while let Some(word) = rest.next() {
-        if word == "--" {
-            parsed.positionals.extend(rest.by_ref().cloned());
-            break;
-        }
-        if let Some(long) = word.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((name, value)) => (name, Some(value.to_string())),
-                None => (long, None),
-            };
-            let flag = table
-                .iter()
-                .find(|flag| flag.name == name)
-                .ok_or_else(|| format!("unknown flag --{name}"))?;
-            let value = match (inline, flag.boolean) {
-                (Some(value), _) => value,
-                (None, true) => "true".to_string(),
-                (None, false) => rest
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| format!("flag --{name} needs a value"))?,
-            };
-            set(&mut parsed, flag, value)?;
-            continue;
-        }
-        let Some(shorts) = word.strip_prefix('-').filter(|s| !s.is_empty()) else {
-            parsed.positionals.push(word.clone());
-            continue;
-        };
-        // `-abc`: shorthands in a row; one that takes a value takes the rest of the word (after
-        // an `=`, if any), or else the next word.
-        for (at, short) in shorts.char_indices() {
-            let flag = table
-                .iter()
-                .find(|flag| flag.short == Some(short))
-                .ok_or_else(|| format!("unknown shorthand flag '{short}' in {word}"))?;
-            let after = &shorts[at + short.len_utf8()..];
-            if flag.boolean {
-                if let Some(value) = after.strip_prefix('=') {
-                    set(&mut parsed, flag, value.to_string())?;
-                    break;
-                }
-                set(&mut parsed, flag, "true".to_string())?;
-                continue;
-            }
-            let value = if !after.is_empty() {
-                after.strip_prefix('=').unwrap_or(after).to_string()
-            } else {
-                rest.next()
-                    .cloned()
-                    .ok_or_else(|| format!("flag -{short} (--{}) needs a value", flag.name))?
-            };
-            set(&mut parsed, flag, value)?;
-            break;
+    for read in read(words, table) {
+        match read.item {
+            Item::Flag { name, value } => parsed.flags.push((name, value.to_string())),
+            Item::Argument(word) => parsed.positionals.push(word.to_string()),
+            Item::EndOfFlags => {}
+            Item::Refused { why, .. } => return Err(why),
         }
     }
     Ok(parsed)
 }
 
-/// Stores one occurrence; a boolean's value must be one of Go's spellings.
-fn set(parsed: &mut Parsed, flag: &Flag, value: String) -> Result<(), String> {
-    let value = if flag.boolean {
-        parse_bool(&value)
-            .map_err(|why| format!("--{}={value}: {why}", flag.name))?
-            .to_string()
-    } else {
-        value
+/// One thing pflag reads on a command line (its values borrowed from the words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Item<'w> {
+    /// A flag of the table and its value (a boolean's checked, and given as `true` or `false`).
+    Flag { name: &'static str, value: &'w str },
+    /// A word that is not a flag.
+    Argument(&'w str),
+    /// `--`: every word after it is an argument.
+    EndOfFlags,
+    /// What pflag refuses (an unknown flag, a value missing or not a boolean): its complaint,
+    /// worded for a person, and the flag of the table it is about, if any.
+    Refused {
+        why: String,
+        name: Option<&'static str>,
+    },
+}
+
+/// An [`Item`] and the words it was read from (`words[range]`: a flag and the next word when
+/// that is its value; several shorthands of one word share it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Read<'w> {
+    pub item: Item<'w>,
+    pub words: std::ops::Range<usize>,
+}
+
+/// Every item of `words` read against `table`, in order, as pflag reads them; where pflag would
+/// stop at a refusal, the reading goes on with the next word, so that a caller may take the
+/// rest (kubecred's run of a kubelogin command line: `kubelogin/command_line.rs`).
+pub(crate) fn read<'w>(words: &'w [String], table: &[Flag]) -> Vec<Read<'w>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let word = &words[at];
+        let start = at;
+        at += 1;
+        if word == "--" {
+            out.push(Read {
+                item: Item::EndOfFlags,
+                words: start..at,
+            });
+            out.extend((at..words.len()).map(|i| Read {
+                item: Item::Argument(&words[i]),
+                words: i..i + 1,
+            }));
+            break;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            let item = long_flag(long, words, &mut at, table);
+            out.push(Read {
+                item,
+                words: start..at,
+            });
+            continue;
+        }
+        match word.strip_prefix('-').filter(|s| !s.is_empty()) {
+            Some(shorts) => shorthands(word, shorts, words, &mut at, table, &mut out),
+            None => out.push(Read {
+                item: Item::Argument(word),
+                words: start..at,
+            }),
+        }
+    }
+    out
+}
+
+/// `--name`, `--name=value` or `--name value` (`at` is past the flag's word; a value from the
+/// next word moves it on).
+fn long_flag<'w>(long: &'w str, words: &'w [String], at: &mut usize, table: &[Flag]) -> Item<'w> {
+    let (name, inline) = match long.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (long, None),
     };
-    parsed.flags.push((flag.name, value));
-    Ok(())
+    let Some(flag) = table.iter().find(|flag| flag.name == name) else {
+        return refused(format!("unknown flag --{name}"), None);
+    };
+    let value = match (inline, flag.boolean) {
+        (Some(value), _) => value,
+        (None, true) => "true",
+        (None, false) => match words.get(*at) {
+            Some(next) => {
+                *at += 1;
+                next
+            }
+            None => return refused(format!("flag --{name} needs a value"), Some(flag.name)),
+        },
+    };
+    flag_item(flag, value)
+}
+
+/// `-abc`: shorthands in a row; one that takes a value takes the rest of the word (after an
+/// `=`, if any), or else the next word.
+fn shorthands<'w>(
+    word: &str,
+    shorts: &'w str,
+    words: &'w [String],
+    at: &mut usize,
+    table: &[Flag],
+    out: &mut Vec<Read<'w>>,
+) {
+    let start = *at - 1;
+    for (offset, short) in shorts.char_indices() {
+        let Some(flag) = table.iter().find(|flag| flag.short == Some(short)) else {
+            out.push(Read {
+                item: refused(format!("unknown shorthand flag '{short}' in {word}"), None),
+                words: start..*at,
+            });
+            return;
+        };
+        let after = &shorts[offset + short.len_utf8()..];
+        if flag.boolean {
+            let value = after.strip_prefix('=');
+            out.push(Read {
+                item: flag_item(flag, value.unwrap_or("true")),
+                words: start..*at,
+            });
+            if value.is_some() {
+                return;
+            }
+            continue;
+        }
+        let item = if !after.is_empty() {
+            flag_item(flag, after.strip_prefix('=').unwrap_or(after))
+        } else if let Some(next) = words.get(*at) {
+            *at += 1;
+            flag_item(flag, next)
+        } else {
+            refused(
+                format!("flag -{short} (--{}) needs a value", flag.name),
+                Some(flag.name),
+            )
+        };
+        out.push(Read {
+            item,
+            words: start..*at,
+        });
+        return;
+    }
+}
+
+/// One occurrence; a boolean's value must be one of Go's spellings.
+fn flag_item<'w>(flag: &Flag, value: &'w str) -> Item<'w> {
+    if !flag.boolean {
+        return Item::Flag {
+            name: flag.name,
+            value,
+        };
+    }
+    match parse_bool(value) {
+        Ok(on) => Item::Flag {
+            name: flag.name,
+            value: if on { "true" } else { "false" },
+        },
+        Err(why) => refused(format!("--{}={value}: {why}", flag.name), Some(flag.name)),
+    }
+}
+
+fn refused<'w>(why: String, name: Option<&'static str>) -> Item<'w> {
+    Item::Refused { why, name }
 }
 
 /// Where cobra finds the subcommand among `words`: the first word that is neither a flag nor a
@@ -394,6 +492,36 @@ mod tests {
         // -hv 2: the boolean, then the shorthand that takes the next word.
         let parsed = parse(&words("-hv 2"), &TABLE).unwrap();
         assert_eq!(parsed.flags, [("help", "true".into()), ("v", "2".into())]);
+    }
+
+    #[test]
+    fn a_refusal_is_read_and_the_reading_goes_on() {
+        let words = words("--bogus x --legacy=yes -v 2 -hv1 -- --issuer");
+        let items: Vec<(Item, std::ops::Range<usize>)> = read(&words, &TABLE)
+            .into_iter()
+            .map(|read| (read.item, read.words))
+            .collect();
+        let flag = |name: &'static str, value: &'static str| Item::Flag { name, value };
+        assert_eq!(
+            items,
+            [
+                (refused("unknown flag --bogus".into(), None), 0..1),
+                (Item::Argument("x"), 1..2),
+                (
+                    refused(
+                        "--legacy=yes: \"yes\" is not a boolean (Go reads 1, t, T, TRUE, true, True and 0, f, F, FALSE, false, False)".into(),
+                        Some("legacy")
+                    ),
+                    2..3
+                ),
+                (flag("v", "2"), 3..5),
+                // Shorthands in one word share it.
+                (flag("help", "true"), 5..6),
+                (flag("v", "1"), 5..6),
+                (Item::EndOfFlags, 6..7),
+                (Item::Argument("--issuer"), 7..8),
+            ]
+        );
     }
 
     #[test]

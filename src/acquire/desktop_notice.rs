@@ -73,7 +73,12 @@ fn needs_the_person(error: &anyhow::Error) -> bool {
 /// What the notification says: the cluster (its API server, when kubectl said which) or the
 /// provider, kubecred's error line, and the command a person runs to log in.
 fn notification(config: &Config, error: &anyhow::Error) -> Notification {
-    let subject = match config.exec.cluster.as_ref().and_then(|c| c.server.as_deref()) {
+    let subject = match config
+        .exec
+        .cluster
+        .as_ref()
+        .and_then(|c| c.server.as_deref())
+    {
         Some(server) => format!("cluster {server}"),
         None => config.issuer_as_given.clone(),
     };

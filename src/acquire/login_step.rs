@@ -176,12 +176,10 @@ pub(super) fn run_grant(
         if provider.asked_a_person() || !settings.grant.needs_a_person() {
             note_failure(&crate::error::one_line(err));
         } else {
-            entry
-                .cache
-                .update_state(entry.lock, |state| {
-                    state.login_failed = None;
-                    state.login_without_terminal = false;
-                });
+            entry.cache.update_state(entry.lock, |state| {
+                state.login_failed = None;
+                state.login_without_terminal = false;
+            });
         }
     })
 }

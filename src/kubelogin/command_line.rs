@@ -1,17 +1,20 @@
 //! int128/kubelogin's `get-token` command line as kubelogin itself reads it, at its HEAD
 //! (pkg/cmd: root.go, get_token.go, authentication.go, tls.go, tokencache.go, pkce.go;
-//! pflag through cobra, `crate::pflag`): every flag it has, klog's global flags before or after
-//! the subcommand, the values it keeps (`~` expanded as its `expandHomedir` does, the token
-//! cache directory from `KUBECACHEDIR`), and the checks it makes before it runs. A stanza it
-//! would refuse is one kubecred leaves alone too.
+//! pflag through cobra, `crate::pflag`), and the two flags 1.35 removed that older releases
+//! still run: every flag it has, klog's global flags before or after the subcommand, the
+//! values it keeps (`~` expanded as its `expandHomedir` does, a `stringSlice` split as CSV, an
+//! `int` in Go's forms, the token cache directory from `KUBECACHEDIR`), and the checks it makes
+//! before it runs.
 //!
-//! `convert-kubeconfig` reads a stanza with [`read`], writes kubecred's equivalent
-//! ([`GetToken::to_kubecred`]) and finds the stanza's login in kubelogin's cache by the name
-//! kubelogin gives it (`token_cache.rs`). Running kubecred on kubelogin's flags directly goes
-//! through clap and `super::rewrite_argv` instead, with kubelogin's names as aliases; the test
-//! `every_flag_kubelogin_has_is_one_kubecred_accepts` keeps the two in step.
+//! The one reader of a kubelogin command line. `convert-kubeconfig` reads a stanza with
+//! [`read`], strictly: a stanza kubelogin would refuse is one kubecred leaves alone too; it
+//! writes kubecred's equivalent (`to_kubecred.rs`) and finds the stanza's login in kubelogin's
+//! cache by the names kubelogin gives it (`token_cache.rs`). kubecred run on a kubelogin stanza
+//! as it is (`command:` changed, `oidc-login` kept) reads the same words with the same
+//! [`pflag::read`], table and [`held`] values, leniently (`super::rewrite_argv`): what it does
+//! not take goes on to kubecred's own parser, which knows kubelogin's names.
 
-use crate::pflag::{self, Flag};
+use crate::pflag::{self, Flag, Parsed};
 use crate::secret::Secret;
 
 /// klog's flags (k8s.io/klog/v2 `InitFlags`), which kubelogin adds as persistent flags of its
@@ -57,9 +60,8 @@ const AUTHENTICATION_FLAGS: [Flag; 11] = [
     Flag::value("password"),
 ];
 
-/// `get-token`'s own flags at kubelogin's HEAD (pkg/cmd/get_token.go, tokencache.go, pkce.go),
-/// and the one it removed that older releases still run (`--oidc-redirect-url-hostname`).
-const GET_TOKEN_OWN_FLAGS: [Flag; 14] = [
+/// `get-token`'s own flags at kubelogin's HEAD (pkg/cmd/get_token.go, tokencache.go, pkce.go).
+const GET_TOKEN_OWN_FLAGS: [Flag; 13] = [
     Flag::value("oidc-issuer-url"),
     Flag::value("oidc-client-id"),
     Flag::value("oidc-client-secret"),
@@ -73,8 +75,14 @@ const GET_TOKEN_OWN_FLAGS: [Flag; 14] = [
     Flag::boolean("oidc-use-pkce"),
     Flag::value("oidc-pkce-method"),
     Flag::boolean("help").with_short('h'),
-    // Removed in kubelogin 1.32 (b05e92d); older releases take it.
+];
+
+/// The authentication options kubelogin 1.35 removed, which every release before it takes:
+/// `--oidc-redirect-url-hostname` (b05e92d) and `--oidc-redirect-url-authcode-keyboard`
+/// (19d4f62), deprecated since 1.33.
+pub(crate) const REMOVED_IN_1_35: [Flag; 2] = [
     Flag::value("oidc-redirect-url-hostname"),
+    Flag::value("oidc-redirect-url-authcode-keyboard"),
 ];
 
 /// The root command's own flags (its standalone login): they only tell cobra which words
@@ -86,26 +94,113 @@ const ROOT_OWN_FLAGS: [Flag; 4] = [
     Flag::boolean("help").with_short('h'),
 ];
 
-/// Every flag of `get-token`: its own, the TLS and authentication options (klog's are
-/// [`KLOG_FLAGS`]).
-pub(crate) fn get_token_flags() -> Vec<Flag> {
-    GET_TOKEN_OWN_FLAGS
-        .iter()
-        .chain(&TLS_FLAGS)
-        .chain(&AUTHENTICATION_FLAGS)
-        .copied()
-        .collect()
-}
+/// Every flag of `get-token`: its own, the TLS and authentication options, those 1.35 removed
+/// (klog's are [`KLOG_FLAGS`]).
+const GET_TOKEN_FLAGS: [Flag; 31] = joined(&[
+    &GET_TOKEN_OWN_FLAGS,
+    &TLS_FLAGS,
+    &AUTHENTICATION_FLAGS,
+    &REMOVED_IN_1_35,
+]);
+
+/// The table a `get-token` line is read with: [`GET_TOKEN_FLAGS`] and klog's.
+pub(crate) const GET_TOKEN_TABLE: [Flag; 45] = joined(&[&GET_TOKEN_FLAGS, &KLOG_FLAGS]);
 
 /// The flags cobra knows before kubelogin's subcommand: the root command's and klog's.
-pub(crate) fn root_flags() -> Vec<Flag> {
-    ROOT_OWN_FLAGS
-        .iter()
-        .chain(&TLS_FLAGS)
-        .chain(&AUTHENTICATION_FLAGS)
-        .chain(&KLOG_FLAGS)
-        .copied()
-        .collect()
+const ROOT_TABLE: [Flag; 34] = joined(&[
+    &ROOT_OWN_FLAGS,
+    &TLS_FLAGS,
+    &AUTHENTICATION_FLAGS,
+    &KLOG_FLAGS,
+]);
+
+/// The tables above in one piece each, made at compile time: a kubelogin line run as it is
+/// reads them on the cache hit.
+const fn joined<const N: usize>(parts: &[&[Flag]]) -> [Flag; N] {
+    let mut out = [Flag::value(""); N];
+    let mut at = 0;
+    let mut part = 0;
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            out[at] = parts[part][i];
+            at += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    assert!(at == N, "the table's length is the sum of its parts'");
+    out
+}
+
+/// Every flag of `get-token` (klog's are [`KLOG_FLAGS`]), for the tests that check kubecred's
+/// parser and README against them.
+#[cfg(test)]
+pub(crate) fn get_token_flags() -> Vec<Flag> {
+    GET_TOKEN_FLAGS.to_vec()
+}
+
+/// Takes kubelogin's subcommand out of `words` (cobra finds it among flags before it), which
+/// keeps the other words in order; `None` when there is none (kubelogin's standalone login).
+pub(crate) fn take_subcommand(words: &mut Vec<String>) -> Option<String> {
+    let at = pflag::subcommand_at(words, &ROOT_TABLE)?;
+    Some(words.remove(at))
+}
+
+/// How kubelogin holds a flag's value: the type of its pflag variable and what kubelogin does
+/// to it before use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// A string or a boolean, as given (a `stringArray`: each occurrence as given; a
+    /// `stringToString` map too, which kubecred's parser splits as pflag does).
+    AsGiven,
+    /// A path (a `stringArray` of them, for `--certificate-authority`): a leading `~` expanded.
+    Path,
+    /// A `stringSlice`: each occurrence one line of CSV.
+    List,
+    /// An `int`: Go's `strconv.ParseInt(s, 0, 64)`.
+    Int,
+    /// klog's `-v`: a level, a decimal number.
+    Verbosity,
+    /// klog's other flags: they steer only kubelogin's own log.
+    Logging,
+}
+
+/// How kubelogin holds `name`'s value.
+pub(crate) fn holds(name: &str) -> Holds {
+    match name {
+        "certificate-authority" | "local-server-cert" | "local-server-key" | "token-cache-dir" => {
+            Holds::Path
+        }
+        "oidc-extra-scope" | "listen-address" => Holds::List,
+        "authentication-timeout-sec" => Holds::Int,
+        "v" => Holds::Verbosity,
+        _ if KLOG_FLAGS.iter().any(|flag| flag.name == name) => Holds::Logging,
+        _ => Holds::AsGiven,
+    }
+}
+
+/// One occurrence of `name` with `value`, as kubelogin holds it (`holds`, [`holds`]'s answer
+/// for `name`): a list's CSV fields, a path with `~` expanded (`home` is asked only then), an
+/// int in decimal; anything else as given. The error is kubelogin's refusal.
+pub(crate) fn held(
+    holds: Holds,
+    name: &str,
+    value: &str,
+    home: &dyn Fn() -> String,
+) -> Result<Vec<String>, String> {
+    match holds {
+        Holds::List => pflag::csv_fields(value).map_err(|why| format!("--{name}: {why}")),
+        Holds::Path if value.starts_with('~') => Ok(vec![expand_homedir(value, &home())]),
+        Holds::Int => match go_int(value) {
+            Some(number) => Ok(vec![number.to_string()]),
+            None => Err(format!(
+                "--{name} {:?} is not a whole number",
+                crate::text::printable_brief(value, 40)
+            )),
+        },
+        _ => Ok(vec![value.to_string()]),
+    }
 }
 
 /// kubelogin's default login timeout and listen addresses (pkg/cmd/cmd.go).
@@ -191,8 +286,22 @@ pub struct GetToken {
     pub verbosity: u32,
     /// klog's other flags given: they only steer kubelogin's own logging.
     pub logging_flags: Vec<&'static str>,
-    /// `--oidc-redirect-url-hostname`, which only kubelogin before 1.32 takes.
+    /// `--oidc-redirect-url-hostname`, which only kubelogin before 1.35 takes.
     pub redirect_url_hostname: Option<String>,
+    /// `--oidc-redirect-url-authcode-keyboard`, which only kubelogin before 1.35 takes: 1.33
+    /// and 1.34 as `--oidc-redirect-url` (over it, when both are given), 1.32 and older as the
+    /// redirect URI of `--grant-type authcode-keyboard` alone.
+    pub redirect_url_authcode_keyboard: Option<String>,
+    /// The flags given, by name: what tells which releases of kubelogin take the line
+    /// (`token_cache.rs`).
+    pub flags_given: Vec<&'static str>,
+}
+
+impl GetToken {
+    /// Whether `--name` was given.
+    pub fn gave(&self, name: &str) -> bool {
+        self.flags_given.contains(&name)
+    }
 }
 
 /// What a kubelogin command line runs.
@@ -209,15 +318,16 @@ pub enum Read {
 /// Reads `words` (what follows `kubelogin`, or `kubectl oidc-login`) as kubelogin does, with
 /// `env` the environment it runs in (for `KUBECACHEDIR` and `HOME`).
 pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
-    let Some(at) = pflag::subcommand_at(words, &root_flags()) else {
+    let mut rest = words.to_vec();
+    let Some(subcommand) = take_subcommand(&mut rest) else {
         return Read::OtherCommand(
             "without a command: its standalone login, which writes the kubeconfig".into(),
         );
     };
-    match words[at].as_str() {
+    match subcommand.as_str() {
         "get-token" => {}
         "setup" | "clean" | "version" | "help" | "completion" => {
-            return Read::OtherCommand(words[at].clone());
+            return Read::OtherCommand(subcommand);
         }
         other => {
             return Read::Refused(format!(
@@ -226,16 +336,61 @@ pub fn read(words: &[String], env: &dyn Fn(&str) -> Option<String>) -> Read {
             ));
         }
     }
-    let rest: Vec<String> = words[..at]
-        .iter()
-        .chain(&words[at + 1..])
-        .cloned()
-        .collect();
-    let mut table = get_token_flags();
-    table.extend(KLOG_FLAGS);
-    match from_flags(&rest, &table, env) {
+    match from_flags(&rest, &GET_TOKEN_TABLE, env) {
         Ok(line) => Read::GetToken(Box::new(line)),
         Err(why) => Read::Refused(why),
+    }
+}
+
+/// The values of a line read: each as kubelogin holds it ([`held`]).
+struct Values<'a> {
+    parsed: &'a Parsed,
+    home: String,
+}
+
+impl Values<'_> {
+    /// Every occurrence of `name`, held.
+    fn all(&self, name: &str) -> Result<Vec<String>, String> {
+        let mut all = Vec::new();
+        for value in self.parsed.all(name) {
+            all.extend(held(holds(name), name, value, &|| self.home.clone())?);
+        }
+        Ok(all)
+    }
+
+    /// The last occurrence of `name` (pflag: a later one replaces an earlier one), held.
+    fn last(&self, name: &str) -> Result<Option<String>, String> {
+        match self.parsed.last(name) {
+            Some(value) => Ok(held(holds(name), name, value, &|| self.home.clone())?.pop()),
+            None => Ok(None),
+        }
+    }
+
+    /// The last occurrence of a flag whose value cannot be refused, unless it is empty (which
+    /// kubelogin takes as not given).
+    fn nonempty(&self, name: &str) -> Option<String> {
+        self.last(name)
+            .ok()
+            .flatten()
+            .filter(|value| !value.is_empty())
+    }
+
+    fn text(&self, name: &str) -> Option<String> {
+        self.parsed.last(name).map(str::to_string)
+    }
+
+    fn on(&self, name: &str) -> bool {
+        self.parsed.on(name)
+    }
+
+    /// A `stringToString` map over every occurrence: `None` when not given (a nil map).
+    fn map(&self, name: &str) -> Result<Option<Vec<(String, String)>>, String> {
+        if !self.parsed.given(name) {
+            return Ok(None);
+        }
+        pflag::string_map(self.parsed.all(name))
+            .map(Some)
+            .map_err(|why| format!("--{name}: {why}"))
     }
 }
 
@@ -254,151 +409,193 @@ fn from_flags(
             crate::text::printable_brief(word, 60)
         ));
     }
-    let text = |name: &str| parsed.last(name).map(str::to_string);
-    let nonempty = |name: &str| text(name).filter(|value| !value.is_empty());
-    let issuer_url = nonempty("oidc-issuer-url").ok_or("--oidc-issuer-url is missing")?;
-    let client_id = nonempty("oidc-client-id").ok_or("--oidc-client-id is missing")?;
-    let slice = |name: &str| -> Result<Vec<String>, String> {
-        let mut all = Vec::new();
-        for value in parsed.all(name) {
-            all.extend(pflag::csv_fields(value).map_err(|why| format!("--{name}: {why}"))?);
-        }
-        Ok(all)
-    };
-    let map = |name: &str| -> Result<Option<Vec<(String, String)>>, String> {
-        if !parsed.given(name) {
-            return Ok(None);
-        }
-        pflag::string_map(parsed.all(name))
-            .map(Some)
-            .map_err(|why| format!("--{name}: {why}"))
-    };
     let home = env("HOME")
         .or_else(|| env("USERPROFILE"))
         .unwrap_or_default();
-    let expand = |path: String| expand_homedir(&path, &home);
+    let values = Values {
+        parsed: &parsed,
+        home,
+    };
+    let (grant_type, grant) = grant(&values)?;
+    Ok(GetToken {
+        issuer_url: values
+            .nonempty("oidc-issuer-url")
+            .ok_or("--oidc-issuer-url is missing")?,
+        client_id: values
+            .nonempty("oidc-client-id")
+            .ok_or("--oidc-client-id is missing")?,
+        client_secret: values.nonempty("oidc-client-secret").map(Secret::new),
+        redirect_url: values.nonempty("oidc-redirect-url"),
+        extra_scopes: values.all("oidc-extra-scope")?,
+        use_access_token: values.on("oidc-use-access-token"),
+        request_headers: values.map("oidc-request-header")?,
+        force_refresh: values.on("force-refresh"),
+        token_cache_dir: token_cache_dir(&values, env)?,
+        token_cache_storage: storage(&values)?,
+        ca_files: values.all("certificate-authority")?,
+        ca_data: values.all("certificate-authority-data")?,
+        skip_tls_verify: values.on("insecure-skip-tls-verify"),
+        renegotiation: renegotiation(&values),
+        pkce: pkce(&values)?,
+        grant_type,
+        grant,
+        listen_addresses: parsed
+            .given("listen-address")
+            .then(|| values.all("listen-address"))
+            .transpose()?,
+        skip_open_browser: values.on("skip-open-browser"),
+        browser_command: values.nonempty("browser-command"),
+        auth_timeout_sec: auth_timeout_sec(&values)?,
+        local_server_cert: values.nonempty("local-server-cert"),
+        local_server_key: values.nonempty("local-server-key"),
+        open_url_after_authentication: values.nonempty("open-url-after-authentication"),
+        auth_request_extra_params: values.map("oidc-auth-request-extra-params")?,
+        username: values.nonempty("username"),
+        password: values.nonempty("password").map(Secret::new),
+        verbosity: verbosity(&values)?,
+        logging_flags: logging_flags(&parsed),
+        redirect_url_hostname: values.nonempty("oidc-redirect-url-hostname"),
+        redirect_url_authcode_keyboard: values.nonempty("oidc-redirect-url-authcode-keyboard"),
+        flags_given: flags_given(&parsed),
+    })
+}
 
-    let grant_type = text("grant-type").unwrap_or_else(|| "auto".into());
-    let username = nonempty("username");
-    let grant = match grant_type.as_str() {
-        "authcode" => Grant::AuthcodeBrowser,
-        "auto" if username.is_none() => Grant::AuthcodeBrowser,
-        "authcode-keyboard" => Grant::AuthcodeKeyboard,
-        "password" | "auto" => Grant::Password,
-        "device-code" => Grant::DeviceCode,
-        "client-credentials" => Grant::ClientCredentials,
-        other => {
-            return Err(format!(
-                "--grant-type {:?} is not one of auto, authcode, authcode-keyboard, password, device-code, client-credentials",
-                crate::text::printable_brief(other, 40)
-            ));
-        }
+/// `--grant-type` as given, and the grant kubelogin runs for it.
+fn grant(values: &Values) -> Result<(String, Grant), String> {
+    let grant_type = values.text("grant-type").unwrap_or_else(|| "auto".into());
+    let auto = match values.nonempty("username") {
+        Some(_) => Grant::Password,
+        None => Grant::AuthcodeBrowser,
     };
-    let token_cache_storage = match text("token-cache-storage").as_deref() {
-        None | Some("disk") => Storage::Disk,
-        Some("keyring") => Storage::Keyring,
-        Some("none") => Storage::None,
-        Some(other) => {
-            return Err(format!(
-                "--token-cache-storage {:?} is not one of disk, keyring, none",
-                crate::text::printable_brief(other, 40)
-            ));
-        }
+    let grant = choice(
+        values,
+        "grant-type",
+        auto,
+        &[
+            ("auto", auto),
+            ("authcode", Grant::AuthcodeBrowser),
+            ("authcode-keyboard", Grant::AuthcodeKeyboard),
+            ("password", Grant::Password),
+            ("device-code", Grant::DeviceCode),
+            ("client-credentials", Grant::ClientCredentials),
+        ],
+    )?;
+    Ok((grant_type, grant))
+}
+
+fn storage(values: &Values) -> Result<Storage, String> {
+    choice(
+        values,
+        "token-cache-storage",
+        Storage::Disk,
+        &[
+            ("disk", Storage::Disk),
+            ("keyring", Storage::Keyring),
+            ("none", Storage::None),
+        ],
+    )
+}
+
+/// `--oidc-use-pkce` wins over `--oidc-pkce-method`.
+fn pkce(values: &Values) -> Result<Pkce, String> {
+    if values.on("oidc-use-pkce") {
+        return Ok(Pkce::S256);
+    }
+    choice(
+        values,
+        "oidc-pkce-method",
+        Pkce::Auto,
+        &[("auto", Pkce::Auto), ("no", Pkce::No), ("S256", Pkce::S256)],
+    )
+}
+
+/// The value of a flag that takes one of `choices` (`default` when not given), or kubelogin's
+/// refusal.
+fn choice<T: Copy>(
+    values: &Values,
+    name: &str,
+    default: T,
+    choices: &[(&str, T)],
+) -> Result<T, String> {
+    let Some(given) = values.text(name) else {
+        return Ok(default);
     };
-    let pkce = if parsed.on("oidc-use-pkce") {
-        Pkce::S256
-    } else {
-        match text("oidc-pkce-method").as_deref() {
-            None | Some("auto") => Pkce::Auto,
-            Some("no") => Pkce::No,
-            Some("S256") => Pkce::S256,
-            Some(other) => {
-                return Err(format!(
-                    "--oidc-pkce-method {:?} is not one of auto, no, S256",
-                    crate::text::printable_brief(other, 40)
-                ));
-            }
+    match choices.iter().find(|(word, _)| *word == given) {
+        Some((_, value)) => Ok(*value),
+        None => {
+            let words: Vec<&str> = choices.iter().map(|(word, _)| *word).collect();
+            Err(format!(
+                "--{name} {:?} is not one of {}",
+                crate::text::printable_brief(&given, 40),
+                words.join(", ")
+            ))
         }
-    };
-    let renegotiation = if parsed.on("tls-renegotiation-once") {
+    }
+}
+
+fn renegotiation(values: &Values) -> Renegotiation {
+    if values.on("tls-renegotiation-once") {
         Renegotiation::Once
-    } else if parsed.on("tls-renegotiation-freely") {
+    } else if values.on("tls-renegotiation-freely") {
         Renegotiation::Freely
     } else {
         Renegotiation::Never
+    }
+}
+
+fn auth_timeout_sec(values: &Values) -> Result<i64, String> {
+    let Some(decimal) = values.last("authentication-timeout-sec")? else {
+        return Ok(DEFAULT_AUTH_TIMEOUT_SEC);
     };
-    let auth_timeout_sec = match text("authentication-timeout-sec") {
-        None => DEFAULT_AUTH_TIMEOUT_SEC,
-        Some(value) => go_int(&value).ok_or_else(|| {
-            format!(
-                "--authentication-timeout-sec {:?} is not a whole number",
-                crate::text::printable_brief(&value, 40)
-            )
-        })?,
-    };
-    let verbosity = match text("v") {
-        None => 0,
+    Ok(decimal.parse().expect("held as a decimal i64"))
+}
+
+fn verbosity(values: &Values) -> Result<u32, String> {
+    match values.text("v") {
+        None => Ok(0),
         Some(value) => value.parse::<u32>().map_err(|_| {
             format!(
                 "-v {:?} is not a log level (a number)",
                 crate::text::printable_brief(&value, 20)
             )
-        })?,
-    };
-    // KUBECACHEDIR counts when set at all, even empty (kubelogin's `os.LookupEnv`).
-    let token_cache_dir = match text("token-cache-dir") {
+        }),
+    }
+}
+
+/// `--token-cache-dir`, else `$KUBECACHEDIR/oidc-login` — which counts when set at all, even
+/// empty (kubelogin's `os.LookupEnv`) —, else `~/.kube/cache/oidc-login`; `~` expanded.
+fn token_cache_dir(
+    values: &Values,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let dir = match values.text("token-cache-dir") {
         Some(dir) => dir,
         None => match env("KUBECACHEDIR") {
             Some(dir) => go_join(&[&dir, "oidc-login"]),
             None => "~/.kube/cache/oidc-login".into(),
         },
     };
-    let logging_flags = KLOG_FLAGS
+    Ok(held(Holds::Path, "token-cache-dir", &dir, &|| {
+        values.home.clone()
+    })?
+    .pop()
+    .unwrap_or_default())
+}
+
+/// klog's flags given other than `-v`.
+fn logging_flags(parsed: &Parsed) -> Vec<&'static str> {
+    KLOG_FLAGS
         .iter()
         .filter(|flag| flag.name != "v" && parsed.given(flag.name))
         .map(|flag| flag.name)
-        .collect();
-    Ok(GetToken {
-        issuer_url,
-        client_id,
-        client_secret: nonempty("oidc-client-secret").map(Secret::new),
-        redirect_url: nonempty("oidc-redirect-url"),
-        extra_scopes: slice("oidc-extra-scope")?,
-        use_access_token: parsed.on("oidc-use-access-token"),
-        request_headers: map("oidc-request-header")?,
-        force_refresh: parsed.on("force-refresh"),
-        token_cache_dir: expand(token_cache_dir),
-        token_cache_storage,
-        ca_files: parsed
-            .all("certificate-authority")
-            .map(|path| expand(path.to_string()))
-            .collect(),
-        ca_data: parsed
-            .all("certificate-authority-data")
-            .map(String::from)
-            .collect(),
-        skip_tls_verify: parsed.on("insecure-skip-tls-verify"),
-        renegotiation,
-        pkce,
-        grant_type,
-        grant,
-        listen_addresses: parsed
-            .given("listen-address")
-            .then(|| slice("listen-address"))
-            .transpose()?,
-        skip_open_browser: parsed.on("skip-open-browser"),
-        browser_command: nonempty("browser-command"),
-        auth_timeout_sec,
-        local_server_cert: nonempty("local-server-cert").map(expand),
-        local_server_key: nonempty("local-server-key").map(expand),
-        open_url_after_authentication: nonempty("open-url-after-authentication"),
-        auth_request_extra_params: map("oidc-auth-request-extra-params")?,
-        username,
-        password: nonempty("password").map(Secret::new),
-        verbosity,
-        logging_flags,
-        redirect_url_hostname: nonempty("oidc-redirect-url-hostname"),
-    })
+        .collect()
+}
+
+fn flags_given(parsed: &Parsed) -> Vec<&'static str> {
+    let mut given: Vec<&'static str> = parsed.flags.iter().map(|(name, _)| *name).collect();
+    given.sort_unstable();
+    given.dedup();
+    given
 }
 
 /// kubelogin's `expandHomedir`: a leading `~` (of any path that starts with one, `~x` too) is

@@ -4,10 +4,13 @@
 //! request headers and extra parameters, and the same token handed to kubectl. Secrets go to the
 //! stanza's `env`, never to its args. What kubelogin does that kubecred cannot do the same way
 //! is not converted to something else: the line stays with kubelogin, and the error says why.
+//! Where kubelogin's releases run a flag differently, the line is converted as the releases
+//! that document the flag run it, and a note says how the others did.
 //! The caller resolves the result as get-token will and checks it against the line.
 
 use super::command_line::{
-    DEFAULT_AUTH_TIMEOUT_SEC, GetToken, Grant, Pkce, Renegotiation, Storage,
+    DEFAULT_AUTH_TIMEOUT_SEC, DEFAULT_LISTEN_ADDRESSES, GetToken, Grant, Pkce, Renegotiation,
+    Storage,
 };
 use crate::secret::Secret;
 
@@ -22,51 +25,89 @@ pub struct Kubecred {
     pub notes: Vec<String>,
 }
 
+impl Kubecred {
+    fn arg(&mut self, name: &str, value: &str) {
+        self.args.push(format!("--{name}={value}"));
+    }
+
+    fn flag(&mut self, word: &str) {
+        self.args.push(word.to_string());
+    }
+}
+
 /// kubecred's equivalent of `line`; the error is why it stays with kubelogin.
 pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
     let mut out = Kubecred::default();
-    let mut arg = |name: &str, value: &str| out.args.push(format!("--{name}={value}"));
-    arg("issuer-url", &line.issuer_url);
-    arg("client-id", &line.client_id);
+    provider_and_scopes(line, &mut out)?;
+    grant_and_token(line, &mut out);
+    storage_and_trust(line, &mut out)?;
+    if matches!(line.grant, Grant::AuthcodeBrowser | Grant::AuthcodeKeyboard) {
+        redirect_and_listener(line, &mut out)?;
+        match line.pkce {
+            Pkce::Auto => {}
+            Pkce::No => out.flag("--pkce=false"),
+            Pkce::S256 => out.flag("--pkce"),
+        }
+    }
+    browser(line, &mut out)?;
+    requests(line, &mut out);
+    secrets(line, &mut out);
+    dropped(line, &mut out);
+    Ok(out)
+}
+
+/// The issuer, the client and the scopes.
+fn provider_and_scopes(line: &GetToken, out: &mut Kubecred) -> Result<(), String> {
+    out.arg("issuer-url", &line.issuer_url);
+    out.arg("client-id", &line.client_id);
     for scope in &line.extra_scopes {
         if scope.contains(',') {
             return Err(format!(
                 "its scope {scope:?} holds a comma, which kubecred's --scope would split"
             ));
         }
-        arg("scope", scope);
+        out.arg("scope", scope);
     }
     // kubelogin asks for `openid` with every grant; kubecred adds it itself to the logins of a
     // person and to an ID token asked of client credentials, not to their access token.
     if line.grant == Grant::ClientCredentials && line.use_access_token {
-        arg("scope", "openid");
+        out.arg("scope", "openid");
     }
+    Ok(())
+}
+
+/// The grant (and the password grant's user), and the token kubectl is handed.
+fn grant_and_token(line: &GetToken, out: &mut Kubecred) {
     match (line.grant, line.grant_type.as_str()) {
         (Grant::AuthcodeBrowser, "auto") => {}
-        (Grant::AuthcodeBrowser, _) => arg("grant-type", "authcode"),
-        (Grant::AuthcodeKeyboard, _) => arg("grant-type", "authcode-keyboard"),
-        (Grant::Password, _) => arg("grant-type", "password"),
-        (Grant::DeviceCode, _) => arg("grant-type", "device-code"),
-        (Grant::ClientCredentials, _) => arg("grant-type", "client-credentials"),
+        (Grant::AuthcodeBrowser, _) => out.arg("grant-type", "authcode"),
+        (Grant::AuthcodeKeyboard, _) => out.arg("grant-type", "authcode-keyboard"),
+        (Grant::Password, _) => out.arg("grant-type", "password"),
+        (Grant::DeviceCode, _) => out.arg("grant-type", "device-code"),
+        (Grant::ClientCredentials, _) => out.arg("grant-type", "client-credentials"),
     }
     if line.grant == Grant::Password
         && let Some(username) = &line.username
     {
-        arg("username", username);
+        out.arg("username", username);
     }
     match (line.grant, line.use_access_token) {
-        (_, true) => out.args.push("--use-access-token".into()),
+        (_, true) => out.flag("--use-access-token"),
         // kubelogin's client credentials hand kubectl the ID token, verified.
-        (Grant::ClientCredentials, false) => out.args.push("--use-access-token=false".into()),
+        (Grant::ClientCredentials, false) => out.flag("--use-access-token=false"),
         _ => {}
     }
+}
+
+/// Where tokens are kept, and the provider's TLS.
+fn storage_and_trust(line: &GetToken, out: &mut Kubecred) -> Result<(), String> {
     match line.token_cache_storage {
         Storage::Disk => {}
-        Storage::Keyring => out.args.push("--cache-storage=keyring".into()),
-        Storage::None => out.args.push("--cache-storage=none".into()),
+        Storage::Keyring => out.flag("--cache-storage=keyring"),
+        Storage::None => out.flag("--cache-storage=none"),
     }
     for path in &line.ca_files {
-        out.args.push(format!("--certificate-authority={path}"));
+        out.arg("certificate-authority", path);
     }
     for data in &line.ca_data {
         if data.contains(',') {
@@ -74,11 +115,10 @@ pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
                 "its --certificate-authority-data holds a comma, which is not base64".into(),
             );
         }
-        out.args
-            .push(format!("--certificate-authority-data={data}"));
+        out.arg("certificate-authority-data", data);
     }
     if line.skip_tls_verify {
-        out.args.push("--insecure-skip-tls-verify".into());
+        out.flag("--insecure-skip-tls-verify");
     }
     if line.renegotiation != Renegotiation::Never {
         return Err(format!(
@@ -90,17 +130,93 @@ pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
             }
         ));
     }
-    let browser_login = matches!(line.grant, Grant::AuthcodeBrowser);
-    if browser_login || line.grant == Grant::AuthcodeKeyboard {
-        redirect_and_listener(line, &mut out)?;
-        match line.pkce {
-            Pkce::Auto => {}
-            Pkce::No => out.args.push("--pkce=false".into()),
-            Pkce::S256 => out.args.push("--pkce".into()),
+    Ok(())
+}
+
+/// The browser and keyboard logins' redirect URI, and where the listener is.
+fn redirect_and_listener(line: &GetToken, out: &mut Kubecred) -> Result<(), String> {
+    let tls = match (&line.local_server_cert, &line.local_server_key) {
+        (Some(cert), Some(key)) => {
+            // kubelogin reads them relative to where kubectl runs it, as kubecred does: kept as
+            // written (client-go runs a plugin in kubectl's working directory).
+            out.arg("local-server-cert", cert);
+            out.arg("local-server-key", key);
+            true
         }
+        (None, None) => false,
+        _ => {
+            return Err("it gives one of --local-server-cert and --local-server-key, and kubelogin cannot serve https with one".into());
+        }
+    };
+    if line.grant == Grant::AuthcodeKeyboard {
+        // kubelogin's keyboard login sends the redirect URI it is given, and none otherwise:
+        // --oidc-redirect-url-authcode-keyboard to every release that takes it (1.33 and 1.34
+        // over --oidc-redirect-url), --oidc-redirect-url from 1.33.
+        let redirect = line
+            .redirect_url_authcode_keyboard
+            .as_ref()
+            .or(line.redirect_url.as_ref())
+            .ok_or(
+                "--grant-type authcode-keyboard without --oidc-redirect-url: kubelogin sends no redirect_uri (since 1.33; 1.32 and older sent urn:ietf:wg:oauth:2.0:oob), kubecred always sends one (add the one registered for the client, then convert)",
+            )?;
+        out.arg("redirect-url", redirect);
+        return Ok(());
     }
+    let redirect = browser_redirect(line, tls, out);
+    out.arg("redirect-url", &redirect);
+    listener(line, &redirect, out);
+    Ok(())
+}
+
+/// The browser login's redirect URI: as written, or kubelogin's own, `http://localhost:PORT`
+/// with no path (oauth2cli), its host from `--oidc-redirect-url-hostname` where given.
+fn browser_redirect(line: &GetToken, tls: bool, out: &mut Kubecred) -> String {
+    if let Some(redirect) = &line.redirect_url_authcode_keyboard {
+        out.notes.push(
+            "took --oidc-redirect-url-authcode-keyboard for the redirect URI, as kubelogin 1.33 and 1.34 do (over --oidc-redirect-url); kubelogin 1.32 and older used it only with --grant-type authcode-keyboard, and 1.35 and later refuse it".into(),
+        );
+        return redirect.clone();
+    }
+    let scheme = if tls { "https" } else { "http" };
+    match (&line.redirect_url, &line.redirect_url_hostname) {
+        (Some(redirect), _) => redirect.clone(),
+        (None, Some(host)) => format!("{scheme}://{host}"),
+        (None, None) => format!("{scheme}://localhost"),
+    }
+}
+
+/// kubecred listens on the port the redirect URI names; kubelogin listens on its defaults (or
+/// `--listen-address`) whatever the URI says: kept where they differ.
+fn listener(line: &GetToken, redirect: &str, out: &mut Kubecred) {
+    if let Some(addresses) = &line.listen_addresses {
+        for address in addresses {
+            out.arg("listen-address", address);
+        }
+        return;
+    }
+    let Some(port) = written_port(redirect) else {
+        return;
+    };
+    let suffix = format!(":{port}");
+    if DEFAULT_LISTEN_ADDRESSES
+        .iter()
+        .any(|address| address.ends_with(&suffix))
+    {
+        return;
+    }
+    for address in DEFAULT_LISTEN_ADDRESSES {
+        out.arg("listen-address", address);
+    }
+    out.notes.push(format!(
+        "kept kubelogin's listener on {} though its redirect URI names port {port} (a port forward's other end?)",
+        DEFAULT_LISTEN_ADDRESSES.join(" and ")
+    ));
+}
+
+/// Opening the browser, and how long a login may take.
+fn browser(line: &GetToken, out: &mut Kubecred) -> Result<(), String> {
     if line.skip_open_browser {
-        out.args.push("--skip-open-browser".into());
+        out.flag("--skip-open-browser");
     }
     if let Some(command) = &line.browser_command {
         // kubelogin runs the command as one program, the URL its argument; kubecred splits
@@ -108,7 +224,7 @@ pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
         let word = shlex::try_quote(command).map_err(|_| {
             format!("its --browser-command {command:?} cannot be written as one word")
         })?;
-        out.args.push(format!("--browser-command={word}"));
+        out.arg("browser-command", &word);
     }
     if line.auth_timeout_sec != DEFAULT_AUTH_TIMEOUT_SEC {
         if line.auth_timeout_sec <= 0 {
@@ -117,16 +233,21 @@ pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
                 line.auth_timeout_sec
             ));
         }
-        out.args
-            .push(format!("--auth-timeout={}s", line.auth_timeout_sec));
+        out.arg("auth-timeout", &format!("{}s", line.auth_timeout_sec));
     }
+    Ok(())
+}
+
+/// What the requests carry, and how they run: headers, extra parameters, forced refresh,
+/// verbosity.
+fn requests(line: &GetToken, out: &mut Kubecred) {
     for (name, value) in line.request_headers.iter().flatten() {
-        out.args.push(format!("--request-header={name}={value}"));
+        out.arg("request-header", &format!("{name}={value}"));
     }
     match (&line.auth_request_extra_params, line.grant) {
         (Some(params), Grant::AuthcodeBrowser | Grant::AuthcodeKeyboard | Grant::ClientCredentials) => {
             for (name, value) in params {
-                out.args.push(format!("--auth-param={name}={value}"));
+                out.arg("auth-param", &format!("{name}={value}"));
             }
         }
         (Some(_), _) => out.notes.push(format!(
@@ -136,31 +257,39 @@ pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
         (None, _) => {}
     }
     if line.force_refresh {
-        out.args.push("--force-refresh".into());
+        out.flag("--force-refresh");
     }
     match line.verbosity {
         0 => {}
-        1 => out.args.push("-v".into()),
-        _ => out.args.push("-vv".into()),
+        1 => out.flag("-v"),
+        _ => out.flag("-vv"),
     }
+}
+
+/// The client secret and the password move to the stanza's env.
+fn secrets(line: &GetToken, out: &mut Kubecred) {
     if let Some(secret) = &line.client_secret {
         out.env.push(("KUBECRED_CLIENT_SECRET", secret.clone()));
         out.notes.push("moved --oidc-client-secret from the command line to the stanza's env (KUBECRED_CLIENT_SECRET)".into());
     }
-    if let Some(password) = &line.password {
-        if line.grant == Grant::Password {
-            out.env.push(("KUBECRED_PASSWORD", password.clone()));
-            out.notes.push(
-                "moved --password from the command line to the stanza's env (KUBECRED_PASSWORD)"
-                    .into(),
-            );
-        } else {
-            out.notes.push(format!(
-                "dropped --password: --grant-type {} does not use it",
-                line.grant_type
-            ));
-        }
+    let Some(password) = &line.password else {
+        return;
+    };
+    if line.grant == Grant::Password {
+        out.env.push(("KUBECRED_PASSWORD", password.clone()));
+        out.notes.push(
+            "moved --password from the command line to the stanza's env (KUBECRED_PASSWORD)".into(),
+        );
+    } else {
+        out.notes.push(format!(
+            "dropped --password: --grant-type {} does not use it",
+            line.grant_type
+        ));
     }
+}
+
+/// What kubelogin takes and does nothing with here, or kubecred needs not.
+fn dropped(line: &GetToken, out: &mut Kubecred) {
     if line.username.is_some() && line.grant != Grant::Password {
         out.notes.push(format!(
             "dropped --username: --grant-type {} does not use it",
@@ -185,65 +314,6 @@ pub fn to_kubecred(line: &GetToken) -> Result<Kubecred, String> {
             names.join(", ")
         ));
     }
-    Ok(out)
-}
-
-/// The browser and keyboard logins' redirect URI, and where the listener is.
-fn redirect_and_listener(line: &GetToken, out: &mut Kubecred) -> Result<(), String> {
-    let tls = match (&line.local_server_cert, &line.local_server_key) {
-        (Some(cert), Some(key)) => {
-            // kubelogin reads them relative to where kubectl runs it, as kubecred does: kept as
-            // written (client-go runs a plugin in kubectl's working directory).
-            out.args.push(format!("--local-server-cert={cert}"));
-            out.args.push(format!("--local-server-key={key}"));
-            true
-        }
-        (None, None) => false,
-        _ => {
-            return Err("it gives one of --local-server-cert and --local-server-key, and kubelogin cannot serve https with one".into());
-        }
-    };
-    if line.grant == Grant::AuthcodeKeyboard {
-        // kubelogin's keyboard login sends the redirect URI it is given, and none otherwise.
-        let redirect = line.redirect_url.as_ref().ok_or(
-            "--grant-type authcode-keyboard without --oidc-redirect-url: kubelogin sends no redirect_uri, kubecred always sends one (add the one registered for the client, then convert)",
-        )?;
-        out.args.push(format!("--redirect-url={redirect}"));
-        return Ok(());
-    }
-    let scheme = if tls { "https" } else { "http" };
-    let redirect = match (&line.redirect_url, &line.redirect_url_hostname) {
-        (Some(redirect), _) => redirect.clone(),
-        // kubelogin's own: `http://localhost:PORT`, no path (oauth2cli).
-        (None, Some(host)) => format!("{scheme}://{host}"),
-        (None, None) => format!("{scheme}://localhost"),
-    };
-    out.args.push(format!("--redirect-url={redirect}"));
-    let named_port = written_port(&redirect);
-    match (&line.listen_addresses, named_port) {
-        (Some(addresses), _) => {
-            for address in addresses {
-                out.args.push(format!("--listen-address={address}"));
-            }
-        }
-        // kubecred listens on the port the redirect URI names; kubelogin listens on its
-        // defaults whatever the URI says. The same when the URI names one of them.
-        (None, Some(port))
-            if !super::command_line::DEFAULT_LISTEN_ADDRESSES
-                .iter()
-                .any(|address| address.ends_with(&format!(":{port}"))) =>
-        {
-            for address in super::command_line::DEFAULT_LISTEN_ADDRESSES {
-                out.args.push(format!("--listen-address={address}"));
-            }
-            out.notes.push(format!(
-                "kept kubelogin's listener on {} though its redirect URI names port {port} (a port forward's other end?)",
-                super::command_line::DEFAULT_LISTEN_ADDRESSES.join(" and ")
-            ));
-        }
-        (None, _) => {}
-    }
-    Ok(())
 }
 
 /// The port written in a URI's authority, if any (`http://localhost:8000/x` → 8000).
@@ -361,5 +431,40 @@ mod tests {
         }
         assert_eq!(written_port("http://[::1]:9/x"), Some(9));
         assert_eq!(written_port("http://localhost"), None);
+    }
+
+    #[test]
+    fn the_redirect_flag_1_35_removed_is_converted_as_the_releases_before_ran_it() {
+        let keyboard = args(&format!(
+            "{BASE} --grant-type=authcode-keyboard --oidc-redirect-url-authcode-keyboard=urn:ietf:wg:oauth:2.0:oob --oidc-redirect-url=http://localhost"
+        ));
+        assert!(keyboard.contains(&"--redirect-url=urn:ietf:wg:oauth:2.0:oob".to_string()));
+        assert_eq!(
+            keyboard
+                .iter()
+                .filter(|a| a.starts_with("--redirect-url"))
+                .count(),
+            1
+        );
+        let browser = converted(&format!(
+            "{BASE} --oidc-redirect-url-authcode-keyboard=http://127.0.0.1:9000"
+        ))
+        .unwrap();
+        assert!(
+            browser
+                .args
+                .contains(&"--redirect-url=http://127.0.0.1:9000".to_string())
+        );
+        assert!(
+            browser.notes[0].contains("as kubelogin 1.33 and 1.34 do"),
+            "{:?}",
+            browser.notes
+        );
+        // Without either, kubelogin 1.33 and later send none, older ones their default.
+        let reason = converted(&format!("{BASE} --grant-type=authcode-keyboard")).unwrap_err();
+        assert!(
+            reason.contains("1.32 and older sent urn:ietf:wg:oauth:2.0:oob"),
+            "{reason}"
+        );
     }
 }

@@ -155,18 +155,19 @@ users:\n\
     )
 }
 
-/// The name int128/kubelogin gives the cache entry of a `get-token` stanza whose args (what
-/// follows `kubelogin`) are `args`, for a user whose home is `home`: the SHA-256 of Go's gob
-/// encoding of its settings, as kubecred computes it (checked against Go's own in the unit
-/// tests of `kubelogin::token_cache`).
+/// The name int128/kubelogin (1.36 and later) gives the cache entry of a `get-token` stanza
+/// whose args (what follows `kubelogin`) are `args`, for a user whose home is `home`: the
+/// SHA-256 of Go's gob encoding of its settings, as kubecred computes it (checked against Go's
+/// own in the unit tests of `kubelogin::token_cache`).
 pub(crate) fn kubelogin_entry_name(args: &[String], home: &Path) -> String {
     use kubecred::kubelogin::command_line::{Read, read};
+    use kubecred::kubelogin::token_cache::{Release, names_of};
     let home = home.display().to_string();
     let env = |name: &str| (name == "HOME").then(|| home.clone());
     let Read::GetToken(line) = read(args, &env) else {
         panic!("{args:?} is no get-token line");
     };
-    let names = kubecred::kubelogin::token_cache::file_names(&line).unwrap();
+    let names = names_of(Release::V1_36, &line).unwrap();
     assert_eq!(names.len(), 1, "one name for {args:?}");
     names[0].clone()
 }

@@ -379,180 +379,32 @@ fn value_of(setting: &Setting) -> Option<&str> {
 fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Conversion, String> {
     let login = value_of(&options.login).unwrap_or("devicecode").to_string();
     let label = format!("Azure kubelogin --login {login}");
-    let stays = |why: &str| Err(format!("{label}: stays with Azure's tool ({why})"));
-    // A value only this process's environment gives, which the kubeconfig cannot hold.
-    let from_here = |what: &str, setting: &Setting| -> Result<Option<String>, String> {
-        match setting {
-            Some((_, Origin::Process(name))) => Err(format!(
-                "{label}: its {what} comes from {name} in the environment kubectl runs in, which a kubeconfig cannot name; set it in the stanza's env or as a flag, then convert"
-            )),
-            Some((value, _)) => Ok(Some(value.clone())),
-            None => Ok(None),
-        }
-    };
     if matches!(options.login, Some((_, Origin::Process(_)))) {
-        from_here("login method", &options.login)?;
+        from_here(&label, "login method", &options.login)?;
     }
     let mut notes = Vec::new();
-    match login.as_str() {
-        "msi" => {
-            return stays(
-                "a managed identity's token comes from Azure's instance metadata endpoint, not from a grant kubecred can make",
-            );
-        }
-        "azurecli" => return stays("it reuses the Azure CLI's login"),
-        "azd" => return stays("it reuses the Azure Developer CLI's login"),
-        "azurepipelines" => return stays("it uses an Azure Pipelines service connection"),
-        _ => {}
-    }
-    // --legacy: AAD v1 (ADAL) for devicecode and spn; the other modes ignore it.
-    if options.legacy {
-        if matches!(login.as_str(), "devicecode" | "spn") {
-            return stays(
-                "--legacy asks for AAD v1 tokens with the spn: audience, from the v1 endpoint, which kubecred does not speak",
-            );
-        }
-        notes.push(format!(
-            "dropped --legacy: Azure's kubelogin ignores it with --login {login}"
-        ));
-    }
-    // --pop-enabled: proof-of-possession for interactive, ropc and spn; ignored otherwise.
-    if options.pop_enabled {
-        if matches!(login.as_str(), "interactive" | "ropc" | "spn") {
-            return stays(
-                "--pop-enabled asks for proof-of-possession tokens bound to a key Azure's tool keeps; kubecred hands out bearer tokens",
-            );
-        }
-        notes.push(format!(
-            "dropped --pop-enabled and --pop-claims: Azure's kubelogin ignores them with --login {login}"
-        ));
-    }
-    if options.disable_instance_discovery {
-        return stays(
-            "--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive",
-        );
-    }
-    let server_id = options.server_id.clone().unwrap_or_default();
-    // Nothing here gives it: Azure's kubelogin would take it from the environment kubectl runs
-    // in (a workload identity pod has it injected), or refuse to run.
-    let nowhere = |what: &str, variables: &str| {
-        format!(
-            "{label}: no {what}: neither its flags, its env nor this environment give one ({variables}); where kubectl runs it, Azure's kubelogin would take it from there or refuse to run, and a kubeconfig cannot name that"
-        )
-    };
-    let client_id = from_here("client ID", &options.client_id)?
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| {
-            nowhere(
-                "client ID",
-                "--client-id, AAD_SERVICE_PRINCIPAL_CLIENT_ID, AZURE_CLIENT_ID",
-            )
-        })?;
-    let tenant = from_here("tenant ID", &options.tenant_id)?
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| nowhere("tenant ID", "--tenant-id, AZURE_TENANT_ID"))?;
-    let authority = match from_here("authority host", &options.authority_host)? {
-        Some(host) => host,
-        None => format!("https://{}/", login_host(options.environment.as_deref())),
-    };
-    let issuer = format!("{}/{tenant}/v2.0", authority.trim_end_matches('/'));
-    let scope = {
-        let id = server_id.trim_end_matches('/');
-        if id.ends_with(DEFAULT_SCOPE_SUFFIX) {
-            id.to_string()
-        } else {
-            format!("{id}{DEFAULT_SCOPE_SUFFIX}")
-        }
-    };
-    let mut args = vec![
-        "get-token".to_string(),
-        format!("--issuer-url={issuer}"),
-        format!("--client-id={client_id}"),
-        format!("--scope={scope}"),
-    ];
-    let mut env_out: Vec<EnvVar> = stanza_env
+    what_stays(options, &login, &mut notes)
+        .map_err(|why| format!("{label}: stays with Azure's tool ({why})"))?;
+    let mut args = tenant_and_client(options, &label)?;
+    let mut env = stanza_env
         .iter()
         .filter(|(name, _)| {
             !(name.starts_with("AAD_") || name.starts_with("AZURE_") || name.starts_with("ARM_"))
         })
         .map(|(name, value)| EnvVar::new(name, value))
         .collect();
-    let person = |args: &mut Vec<String>, grant: &str| {
-        args.push(format!("--grant-type={grant}"));
-        args.push("--scope=offline_access".into());
-        args.push("--use-access-token".into());
+    let mut out = NewStanza {
+        label: &label,
+        args: &mut args,
+        env: &mut env,
+        notes: &mut notes,
     };
     let tokens = match login.as_str() {
-        "devicecode" => {
-            person(&mut args, "device-code");
-            Tokens::Unreadable(MSAL)
-        }
-        "interactive" => {
-            person(&mut args, "authcode");
-            // MSAL's redirect URI: `http://localhost:PORT`, no path.
-            let redirect = options
-                .redirect_url
-                .as_deref()
-                .unwrap_or("http://localhost");
-            args.push(format!("--redirect-url={redirect}"));
-            if let Some(hint) = &options.login_hint {
-                args.push(format!("--login-hint={hint}"));
-            }
-            Tokens::Unreadable(MSAL)
-        }
-        "ropc" => {
-            let username = from_here("user name", &options.username)?
-                .filter(|name| !name.is_empty())
-                .ok_or_else(|| {
-                    nowhere(
-                        "user name",
-                        "--username, AAD_USER_PRINCIPAL_NAME, AZURE_USERNAME",
-                    )
-                })?;
-            person(&mut args, "password");
-            args.push(format!("--username={username}"));
-            match from_here("password", &options.password)?.filter(|p| !p.is_empty()) {
-                Some(password) => env_out.push(EnvVar::new("KUBECRED_PASSWORD", password)),
-                None => notes.push(
-                    "the password is asked for at the first login (or set KUBECRED_PASSWORD)"
-                        .into(),
-                ),
-            }
-            Tokens::Unreadable(MSAL)
-        }
-        "spn" => {
-            if from_here("client certificate", &options.client_certificate)?
-                .is_some_and(|c| !c.is_empty())
-            {
-                return stays(
-                    "a certificate credential: Entra identifies it by the x5t thumbprint in the client assertion's header, which kubecred does not send",
-                );
-            }
-            let secret = from_here("client secret", &options.client_secret)?
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| {
-                    nowhere(
-                        "client secret or certificate",
-                        "--client-secret, AAD_SERVICE_PRINCIPAL_CLIENT_SECRET, AZURE_CLIENT_SECRET",
-                    )
-                })?;
-            args.push("--grant-type=client-credentials".into());
-            env_out.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
-            Tokens::NotNeeded
-        }
-        _ => {
-            let file = from_here("federated token file", &options.federated_token_file)?
-                .filter(|f| !f.is_empty())
-                .ok_or_else(|| {
-                    nowhere(
-                        "federated token file",
-                        "--federated-token-file, AZURE_FEDERATED_TOKEN_FILE",
-                    )
-                })?;
-            args.push("--grant-type=client-credentials".into());
-            args.push(format!("--client-assertion-file={file}"));
-            Tokens::NotNeeded
-        }
+        "devicecode" => out.person("device-code"),
+        "interactive" => out.interactive(options),
+        "ropc" => out.ropc(options)?,
+        "spn" => out.spn(options)?,
+        _ => out.workload_identity(options)?,
     };
     match options.verbosity {
         0 => {}
@@ -567,11 +419,207 @@ fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Convers
     Ok(Conversion {
         from: label,
         args,
-        env: env_out,
+        env,
         tokens,
         notes,
         kubelogin: None,
     })
+}
+
+/// What keeps a stanza with Azure's tool (the error: why), and the flags dropped because Azure
+/// ignores them with this login (noted).
+fn what_stays(options: &Options, login: &str, notes: &mut Vec<String>) -> Result<(), &'static str> {
+    match login {
+        "msi" => {
+            return Err(
+                "a managed identity's token comes from Azure's instance metadata endpoint, not from a grant kubecred can make",
+            );
+        }
+        "azurecli" => return Err("it reuses the Azure CLI's login"),
+        "azd" => return Err("it reuses the Azure Developer CLI's login"),
+        "azurepipelines" => return Err("it uses an Azure Pipelines service connection"),
+        _ => {}
+    }
+    // --legacy: AAD v1 (ADAL) for devicecode and spn; the other modes ignore it.
+    if options.legacy {
+        if matches!(login, "devicecode" | "spn") {
+            return Err(
+                "--legacy asks for AAD v1 tokens with the spn: audience, from the v1 endpoint, which kubecred does not speak",
+            );
+        }
+        notes.push(format!(
+            "dropped --legacy: Azure's kubelogin ignores it with --login {login}"
+        ));
+    }
+    // --pop-enabled: proof-of-possession for interactive, ropc and spn; ignored otherwise.
+    if options.pop_enabled {
+        if matches!(login, "interactive" | "ropc" | "spn") {
+            return Err(
+                "--pop-enabled asks for proof-of-possession tokens bound to a key Azure's tool keeps; kubecred hands out bearer tokens",
+            );
+        }
+        notes.push(format!(
+            "dropped --pop-enabled and --pop-claims: Azure's kubelogin ignores them with --login {login}"
+        ));
+    }
+    if options.disable_instance_discovery {
+        return Err(
+            "--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive",
+        );
+    }
+    Ok(())
+}
+
+/// `get-token` and the tenant's issuer, the client, and the scope of the server's app.
+fn tenant_and_client(options: &Options, label: &str) -> Result<Vec<String>, String> {
+    let client_id = required(
+        label,
+        "client ID",
+        &options.client_id,
+        "--client-id, AAD_SERVICE_PRINCIPAL_CLIENT_ID, AZURE_CLIENT_ID",
+    )?;
+    let tenant = required(
+        label,
+        "tenant ID",
+        &options.tenant_id,
+        "--tenant-id, AZURE_TENANT_ID",
+    )?;
+    let authority = match from_here(label, "authority host", &options.authority_host)? {
+        Some(host) => host,
+        None => format!("https://{}/", login_host(options.environment.as_deref())),
+    };
+    let issuer = format!("{}/{tenant}/v2.0", authority.trim_end_matches('/'));
+    let server_id = options.server_id.as_deref().unwrap_or_default();
+    let id = server_id.trim_end_matches('/');
+    let scope = if id.ends_with(DEFAULT_SCOPE_SUFFIX) {
+        id.to_string()
+    } else {
+        format!("{id}{DEFAULT_SCOPE_SUFFIX}")
+    };
+    Ok(vec![
+        "get-token".to_string(),
+        format!("--issuer-url={issuer}"),
+        format!("--client-id={client_id}"),
+        format!("--scope={scope}"),
+    ])
+}
+
+/// A setting's value, unless only this process's environment gives it, which the kubeconfig
+/// cannot hold: then the error says so.
+fn from_here(label: &str, what: &str, setting: &Setting) -> Result<Option<String>, String> {
+    match setting {
+        Some((_, Origin::Process(name))) => Err(format!(
+            "{label}: its {what} comes from {name} in the environment kubectl runs in, which a kubeconfig cannot name; set it in the stanza's env or as a flag, then convert"
+        )),
+        Some((value, _)) => Ok(Some(value.clone())),
+        None => Ok(None),
+    }
+}
+
+/// A setting the login needs: not empty, not from this process's environment alone
+/// ([`from_here`]), given somewhere ([`nowhere`] says the `variables` that could).
+fn required(label: &str, what: &str, setting: &Setting, variables: &str) -> Result<String, String> {
+    from_here(label, what, setting)?
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| nowhere(label, what, variables))
+}
+
+/// Why a setting nothing here gives stops the conversion: Azure's kubelogin would take it from
+/// the environment kubectl runs in (a workload identity pod has it injected), or refuse to run.
+fn nowhere(label: &str, what: &str, variables: &str) -> String {
+    format!(
+        "{label}: no {what}: neither its flags, its env nor this environment give one ({variables}); where kubectl runs it, Azure's kubelogin would take it from there or refuse to run, and a kubeconfig cannot name that"
+    )
+}
+
+/// The stanza being written, for one login's flags.
+struct NewStanza<'a> {
+    label: &'a str,
+    args: &'a mut Vec<String>,
+    env: &'a mut Vec<EnvVar>,
+    notes: &'a mut Vec<String>,
+}
+
+impl NewStanza<'_> {
+    /// A person's login: MSAL asks for `offline_access` too (refresh tokens), and AKS takes
+    /// the access token for its server app.
+    fn person(&mut self, grant: &str) -> Tokens {
+        self.args.push(format!("--grant-type={grant}"));
+        self.args.push("--scope=offline_access".into());
+        self.args.push("--use-access-token".into());
+        Tokens::Unreadable(MSAL)
+    }
+
+    fn interactive(&mut self, options: &Options) -> Tokens {
+        let tokens = self.person("authcode");
+        // MSAL's redirect URI: `http://localhost:PORT`, no path.
+        let redirect = options
+            .redirect_url
+            .as_deref()
+            .unwrap_or("http://localhost");
+        self.args.push(format!("--redirect-url={redirect}"));
+        if let Some(hint) = &options.login_hint {
+            self.args.push(format!("--login-hint={hint}"));
+        }
+        tokens
+    }
+
+    fn ropc(&mut self, options: &Options) -> Result<Tokens, String> {
+        let username = required(
+            self.label,
+            "user name",
+            &options.username,
+            "--username, AAD_USER_PRINCIPAL_NAME, AZURE_USERNAME",
+        )?;
+        let tokens = self.person("password");
+        self.args.push(format!("--username={username}"));
+        match from_here(self.label, "password", &options.password)?.filter(|p| !p.is_empty()) {
+            Some(password) => self.env.push(EnvVar::new("KUBECRED_PASSWORD", password)),
+            None => self.notes.push(
+                "the password is asked for at the first login (or set KUBECRED_PASSWORD)".into(),
+            ),
+        }
+        Ok(tokens)
+    }
+
+    fn spn(&mut self, options: &Options) -> Result<Tokens, String> {
+        if from_here(
+            self.label,
+            "client certificate",
+            &options.client_certificate,
+        )?
+        .is_some_and(|c| !c.is_empty())
+        {
+            return Err(format!(
+                "{}: stays with Azure's tool (a certificate credential: Entra identifies it by the x5t thumbprint in the client assertion's header, which kubecred does not send)",
+                self.label
+            ));
+        }
+        let secret = from_here(self.label, "client secret", &options.client_secret)?
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| {
+                nowhere(
+                    self.label,
+                    "client secret or certificate",
+                    "--client-secret, AAD_SERVICE_PRINCIPAL_CLIENT_SECRET, AZURE_CLIENT_SECRET",
+                )
+            })?;
+        self.args.push("--grant-type=client-credentials".into());
+        self.env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
+        Ok(Tokens::NotNeeded)
+    }
+
+    fn workload_identity(&mut self, options: &Options) -> Result<Tokens, String> {
+        let file = required(
+            self.label,
+            "federated token file",
+            &options.federated_token_file,
+            "--federated-token-file, AZURE_FEDERATED_TOKEN_FILE",
+        )?;
+        self.args.push("--grant-type=client-credentials".into());
+        self.args.push(format!("--client-assertion-file={file}"));
+        Ok(Tokens::NotNeeded)
+    }
 }
 
 /// Why an Azure user's tokens are not carried.

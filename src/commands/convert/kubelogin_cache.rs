@@ -8,9 +8,11 @@
 //!
 //! So a stanza's login is the entry under the name kubelogin gives the stanza: the one kubelogin
 //! itself would hand kubectl for it, never another user's or another stanza's (another user
-//! name, other scopes or parameters are another name). Where the name cannot be told, nothing
-//! is carried. Of the names one stanza may have had (maps written in Go's random order), the
-//! newest entry is taken: each is that stanza's. What is carried is verified before it is cached
+//! name, other scopes are another name; other parameters too from 1.36, whose key has them).
+//! Where the name cannot be told, nothing
+//! is carried. Of the names one stanza may have had (each release since 1.31 names it its own
+//! way, and maps are written in Go's random order), the newest entry is taken: each is that
+//! stanza's. What is carried is verified before it is cached
 //! (`acquire::adopt`).
 
 use super::plan::KubeloginCache;
@@ -109,7 +111,7 @@ pub(super) fn find(cache: &KubeloginCache) -> Result<Found, String> {
             _ => format!("kubelogin's cache {}", dir.display()),
         };
         return Err(format!(
-            "{store} holds no login for this stanza's settings (kubelogin would log in again too)"
+            "{store} holds no login for this stanza's settings (kubelogin 1.31 and later would log in again too)"
         ));
     };
     let nonempty = |token: String| Some(token).filter(|t| !t.is_empty()).map(Secret::new);

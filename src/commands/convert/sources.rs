@@ -51,27 +51,38 @@ fn skip(reason: impl Into<String>) -> Plan {
     Plan::Skip(reason.into())
 }
 
-/// `auth-provider: {name: oidc, config: {...}}`: client-go's legacy OIDC plugin, whose settings
-/// and tokens the kubeconfig holds.
+/// `auth-provider: {name: …, config: {...}}`: client-go's legacy plugins; `oidc` is converted.
 fn auth_provider(provider: &Value) -> Plan {
     let name = provider.get("name").and_then(Value::as_str).unwrap_or("");
     match name {
-        "oidc" => {}
+        "oidc" => oidc_auth_provider(provider.get("config")),
         // Removed from kubectl in 1.26; read as Azure's own convert-kubeconfig reads it.
-        "azure" => return azure::plan_auth_provider(provider.get("config")),
-        "gcp" => {
-            return skip(
-                "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
-            );
-        }
-        other => {
-            return skip(format!(
-                "auth-provider {:?}, not oidc",
-                crate::text::printable(other)
-            ));
-        }
+        "azure" => azure::plan_auth_provider(provider.get("config")),
+        "gcp" => skip(
+            "the gcp auth-provider (removed from kubectl in 1.26): Google's gke-gcloud-auth-plugin replaces it",
+        ),
+        other => skip(format!(
+            "auth-provider {:?}, not oidc",
+            crate::text::printable(other)
+        )),
     }
-    let config = provider.get("config");
+}
+
+/// The keys of client-go's oidc plugin that the conversion reads.
+const OIDC_CONFIG_KEYS: [&str; 8] = [
+    "idp-issuer-url",
+    "client-id",
+    "client-secret",
+    "extra-scopes",
+    "idp-certificate-authority",
+    "idp-certificate-authority-data",
+    "id-token",
+    "refresh-token",
+];
+
+/// `auth-provider: oidc`: client-go's legacy OIDC plugin, whose settings and tokens the
+/// kubeconfig holds.
+fn oidc_auth_provider(config: Option<&Value>) -> Plan {
     let text = |key: &str| {
         config
             .and_then(|c| c.get(key))
@@ -109,35 +120,10 @@ fn auth_provider(provider: &Value) -> Plan {
         Ok(args) => args,
         Err(reason) => return skip(format!("its auth-provider oidc settings: {reason}")),
     };
-    let mut env = Vec::new();
-    if let Some(secret) = text("client-secret") {
-        env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
-    }
-    let known = [
-        "idp-issuer-url",
-        "client-id",
-        "client-secret",
-        "extra-scopes",
-        "idp-certificate-authority",
-        "idp-certificate-authority-data",
-        "id-token",
-        "refresh-token",
-    ];
-    let mut notes = Vec::new();
-    if let Some(Value::Mapping(config)) = config {
-        let unknown: Vec<String> = config
-            .keys()
-            .filter_map(Value::as_str)
-            .filter(|key| !known.contains(key))
-            .map(|key| crate::text::printable(key).into_owned())
-            .collect();
-        if !unknown.is_empty() {
-            notes.push(format!(
-                "left out its auth-provider config {} (client-go's oidc plugin does not read it either)",
-                unknown.join(", ")
-            ));
-        }
-    }
+    let env = text("client-secret")
+        .map(|secret| EnvVar::new("KUBECRED_CLIENT_SECRET", secret))
+        .into_iter()
+        .collect();
     let secret = |key: &str| text(key).map(Secret::new);
     Plan::Convert(Conversion {
         from: "auth-provider oidc".into(),
@@ -147,9 +133,29 @@ fn auth_provider(provider: &Value) -> Plan {
             id_token: secret("id-token"),
             refresh_token: secret("refresh-token"),
         }),
-        notes,
+        notes: unread_config_keys(config),
         kubelogin: None,
     })
+}
+
+/// The note on the oidc plugin's config keys the conversion does not read, if any.
+fn unread_config_keys(config: Option<&Value>) -> Vec<String> {
+    let Some(Value::Mapping(config)) = config else {
+        return Vec::new();
+    };
+    let unknown: Vec<String> = config
+        .keys()
+        .filter_map(Value::as_str)
+        .filter(|key| !OIDC_CONFIG_KEYS.contains(key))
+        .map(|key| crate::text::printable(key).into_owned())
+        .collect();
+    if unknown.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "left out its auth-provider config {} (client-go's oidc plugin does not read it either)",
+        unknown.join(", ")
+    )]
 }
 
 /// An `exec` stanza: kubelogin's (either one) is converted, kubecred's is done already, the
@@ -250,11 +256,7 @@ fn int128(words: &[String], old_env: Vec<(String, String)>) -> Plan {
         Tokens::KubeloginCache(Box::new(KubeloginCache {
             dir: PathBuf::from(&line.token_cache_dir),
             storage: line.token_cache_storage,
-            names: if line.redirect_url_hostname.is_some() {
-                Err("its --oidc-redirect-url-hostname is from a kubelogin before 1.32, whose cache names kubecred does not know".into())
-            } else {
-                token_cache::file_names(&line)
-            },
+            names: token_cache::file_names(&line),
             access_token: line.use_access_token,
         }))
     };
@@ -271,11 +273,6 @@ fn int128(words: &[String], old_env: Vec<(String, String)>) -> Plan {
 /// Where kubecred's reading of a converted stanza differs from kubelogin's reading of the
 /// original, if it does: what the provider is asked and what kubectl is handed must be the same.
 pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option<String> {
-    let differs = |what: &str, kubelogin: String, kubecred: String| {
-        Some(format!(
-            "kubecred would read its {what} as {kubecred}, kubelogin as {kubelogin}"
-        ))
-    };
     if config.issuer_as_given != line.issuer_url {
         return differs(
             "issuer",
@@ -283,6 +280,26 @@ pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option
             config.issuer_as_given.clone(),
         );
     }
+    differs_in_scopes(config, line)
+        .or_else(|| differs_in_parameters(config, line))
+        .or_else(|| differs_in_headers(config, line))
+        .or_else(|| differs_in_token(config, line))
+}
+
+fn differs(what: &str, kubelogin: String, kubecred: String) -> Option<String> {
+    Some(format!(
+        "kubecred would read its {what} as {kubecred}, kubelogin as {kubelogin}"
+    ))
+}
+
+/// `NAME=VALUE`s, sorted.
+fn sorted_pairs(list: &[(String, String)]) -> Vec<String> {
+    let mut list: Vec<String> = list.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    list.sort();
+    list
+}
+
+fn differs_in_scopes(config: &Config, line: &GetToken) -> Option<String> {
     let mut theirs: Vec<&str> = line
         .extra_scopes
         .iter()
@@ -297,61 +314,58 @@ pub(super) fn differs_from_kubelogin(config: &Config, line: &GetToken) -> Option
     if theirs != ours {
         return differs("scopes", theirs.join(" "), ours.join(" "));
     }
-    let pairs = |list: &[(String, String)]| {
-        let mut list: Vec<String> = list.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        list.sort();
-        list
-    };
+    None
+}
+
+/// The extra parameters, which kubelogin sends with the browser and keyboard logins'
+/// authorization request and the client credentials' token request.
+fn differs_in_parameters(config: &Config, line: &GetToken) -> Option<String> {
     let sends_params = matches!(
         line.grant,
         KubeloginGrant::AuthcodeBrowser
             | KubeloginGrant::AuthcodeKeyboard
             | KubeloginGrant::ClientCredentials
     );
-    let their_params = pairs(
+    let theirs = sorted_pairs(
         line.auth_request_extra_params
             .as_deref()
             .filter(|_| sends_params)
             .unwrap_or_default(),
     );
-    let our_params = pairs(&config.login.auth_params);
-    if their_params != our_params {
-        return differs(
-            "extra parameters",
-            their_params.join(", "),
-            our_params.join(", "),
-        );
+    let ours = sorted_pairs(&config.login.auth_params);
+    if theirs != ours {
+        return differs("extra parameters", theirs.join(", "), ours.join(", "));
     }
-    let their_headers: Vec<String> = pairs(line.request_headers.as_deref().unwrap_or_default());
-    let our_headers: Vec<(String, String)> = config
+    None
+}
+
+fn differs_in_headers(config: &Config, line: &GetToken) -> Option<String> {
+    let theirs = sorted_pairs(line.request_headers.as_deref().unwrap_or_default());
+    let ours: Vec<(String, String)> = config
         .http
         .request_headers
         .iter()
         .map(|header| (header.name.clone(), header.value.expose().to_string()))
         .collect();
-    if their_headers != pairs(&our_headers) {
+    if theirs != sorted_pairs(&ours) {
         // Values are not shown: a header may carry an API key.
         return Some("kubecred would read its request headers otherwise than kubelogin".into());
     }
-    let wants_access_token = line.use_access_token;
-    if wants_access_token != (config.token_kind == TokenKind::AccessToken) {
-        return differs(
-            "token for kubectl",
-            if wants_access_token {
-                "the access token"
-            } else {
-                "the ID token"
-            }
-            .into(),
-            if wants_access_token {
-                "the ID token"
-            } else {
-                "the access token"
-            }
-            .into(),
-        );
-    }
     None
+}
+
+/// The token kubectl is handed.
+fn differs_in_token(config: &Config, line: &GetToken) -> Option<String> {
+    let wants_access_token = line.use_access_token;
+    if wants_access_token == (config.token_kind == TokenKind::AccessToken) {
+        return None;
+    }
+    let (theirs, ours) = if wants_access_token {
+        ("the access token", "the ID token")
+    } else {
+        ("the ID token", "the access token")
+    };
+    differs("token for kubectl", theirs.into(), ours.into())
 }
 
 /// A command line (program name first) as get-token's settings, read from the words alone; the
@@ -446,7 +460,9 @@ mod tests {
             };
             assert_eq!(cache.dir, PathBuf::from("/tmp/kl"));
             assert_eq!(cache.storage, Storage::Keyring);
-            assert_eq!(cache.names.unwrap().len(), 1);
+            // One name for each release whose key differs and that runs the stanza (1.32, the
+            // first with --oidc-pkce-method and --token-cache-storage, 1.33, 1.34, 1.36).
+            assert_eq!(cache.names.unwrap().len(), 4);
             assert!(!cache.access_token);
         }
     }
@@ -606,5 +622,93 @@ mod tests {
             panic!()
         };
         assert_eq!(cache.dir, PathBuf::from("/home/other/kl"));
+    }
+
+    /// kubelogin 1.31 to 1.35 name a stanza's cache entry otherwise than 1.36 does (its key's
+    /// types changed at 1.32, 1.33, 1.34 and 1.36): a login any of them cached is carried.
+    #[test]
+    fn a_login_cached_by_kubelogin_1_31_to_1_35_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = yaml(&format!(
+            "exec:\n  command: kubelogin\n  args: [get-token, --oidc-issuer-url=https://issuer.example.com, --oidc-client-id=YOUR_CLIENT_ID, '--token-cache-dir={}']\n",
+            dir.path().display()
+        ));
+        // The names Go gives this stanza's key at each release (token_cache.rs's tests).
+        for (release, name) in [
+            (
+                "1.31",
+                "e530403589a0bedc4ab55ff11b5c04208a6f23bcaf0f7a13edf7aa56868b5ab9",
+            ),
+            (
+                "1.32",
+                "aca842f295a8a03b7b20e26047836d75768c4d72db65df22d5ad58b51016026c",
+            ),
+            (
+                "1.33",
+                "49141d10c45d3004bd21dd1f42ac0b64fc8ded666498b0895bb94689ae479c80",
+            ),
+            (
+                "1.34",
+                "1a0eff17fbd5fc228abb0943e272fd44deb0f1bec027480fe8ff37c985e5308c",
+            ),
+        ] {
+            let document = format!(r#"{{"id_token":"","refresh_token":"rt-{release}"}}"#);
+            std::fs::write(dir.path().join(name), document).unwrap();
+            let Tokens::KubeloginCache(cache) = conversion(plan(Some(&body))).tokens else {
+                panic!()
+            };
+            let found = super::super::kubelogin_cache::find(&cache)
+                .unwrap_or_else(|why| panic!("{release}: {why}"));
+            assert!(found.place.ends_with(name), "{release}: {}", found.place);
+            let refresh = found.carried.refresh_token.unwrap();
+            assert_eq!(refresh.expose(), format!("rt-{release}"));
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+        }
+    }
+
+    /// The flags kubelogin 1.35 removed are converted as the releases before it ran them.
+    #[test]
+    fn the_flags_kubelogin_1_35_removed_are_converted_as_older_releases_run_them() {
+        use crate::commands::stanza;
+        use crate::exec_credential::ExecInfo;
+        let converted = |extra: &str| {
+            let body = yaml(&format!(
+                "exec:\n  command: kubelogin\n  args: [get-token, --oidc-issuer-url=https://i, --oidc-client-id=c, {extra}]\n"
+            ));
+            let c = conversion(plan(Some(&body)));
+            let config = stanza::resolve(&c.args, &c.env, ExecInfo::absent())
+                .unwrap_or_else(|err| panic!("{extra}: {err:?}"));
+            assert_eq!(
+                differs_from_kubelogin(&config, c.kubelogin.as_ref().unwrap()),
+                None
+            );
+            (c, config)
+        };
+        let names = |c: &Conversion| match &c.tokens {
+            Tokens::KubeloginCache(cache) => cache.names.clone().unwrap().len(),
+            other => panic!("{other:?}"),
+        };
+        // The keyboard login sends it, in every release that takes it.
+        let (c, config) = converted(
+            "--grant-type=authcode-keyboard, --oidc-redirect-url-authcode-keyboard=urn:ietf:wg:oauth:2.0:oob",
+        );
+        assert_eq!(config.login.redirect.as_str(), "urn:ietf:wg:oauth:2.0:oob");
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+        // Its login under the names of 1.31, 1.32, 1.33 and 1.34 (1.35 and later refuse it).
+        assert_eq!(names(&c), 4);
+        // The browser login, as 1.33 and 1.34 run it, and the note says how older ones did.
+        let (c, config) = converted("--oidc-redirect-url-authcode-keyboard=http://127.0.0.1:8000");
+        assert_eq!(config.login.redirect.as_str(), "http://127.0.0.1:8000");
+        assert!(
+            c.notes[0].contains(
+                "kubelogin 1.32 and older used it only with --grant-type authcode-keyboard"
+            ),
+            "{:?}",
+            c.notes
+        );
+        // --oidc-redirect-url-hostname: its login found under the names of 1.31 to 1.34.
+        let (c, config) = converted("--oidc-redirect-url-hostname=127.0.0.1");
+        assert_eq!(config.login.redirect.as_str(), "http://127.0.0.1");
+        assert_eq!(names(&c), 4);
     }
 }

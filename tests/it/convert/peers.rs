@@ -135,7 +135,7 @@ fn a_login_is_carried_only_to_the_stanza_it_belongs_to() {
     for other in ["bob", "admin"] {
         assert!(
             line_of(&report, other).ends_with(&format!(
-                "tokens not carried: kubelogin's cache {} holds no login for this stanza's settings (kubelogin would log in again too); the first kubectl call logs in",
+                "tokens not carried: kubelogin's cache {} holds no login for this stanza's settings (kubelogin 1.31 and later would log in again too); the first kubectl call logs in",
                 cache.display()
             )),
             "{report}"
