@@ -177,8 +177,9 @@ def write_sbom(source, dest, target):
     quinn, borsh, dbus-secret-service...): a scanner would report their advisories against a
     binary that does not hold them. So the document keeps the components `cargo tree -e normal`
     shows (cargo's feature resolver, what the build compiles) and the dependency edges between
-    them; and the checkout's path in the root's bom-ref becomes `.`, as in its purl. Fails when
-    a crate of the tree is not in the document."""
+    them; and the root's bom-ref (cargo's package id) is made the same wherever the checkout is,
+    `path+file://.#kubecred@<version>` (`.` as in its purl). Fails when a crate of the tree is not
+    in the document."""
     bom = json.loads(Path(source).read_text())
     linked = linked_crates(target)
     root = bom["metadata"]["component"]
@@ -194,7 +195,10 @@ def write_sbom(source, dest, target):
         for d in bom.get("dependencies", []) if d["ref"] in refs
     ]
     text = json.dumps(bom, indent=2, ensure_ascii=False) + "\n"
-    Path(dest).write_text(text.replace(f"path+file://{ROOT.as_posix()}#", "path+file://.#"))
+    # Cargo's package id: path+file://<checkout>#kubecred@<version>, or #<version> alone when the
+    # checkout's directory is named kubecred.
+    text = re.sub(re.escape(f"path+file://{ROOT.as_posix()}#") + r"(?:kubecred@)?", "path+file://.#kubecred@", text)
+    Path(dest).write_text(text)
 
 
 # ---- checksums and manifests ----------------------------------------------------------------
