@@ -285,7 +285,10 @@ def check_install_line(dist, work):
             fail(f"{shell}: man -w kubecred found {page!r}, not the installed page")
         # Again, over that install, now that ~/.local/bin is on PATH: an upgrade.
         again = run(shell_argv(shell, script), cwd=cwd, env=fresh_env(home, with_local_bin))
-        if not again.stdout.splitlines()[-1].startswith(f"kubecred {VERSION} "):
+        # --version's first line names the version, then one `name: value` line per fact.
+        lines = again.stdout.splitlines()
+        first = max((i for i, line in enumerate(lines) if line.startswith(f"kubecred {VERSION} ")), default=None)
+        if first is None or not lines[-1].startswith("rustc: ") or not all(": " in line for line in lines[first + 1:]):
             fail(f"{shell}: the second run did not end with kubecred --version:\n{again.stdout}")
         passed(f"README's Linux install block in {shell} on a fresh HOME, and again over it")
     return home, with_local_bin
