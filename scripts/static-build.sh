@@ -67,7 +67,19 @@ release_build() {
     sysroot=$(rustc --print sysroot)
     epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2> /dev/null || true)}
     # The later prefix wins where two match (cargo's home inside the checkout).
-    remap="[\"--remap-path-prefix=$root/=\", \"--remap-path-prefix=$sysroot=/rust\", \"--remap-path-prefix=$cargo_home=/cargo\"]"
+    remap="\"--remap-path-prefix=$root/=\", \"--remap-path-prefix=$sysroot=/rust\", \"--remap-path-prefix=$cargo_home=/cargo\""
+    if [[ $target == *-windows-gnu ]]; then
+        # GNU ld orders the import table's pieces of equal name by their files' paths: std's
+        # import libraries (raw-dylib, which rustc writes under the target directory) against
+        # mingw-w64's (/usr/...), so the order, and the bytes, would follow where the checkout
+        # is. mingw-w64's import libraries linked into the target directory, and searched
+        # first, sort the same way wherever that is.
+        local libs="$root/target/$target/mingw-w64-lib" mingw
+        mingw=$(dirname "$(x86_64-w64-mingw32-gcc -print-file-name=libkernel32.a)")
+        mkdir -p "$libs"
+        ln -sf "$mingw"/lib*.a "$libs/"
+        remap="$remap, \"-C\", \"link-arg=-L$libs\""
+    fi
     echo "building the release binary for $target..." >&2
     # From ROOT, so that its .cargo/config.toml applies whatever the caller's directory; its
     # rustflags for the target are joined with these.
@@ -76,7 +88,7 @@ release_build() {
         [ -n "$epoch" ] && export SOURCE_DATE_EPOCH=$epoch
         export CFLAGS="${CFLAGS:+$CFLAGS }-ffile-prefix-map=$root/= -ffile-prefix-map=$cargo_home=/cargo"
         cargo auditable "$build" --quiet --release --locked --target "$target" \
-            --config "target.$target.rustflags=$remap"
+            --config "target.$target.rustflags=[$remap]"
     ) >&2
     echo "$root/target/$target/release/$exe"
 }
