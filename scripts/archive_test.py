@@ -2,10 +2,14 @@
 first when it has no SHA256SUMS):
 
 - every archive: its checksum; one top-level folder kubecred-<version>-<target>/ and no `.`
-  entry; the binary, LICENSE, README.md, the completions and the man page in it; extracted by
-  tar, unzip and Python into a 0700 directory, which stays 0700; every name(1) reference of
-  its man page is a page it ships, and the page renders without literal backticks; its README
-  links to nothing the archive lacks;
+  entry; the binary, LICENSE, THIRD-PARTY-LICENSES.md, README.md, the completions and the man
+  page in it; extracted by tar, unzip and Python into a 0700 directory, which stays 0700; every
+  name(1) reference of its man page is a page it ships, and the page renders without literal
+  backticks; its README links to nothing the archive lacks;
+- what every binary is made of, three ways that must agree: its SBOM (in SHA256SUMS, the crates
+  with their licence and Cargo.lock checksum), the dependency list embedded in the binary as
+  `cargo audit bin`, trivy and syft read it (read back here offline by rust-audit-info, from
+  crates.io), and THIRD-PARTY-LICENSES.md, which has a licence for each crate;
 - README's Linux install block, run as written by bash and by zsh on a fresh HOME (no
   ~/.local/bin) against dist/ served on loopback: a working kubecred in ~/.local/bin, the man
   page where `man` finds it, the PATH hint; run again over that install with ~/.local/bin on
@@ -121,7 +125,7 @@ def check_archive(dist, name, work):
     if strays or any(n in ("", ".", "./") or n.startswith(("./", "/")) or ".." in n.split("/") for n in names):
         fail(f"{name}: members outside {folder}/: {strays or names}")
     exe = "kubecred.exe" if "windows" in target else "kubecred"
-    needed = [exe, "LICENSE", "README.md", "man/kubecred.1", "completions/kubecred.bash",
+    needed = [exe, "LICENSE", "THIRD-PARTY-LICENSES.md", "README.md", "man/kubecred.1", "completions/kubecred.bash",
               "completions/_kubecred", "completions/kubecred.fish", "completions/_kubecred.ps1"]
     missing = [n for n in needed if f"{folder}/{n}" not in names]
     if missing:
@@ -166,6 +170,65 @@ def check_readme_links(name, unpacked):
             continue
         if not (unpacked / target.split("#")[0]).exists():
             fail(f"{name}: README links {target}, which the archive does not have")
+
+
+# ---- what each binary is made of -----------------------------------------------------------
+
+
+def sbom_crates(dist, sums, target):
+    """{(name, version)} of the components of TARGET's SBOM, which SHA256SUMS must list; each
+    with a licence and, from crates.io, Cargo.lock's checksum."""
+    name = release_files.sbom_name(VERSION, target)
+    if name not in sums:
+        fail(f"SHA256SUMS lists no SBOM for {target} ({name})")
+    bom = json.loads((dist / name).read_text())
+    if bom.get("bomFormat") != "CycloneDX" or bom["metadata"]["component"]["name"] != "kubecred":
+        fail(f"{name} is not kubecred's CycloneDX SBOM")
+    crates = set()
+    for component in bom["components"]:
+        label = f"{name}: {component['name']} {component['version']}"
+        if not component.get("licenses"):
+            fail(f"{label} has no licence")
+        if not any(h["alg"] == "SHA-256" and len(h["content"]) == 64 for h in component.get("hashes", [])):
+            fail(f"{label} has no SHA-256 checksum")
+        crates.add((component["name"], component["version"]))
+    return crates
+
+
+def embedded_crates(binary):
+    """The dependency list cargo auditable embedded in BINARY, read by rust-audit-info: the
+    {(name, version)} compiled into it (kind runtime), and those that ran only at build time
+    (build: proc-macros, build scripts and their dependencies); kubecred itself left out."""
+    listed = json.loads(run(["rust-audit-info", str(binary)]).stdout)
+    kinds = {"runtime": set(), "build": set()}
+    for package in listed["packages"]:
+        if not package.get("root"):
+            kinds[package.get("kind", "runtime")].add((package["name"], package["version"]))
+    return kinds["runtime"], kinds["build"]
+
+
+def check_contents(dist, sums, name, unpacked):
+    """The binary's embedded list reads back and agrees with its SBOM: every crate of the SBOM is
+    one the list names (compiled in, or at build time: the SBOM has the proc-macros, which cargo
+    auditable counts as build-time). The list may name more: cargo auditable, like `cargo
+    metadata`, counts optional dependencies no feature enables (quinn, borsh...), which the SBOM
+    leaves out as `cargo tree` does (release_files.py)."""
+    target = target_of(name)
+    exe = "kubecred.exe" if "windows" in target else "kubecred"
+    in_sbom = sbom_crates(dist, sums, target)
+    linked, build_time = embedded_crates(unpacked / exe)
+    if len(linked) < 100:
+        fail(f"{name}: the dependency list embedded in {exe} names {len(linked)} crates")
+    unlisted = sorted(in_sbom - linked - build_time)
+    if unlisted:
+        fail(f"{name}: the SBOM names crates the binary's embedded dependency list does not: {unlisted}")
+    licences = (unpacked / "THIRD-PARTY-LICENSES.md").read_text()
+    unlicensed = sorted(f"{n} {v}" for n, v in in_sbom if f"{n} {v}" not in licences)
+    if unlicensed:
+        fail(f"{name}: THIRD-PARTY-LICENSES.md names no licence for {unlicensed}")
+    extra = sorted(f"{n} {v}" for n, v in linked - in_sbom)
+    passed(f"{name}: its SBOM ({len(in_sbom)} crates), the dependency list embedded in the binary "
+           f"({len(linked)} compiled in; not linked but listed: {', '.join(extra) or 'none'}) and its licences agree")
 
 
 # ---- README's install block, run as written ------------------------------------------------
@@ -222,7 +285,10 @@ def check_install_line(dist, work):
             fail(f"{shell}: man -w kubecred found {page!r}, not the installed page")
         # Again, over that install, now that ~/.local/bin is on PATH: an upgrade.
         again = run(shell_argv(shell, script), cwd=cwd, env=fresh_env(home, with_local_bin))
-        if not again.stdout.splitlines()[-1].startswith(f"kubecred {VERSION} "):
+        # --version's first line names the version, then one `name: value` line per fact.
+        lines = again.stdout.splitlines()
+        first = max((i for i, line in enumerate(lines) if line.startswith(f"kubecred {VERSION} ")), default=None)
+        if first is None or not lines[-1].startswith("rustc: ") or not all(": " in line for line in lines[first + 1:]):
             fail(f"{shell}: the second run did not end with kubecred --version:\n{again.stdout}")
         passed(f"README's Linux install block in {shell} on a fresh HOME, and again over it")
     return home, with_local_bin
@@ -390,7 +456,10 @@ def main():
     sums = read_sums(dist)
     with tempfile.TemporaryDirectory(prefix="kubecred-archive-test-") as scratch:
         work = Path(scratch)
-        unpacked = {name: check_archive(dist, name, work) for name in sums}
+        archives = [name for name in sums if name.endswith((".tar.gz", ".zip"))]
+        unpacked = {name: check_archive(dist, name, work) for name in archives}
+        for name in archives:
+            check_contents(dist, sums, name, unpacked[name])
         home, path = check_install_line(dist, work)
         check_completions_block(home, path)
         check_krew(dist, sums, work)

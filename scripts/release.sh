@@ -3,15 +3,29 @@
 #   kubecred-<version>-<target>.tar.gz   x86_64 and aarch64 Linux (static musl), and macOS where
 #                                        the machine can link it (a macOS runner; see below)
 #   kubecred-<version>-<target>.zip      x86_64 Windows (kubecred.exe, mingw)
-#   SHA256SUMS                           of every archive
+#   kubecred-<version>-<target>.cdx.json the SBOM of each target's binary (CycloneDX 1.5, from
+#                                        cargo-cyclonedx): every crate it is built from, with
+#                                        its version, licence and Cargo.lock checksum
+#   SHA256SUMS                           of every archive and SBOM
 #   kubecred.yaml                        the krew plugin manifest
 #   homebrew-tap/Formula/kubecred.rb     the Homebrew formula, as the tap repository holds it
 #   kubecred.json, winget/*.yaml         the scoop manifest and winget's manifests (Windows)
 # Each archive holds one folder, kubecred-<version>-<target>/, with the binary, LICENSE,
-# README.md (its links into the repository made absolute), the shell completions (bash, zsh,
-# fish, PowerShell) and the man page. Everything but the binaries is written by
-# scripts/release_files.py, which also reads the version: the checksums and manifests are
-# generated from the archives, never edited.
+# THIRD-PARTY-LICENSES.md (the licences of the crates in the release's binaries, from cargo-about
+# and about.toml, which fails on a licence it does not accept), README.md (its links into the
+# repository made absolute), the shell completions (bash, zsh, fish, PowerShell) and the man page.
+# Everything but the binaries, the SBOMs and the licences is written by scripts/release_files.py,
+# which also reads the version: the checksums and manifests are generated from the archives,
+# never edited.
+#
+# Reproducible: the binaries are built by release_build (scripts/static-build.sh: the commit's
+# time as SOURCE_DATE_EPOCH, no path of this machine, the dependency list embedded by cargo
+# auditable), and the archives have sorted members, the commit's time, root's owner and fixed
+# modes (release_files.py): one commit builds to the same dist/ with the same toolchain — the Rust
+# of Cargo.toml's package.metadata.release (refused otherwise when RELEASE_TAG is set, as in the
+# release workflow; a warning else), pinned zig, and Debian 12's C compilers and linkers, as in
+# the release workflow's container. scripts/reproduce.sh rebuilds a tag or commit elsewhere and
+# compares.
 #
 # Cross builds: aarch64 Linux with cargo-zigbuild (zig as the C compiler and linker for ring),
 # Windows with Debian's mingw-w64. macOS cannot be linked here without Apple's SDK; on a macOS
@@ -35,6 +49,9 @@ if [ "$tag" != "v$version" ]; then
 fi
 repository=${GITHUB_REPOSITORY:-kubecred/kubecred}
 dist="$root/dist"
+# The tools that write the SBOMs and the licences, pinned (crates.io).
+KUBECRED_CARGO_CYCLONEDX=0.5.9
+KUBECRED_CARGO_ABOUT=0.9.3
 
 default_targets() {
     case "$(uname -s)" in
@@ -50,21 +67,69 @@ ensure_release_tools() {
         ensure_zigbuild
     fi
     ensure_rust_target "${targets[@]}"
+    ensure_cargo_tool cargo-cyclonedx "$KUBECRED_CARGO_CYCLONEDX"
+    # Its command line is behind the feature `cli`.
+    ensure_cargo_tool cargo-about "$KUBECRED_CARGO_ABOUT" --features cli
+}
+
+# The toolchain of a release: the pinned one, or a release that cannot be rebuilt.
+check_toolchain() {
+    local want have
+    want=$(release_files toolchain)
+    have=$(rustc -V | cut -d' ' -f2)
+    [ "$have" = "$want" ] && return 0
+    if [ -n "${RELEASE_TAG:-}" ]; then
+        echo "release: rustc is $have; a release is built with $want (Cargo.toml's package.metadata.release), or nobody can rebuild it: rustup toolchain install $want, and RUSTUP_TOOLCHAIN=$want" >&2
+        exit 1
+    fi
+    echo "release: warning: rustc is $have, not $want (Cargo.toml's package.metadata.release): these archives will not match a release's" >&2
 }
 
 # build TARGET: builds the release binary and prints its path.
 build() {
-    local target=$1 exe=kubecred
-    case "$target" in
-    *windows*) exe=kubecred.exe ;;
-    esac
-    echo "==> building $target" >&2
-    case "$target" in
-    "$(static_target)") build_static "$root" > /dev/null ;;
-    aarch64-unknown-linux-musl) cargo zigbuild --quiet --release --locked --target "$target" >&2 ;;
-    *) cargo build --quiet --release --locked --target "$target" >&2 ;;
-    esac
-    echo "$root/target/$target/release/$exe"
+    echo "==> building $1" >&2
+    if [ "$1" = "$(static_target)" ]; then
+        build_static "$root"
+    else
+        release_build "$root" "$1"
+    fi
+}
+
+# sbom TARGET OUT: the SBOM of TARGET's binary (CycloneDX 1.5 JSON): cargo-cyclonedx's, made
+# exact by release_files.py, which checks it against `cargo tree`.
+sbom() {
+    # cargo-cyclonedx writes beside Cargo.toml, under a name without a path (.gitignore has it).
+    local raw="kubecred-$1.raw.cdx"
+    cargo cyclonedx --quiet --manifest-path "$root/Cargo.toml" --target "$1" --format json \
+        --spec-version 1.5 --no-build-deps --override-filename "$raw" >&2
+    mv "$root/$raw.json" "$stage/$raw.json"
+    release_files sbom "$stage/$raw.json" "$2" "$1"
+}
+
+# about.toml may accept only licences deny.toml allows: deny.toml is the policy (cargo deny in
+# .ci/run), about.toml the order in which a crate's choice is taken.
+check_licence_lists() {
+    python3 - "$root" << 'PY'
+import sys, tomllib
+root = sys.argv[1]
+accepted = tomllib.load(open(f"{root}/about.toml", "rb"))["accepted"]
+allowed = tomllib.load(open(f"{root}/deny.toml", "rb"))["licenses"]["allow"]
+extra = [name for name in accepted if name not in allowed]
+if extra:
+    sys.exit(f"release: about.toml accepts {extra}, which deny.toml's [licenses] allow does not")
+PY
+}
+
+# licences OUT TARGET...: the licences of the crates the TARGETs' binaries are built from
+# (cargo-about, about.toml: only the licences it accepts; about.hbs: the page). One page for
+# all the targets, in every archive: cargo-about reads every crate's licence files, which takes
+# it a minute or two of CPU each run, and the targets share most of their crates (a page names a
+# few the binary beside it does not have: the other platforms' system bindings).
+licences() {
+    local out=$1 target args=()
+    shift
+    for target in "$@"; do args+=(--target "$target"); done
+    (cd "$root" && cargo about -L error generate --locked "${args[@]}" --output-file "$out" about.hbs) >&2
 }
 
 # The completions and the man page, from a binary that runs here (they are the same text for
@@ -80,6 +145,14 @@ docs() {
 }
 
 ensure_release_tools
+check_toolchain
+check_licence_lists
+# The commit's time: build.rs's build date, ld's PE timestamp, the archives' times, the SBOMs'.
+SOURCE_DATE_EPOCH=$(git -C "$root" log -1 --format=%ct) || {
+    echo "release: $root is not a git checkout: a release is built from a commit" >&2
+    exit 1
+}
+export SOURCE_DATE_EPOCH
 rm -rf "$dist"
 mkdir -p "$dist"
 stage=$(mktemp -d)
@@ -96,14 +169,16 @@ for target in "${targets[@]}"; do
     folder="kubecred-$version-$target"
     mkdir -p "$stage/$folder"
     cp "$binary" LICENSE "$stage/$folder/"
+    sbom "$target" "$dist/$folder.cdx.json"
     release_files readme README.md "$stage/$folder/README.md" "$tag" "$repository"
     folders+=("$folder")
 done
 [ -n "$runner" ] || { echo "release: no target built for this machine; cannot write the docs" >&2; exit 1; }
 docs "$runner" "$stage/docs"
+licences "$stage/docs/THIRD-PARTY-LICENSES.md" "${targets[@]}"
 
 for folder in "${folders[@]}"; do
-    cp -r "$stage/docs/completions" "$stage/docs/man" "$stage/$folder/"
+    cp -r "$stage/docs/completions" "$stage/docs/man" "$stage/docs/THIRD-PARTY-LICENSES.md" "$stage/$folder/"
     case "$folder" in
     *windows*) release_files archive "$stage" "$folder" "$dist/$folder.zip" ;;
     *) release_files archive "$stage" "$folder" "$dist/$folder.tar.gz" ;;

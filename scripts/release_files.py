@@ -1,17 +1,24 @@
-"""The files of a release besides the binaries, in one place: the version (from Cargo.toml), the
-archives (one top-level folder each), the README they carry, SHA256SUMS, and the package
-manifests generated from those checksums — krew, Homebrew (a tap's layout), scoop and winget.
+"""The files of a release besides the binaries, in one place: the version and the release
+toolchain (from Cargo.toml), the archives (one top-level folder each), the README they carry, the
+SBOMs, SHA256SUMS, and the package manifests generated from those checksums — krew, Homebrew (a
+tap's layout), scoop and winget.
 Run by scripts/release.sh and by the release workflow's publish job; never edit the outputs.
 
 Usage:
   release_files.py version                        print the crate's version
+  release_files.py toolchain                      print the Rust version releases are built
+                                                  with (Cargo.toml's package.metadata.release)
+  release_files.py sbom SRC DEST TARGET           cargo-cyclonedx's SBOM of TARGET (SRC) made
+                                                  exact and free of this checkout's path, as
+                                                  DEST; fails unless it names every crate of
+                                                  `cargo tree -e normal --target TARGET`
   release_files.py readme SRC DEST TAG OWNER/REPO the README for an archive: links into the
                                                   repository made absolute (the archive has
                                                   no kubeconfig-samples/, bench/, ...)
   release_files.py archive DIR FOLDER OUT         DIR/FOLDER as OUT (.tar.gz or .zip), every
                                                   member under FOLDER/
-  release_files.py dist DIST TAG OWNER/REPO       SHA256SUMS of DIST's archives, then the
-                                                  manifests from it
+  release_files.py dist DIST TAG OWNER/REPO       SHA256SUMS of DIST's archives and SBOMs,
+                                                  then the manifests from it
 """
 
 import gzip
@@ -20,6 +27,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import tarfile
 import time
@@ -65,6 +73,12 @@ def version():
         return tomllib.load(manifest)["package"]["version"]
 
 
+def toolchain():
+    """The Rust version releases are built with: a release rebuilds bit for bit with it only."""
+    with open(ROOT / "Cargo.toml", "rb") as manifest:
+        return tomllib.load(manifest)["package"]["metadata"]["release"]["rust"]
+
+
 def folder_name(version_, target):
     return f"kubecred-{version_}-{target}"
 
@@ -72,6 +86,10 @@ def folder_name(version_, target):
 def archive_name(version_, target):
     ext = "zip" if PLATFORMS[target][0] == "windows" else "tar.gz"
     return f"{folder_name(version_, target)}.{ext}"
+
+
+def sbom_name(version_, target):
+    return f"{folder_name(version_, target)}.cdx.json"
 
 
 # ---- archives -------------------------------------------------------------------------------
@@ -135,13 +153,61 @@ def archive_readme(source, dest, tag, repository):
     Path(dest).write_text(re.sub(r"\[([^\]]*)\]\(([^)\s]+)\)", absolute, text))
 
 
+# ---- the SBOMs ------------------------------------------------------------------------------
+
+
+def linked_crates(target):
+    """{(name, version)} of every crate `cargo tree -e normal --target TARGET` shows: what the
+    binary for TARGET is built from (kubecred included), with cargo's feature resolver."""
+    tree = subprocess.run(
+        ["cargo", "tree", "--locked", "-e", "normal", "--target", target, "--prefix", "none",
+         "--format", "{p}"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+    crates = set()
+    for line in tree.splitlines():
+        name, version_ = line.split()[:2]
+        crates.add((name, version_.removeprefix("v")))
+    return crates
+
+
+def write_sbom(source, dest, target):
+    """cargo-cyclonedx lists every crate `cargo metadata` resolves for the target, optional
+    dependencies no feature enables among them (CycloneDX/cyclonedx-rust-cargo#766: for kubecred
+    quinn, borsh, dbus-secret-service...): a scanner would report their advisories against a
+    binary that does not hold them. So the document keeps the components `cargo tree -e normal`
+    shows (cargo's feature resolver, what the build compiles) and the dependency edges between
+    them; and the root's bom-ref (cargo's package id) is made the same wherever the checkout is,
+    `path+file://.#kubecred@<version>` (`.` as in its purl). Fails when a crate of the tree is not
+    in the document."""
+    bom = json.loads(Path(source).read_text())
+    linked = linked_crates(target)
+    root = bom["metadata"]["component"]
+    named = {(c["name"], c["version"]) for c in bom["components"]} | {(root["name"], root["version"])}
+    missing = sorted(linked - named)
+    if missing:
+        sys.exit(f"release_files: the SBOM of {target} lacks {', '.join(f'{n} {v}' for n, v in missing)}")
+    kept = [c for c in bom["components"] if (c["name"], c["version"]) in linked]
+    refs = {c["bom-ref"] for c in kept} | {root["bom-ref"]}
+    bom["components"] = kept
+    bom["dependencies"] = [
+        {**d, "dependsOn": [r for r in d.get("dependsOn", []) if r in refs]}
+        for d in bom.get("dependencies", []) if d["ref"] in refs
+    ]
+    text = json.dumps(bom, indent=2, ensure_ascii=False) + "\n"
+    # Cargo's package id: path+file://<checkout>#kubecred@<version>, or #<version> alone when the
+    # checkout's directory is named kubecred.
+    text = re.sub(re.escape(f"path+file://{ROOT.as_posix()}#") + r"(?:kubecred@)?", "path+file://.#kubecred@", text)
+    Path(dest).write_text(text)
+
+
 # ---- checksums and manifests ----------------------------------------------------------------
 
 
 def write_sums(dist):
-    """SHA256SUMS (sha256sum's format) of every archive in DIST, sorted by name."""
-    names = sorted(p.name for p in dist.iterdir() if p.name.endswith((".tar.gz", ".zip")))
-    if not names:
+    """SHA256SUMS (sha256sum's format) of every archive and SBOM in DIST, sorted by name."""
+    names = sorted(p.name for p in dist.iterdir() if p.name.endswith((".tar.gz", ".zip", ".cdx.json")))
+    if not any(n.endswith((".tar.gz", ".zip")) for n in names):
         sys.exit(f"release_files: no archive in {dist}")
     lines = [f"{hashlib.sha256((dist / n).read_bytes()).hexdigest()}  {n}" for n in names]
     (dist / "SHA256SUMS").write_text("\n".join(lines) + "\n")
@@ -337,6 +403,10 @@ def main():
     command, *args = sys.argv[1:] or ["help"]
     if command == "version" and not args:
         print(version())
+    elif command == "toolchain" and not args:
+        print(toolchain())
+    elif command == "sbom" and len(args) == 3:
+        write_sbom(*args)
     elif command == "readme" and len(args) == 4:
         archive_readme(*args)
     elif command == "archive" and len(args) == 3:

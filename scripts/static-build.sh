@@ -1,9 +1,25 @@
-# Sourced by scripts/test.sh, scripts/release.sh, bench/ and .ci/run: the build a Linux user
-# downloads, a static musl binary linked at a fixed address (no dynamic loader, no shared
-# libraries to map and no relocations to apply at every start, which is most of a cache hit's
-# cost; .cargo/config.toml sets it, bench/RESULTS.md measures it), and the Rust targets and
-# cross tools the other builds and lints need. ring's C code is compiled with musl-gcc (Debian's
-# musl-tools, installed by scripts/system-deps.sh). Messages go to stderr.
+# Sourced by scripts/test.sh, scripts/release.sh, bench/ and .ci/run: the release build, as
+# scripts/release.sh ships it and the benchmarks and tests measure it (release_build, and
+# build_static for this machine's musl target), and the Rust targets and cross tools the other
+# builds and lints need. Messages go to stderr.
+#
+# The Linux downloads are static musl binaries linked at a fixed address (no dynamic loader, no
+# shared libraries to map and no relocations to apply at every start, which is most of a cache
+# hit's cost; .cargo/config.toml sets it, bench/RESULTS.md measures it). ring's C code is compiled
+# with musl-gcc (Debian's musl-tools, installed by scripts/system-deps.sh); on aarch64 by zig.
+#
+# Every release build is reproducible (scripts/reproduce.sh): the same commit builds to the same
+# bytes whatever the checkout's path, the user or the day, with the same toolchain —
+#   - SOURCE_DATE_EPOCH is the commit's time (build.rs's build date; ld's PE timestamp);
+#   - no path of this machine in the binary: --remap-path-prefix for the checkout, cargo's home
+#     (the crates' sources: panic locations) and the toolchain's sysroot, -ffile-prefix-map for
+#     the C compiler (cargo does not hash these flags into symbol names, since cargo 1.39);
+#   - the dependency list is embedded (cargo auditable: a `.dep-v0` section, which `cargo audit
+#     bin`, trivy, syft and rust-audit-info read from an installed kubecred).
+
+# The tools of the release build from crates.io, pinned: cargo install --locked NAME@VERSION
+# when missing.
+KUBECRED_CARGO_AUDITABLE=0.7.7
 
 # The musl target for this machine's architecture: x86_64-unknown-linux-musl on x86_64.
 static_target() {
@@ -22,17 +38,66 @@ ensure_rust_target() {
     done
 }
 
-# build_static ROOT: builds the release binary for static_target (adding the target's standard
-# library with rustup when it is missing), checks that it is linked at a fixed address, and
-# prints its path.
-build_static() {
-    local root="${1:?usage: build_static ROOT}" target binary
-    target=$(static_target)
+# ensure_cargo_tool CRATE VERSION [ARG...]: installs CRATE's binaries at VERSION (cargo install
+# --locked, with ARGs) unless that version is installed.
+ensure_cargo_tool() {
+    local crate=$1 version=$2
+    shift 2
+    cargo install --list | grep -qx "$crate v$version:" && return 0
+    echo "installing $crate $version (cargo install --locked)..." >&2
+    cargo install --quiet --locked "$crate@$version" "$@" >&2
+}
+
+# release_build ROOT TARGET: builds ROOT's release binary for TARGET (adding the target's
+# standard library with rustup when it is missing), reproducibly and with its dependency list
+# embedded (see the top of this file), and prints its path. aarch64 musl off an aarch64 machine
+# with cargo-zigbuild (ensure_zigbuild), Windows with mingw-w64's gcc.
+release_build() {
+    local root="${1:?usage: release_build ROOT TARGET}" target="${2:?usage: release_build ROOT TARGET}"
+    local exe=kubecred build=build cargo_home=${CARGO_HOME:-$HOME/.cargo} sysroot epoch remap
+    # The paths rustc and cc see: cargo works in the physical directory (symlinks resolved).
+    root=$(cd "$root" && pwd -P)
+    [ -d "$cargo_home" ] && cargo_home=$(cd "$cargo_home" && pwd -P)
+    case "$target" in
+    *windows*) exe=kubecred.exe ;;
+    esac
+    [ "$target" = aarch64-unknown-linux-musl ] && [ "$target" != "$(static_target)" ] && build=zigbuild
     ensure_rust_target "$target"
-    echo "building the static release binary ($target)..." >&2
-    # From ROOT, so that its .cargo/config.toml applies whatever the caller's directory.
-    (cd "$root" && cargo build --quiet --release --locked --target "$target") >&2
-    binary="$root/target/$target/release/kubecred"
+    ensure_cargo_tool cargo-auditable "$KUBECRED_CARGO_AUDITABLE"
+    sysroot=$(rustc --print sysroot)
+    epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2> /dev/null || true)}
+    # The later prefix wins where two match (cargo's home inside the checkout).
+    remap="\"--remap-path-prefix=$root/=\", \"--remap-path-prefix=$sysroot=/rust\", \"--remap-path-prefix=$cargo_home=/cargo\""
+    if [[ $target == *-windows-gnu ]]; then
+        # GNU ld orders the import table's pieces of equal name by their files' paths: std's
+        # import libraries (raw-dylib, which rustc writes under the target directory) against
+        # mingw-w64's (/usr/...), so the order, and the bytes, would follow where the checkout
+        # is. mingw-w64's import libraries linked into the target directory, and searched
+        # first, sort the same way wherever that is.
+        local libs="$root/target/$target/mingw-w64-lib" mingw
+        mingw=$(dirname "$(x86_64-w64-mingw32-gcc -print-file-name=libkernel32.a)")
+        mkdir -p "$libs"
+        ln -sf "$mingw"/lib*.a "$libs/"
+        remap="$remap, \"-C\", \"link-arg=-L$libs\""
+    fi
+    echo "building the release binary for $target..." >&2
+    # From ROOT, so that its .cargo/config.toml applies whatever the caller's directory; its
+    # rustflags for the target are joined with these.
+    (
+        cd "$root" || exit
+        [ -n "$epoch" ] && export SOURCE_DATE_EPOCH=$epoch
+        export CFLAGS="${CFLAGS:+$CFLAGS }-ffile-prefix-map=$root/= -ffile-prefix-map=$cargo_home=/cargo"
+        cargo auditable "$build" --quiet --release --locked --target "$target" \
+            --config "target.$target.rustflags=[$remap]"
+    ) >&2
+    echo "$root/target/$target/release/$exe"
+}
+
+# build_static ROOT: the release binary for static_target (release_build), checked to be linked
+# at a fixed address; prints its path.
+build_static() {
+    local root="${1:?usage: build_static ROOT}" binary
+    binary=$(release_build "$root" "$(static_target)") || return 1
     require_fixed_address "$binary" || return 1
     echo "$binary"
 }

@@ -6,12 +6,14 @@
 # Installs what the tests need first: the Debian packages (with apt-get when run as root; else
 # it prints the command), the test bed's npm packages, the Python client's venv and the kube-rs
 # client (examples/kube-client, its own crate).
-# Then the build a Linux user downloads, the static musl release binary copied alone into an empty
-# directory, runs the integration tests again (they run KUBECRED_TEST_BINARY when it is set), and
-# the other platforms' release builds run under Wine and qemu (scripts/cross-test.sh), and the
-# release archives and manifests are used as their users would (scripts/archive-test.sh).
-# Extra arguments go to `cargo test` (and skip the static binary's and the other platforms' runs:
-# a subset is being tried).
+# Then the release (scripts/release.sh: dist/, every target this machine builds, each built once
+# and used by all that follows): the build a Linux user downloads, the static musl binary out of
+# its archive, alone in an empty directory, runs the integration tests that its build can change
+# again (they run KUBECRED_TEST_BINARY when it is set; see STATIC_BINARY_TESTS), the other
+# platforms' archives run under Wine and qemu (scripts/cross-test.sh), and the archives and
+# manifests are used as their users would (scripts/archive-test.sh).
+# Extra arguments go to `cargo test` (and skip the release's runs: a subset is being tried).
+# KUBECRED_RELEASE_BUILT=1: dist/ is this checkout's release already (.ci/run builds it first).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,13 +34,43 @@ ensure_node_deps "$root"
 ensure_python_deps "$root"
 ensure_kube_client "$root"
 
+# What the second run covers, with the static release binary: the tests of what differs between
+# the debug glibc build and the static musl release build, and only those (the rest is the same
+# code doing the same thing, already run above, and the whole suite twice costs CI about 15
+# minutes it does not have). What differs: the C library under std (musl: its own start-up, no
+# dynamic loader, its resolver, file and terminal calls, process spawning), the allocator behind
+# the startup arena, the TLS roots found without a loader's help, panic=abort, and LTO's
+# optimisation of the unsafe code and of timing. So:
+#   cache_hit_io      the system calls of a hit (strace): a static binary's differ by design
+#   exec_protocol     the process boundary: stdin, stdout, exit codes, one stderr line
+#   kubectl           the real kubectl running the binary end to end
+#   cli_behaviour     the binary alone in an empty directory, a reader that goes away (SIGPIPE),
+#                     completions, man page, --version
+#   client_credentials  a grant over TLS with the CA given and the roots found
+#   cache_storage     the cache files, and the keyrings (D-Bus Secret Service, keyutils syscalls)
+#   faults_local      O_NOFOLLOW, modes, other users' files, FIFOs, killed writers, closed stderr
+#                     (panic=abort must not turn a failed write into an abort)
+#   proxy             HTTP CONNECT and SOCKS5, socks5h name resolution (musl's resolver)
+#   background, concurrency, refresh  the detached renewal (spawn, inherited lock descriptor),
+#                     file locks and single flight across many processes
+#   login, paste      the browser login's loopback listener and browser start, the terminal
+#                     (termios) of the paste fallback
+# Not again: the provider conformance, quirks, federation, shared logins, setup, whoami,
+# convert, sessions, docs and troubleshooting texts, samples, tidy, and the Python, JavaScript
+# and kube-rs clients (the process boundary they use is exec_protocol's and kubectl's).
+STATIC_BINARY_TESTS=(cache_hit_io:: exec_protocol:: kubectl:: cli_behaviour:: client_credentials::
+    cache_storage:: faults_local:: proxy:: background:: concurrency:: refresh:: login:: paste::
+    --skip remote_login:: --skip shared_login::)
+
 # Build first so the test clock does not include compilation.
 cargo test --no-run --quiet
 alone=""
 if [ $# -eq 0 ]; then
-    static_binary=$(build_static "$root")
+    [ -n "${KUBECRED_RELEASE_BUILT:-}" ] || bash scripts/release.sh
     alone=$(mktemp -d)
-    cp "$static_binary" "$alone/kubecred"
+    version=$(python3 scripts/release_files.py version)
+    folder="kubecred-$version-$(static_target)"
+    tar -xzf "dist/$folder.tar.gz" -C "$alone" --strip-components=1 "$folder/kubecred"
 fi
 
 # The kernel keyring store, in a private session keyring with no D-Bus in reach (the
@@ -51,13 +83,14 @@ env -u DBUS_SESSION_BUS_ADDRESS -u XDG_RUNTIME_DIR KUBECRED_TEST_KEYUTILS=1 \
 # another password) cannot get in the way.
 keyring_home=$(mktemp -d)
 trap 'rm -rf "$keyring_home" ${alone:+"$alone"}' EXIT
-ALONE="$alone" dbus-run-session -- sh -c '
+ALONE="$alone" STATIC_BINARY_TESTS="${STATIC_BINARY_TESTS[*]}" dbus-run-session -- sh -c '
     echo -n kubecred-test | XDG_DATA_HOME="$0" gnome-keyring-daemon --unlock --components=secrets >/dev/null
     export KUBECRED_TEST_KEYRING=1
     cargo test "$@" || exit
     [ -n "$1" ] && exit
-    echo "==> the integration tests again, with the static release binary alone in $ALONE" >&2
-    KUBECRED_TEST_BINARY="$ALONE/kubecred" cargo test --test it
+    echo "==> the integration tests its build can change, with the static release binary alone in $ALONE" >&2
+    # $STATIC_BINARY_TESTS unquoted: the list, split into its words on purpose.
+    KUBECRED_TEST_BINARY="$ALONE/kubecred" cargo test --test it -- $STATIC_BINARY_TESTS
 ' "$keyring_home" "$@"
 
 if [ $# -eq 0 ]; then

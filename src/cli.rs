@@ -16,6 +16,7 @@ mod fast_get_token;
 mod federation;
 mod token_args;
 mod usage_error;
+mod version;
 
 pub use command_args::{
     ConvertArgs, LoginArgs, LogoutArgs, OutputArg, SetupArgs, ShellArg, StatusArgs, TargetKindArg,
@@ -27,6 +28,7 @@ pub use token_args::{
     TokenArgs,
 };
 pub use usage_error::{usage_error_line, usage_error_line_in};
+pub use version::{LONG_VERSION, VERSION};
 
 use crate::kubelogin;
 use clap::{Args, Parser, Subcommand};
@@ -35,18 +37,11 @@ use command_args::{
 };
 use std::ffi::OsString;
 
-/// What `--version` prints after the name: the version and the commit it was built from.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("KUBECRED_GIT_COMMIT"),
-    ")"
-);
-
 #[derive(Debug, Parser)]
 #[command(
     name = "kubecred",
     version = VERSION,
+    long_version = LONG_VERSION,
     about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers",
     long_about = "Kubernetes exec credential plugin for OpenID Connect and OAuth 2.0 identity providers.\n\n\
         kubectl runs `kubecred get-token` from a kubeconfig `exec` stanza; kubecred prints one \
@@ -107,6 +102,9 @@ pub enum Command {
     /// Print the man page (roff) on stdout.
     #[command(after_help = MAN_EXAMPLES)]
     Man,
+    /// Print the version, the commit, the target, the build date and the compiler (as --version).
+    #[command(after_help = "Example:\n  kubecred version")]
+    Version,
     /// The background renewal a cache hit starts (refresh-ahead); not for people. Hidden from
     /// help, completions and the man page.
     #[command(name = RENEW_AHEAD, hide = true)]

@@ -313,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             line(&["kubectl-kubecred"]),
-            "a command is required: get-token, login, logout, status, setup, whoami, convert-kubeconfig, completion or man (see kubectl kubecred --help)"
+            "a command is required: get-token, login, logout, status, setup, whoami, convert-kubeconfig, completion, man or version (see kubectl kubecred --help)"
         );
     }
 
@@ -412,7 +412,7 @@ mod tests {
         for words in [&["kubecred"][..], &["kubecred", "oidc-login"]] {
             assert_eq!(
                 line(words),
-                "a command is required: get-token, login, logout, status, setup, whoami, convert-kubeconfig, completion or man (see kubecred --help)",
+                "a command is required: get-token, login, logout, status, setup, whoami, convert-kubeconfig, completion, man or version (see kubecred --help)",
                 "{words:?}"
             );
         }

@@ -42,7 +42,9 @@ fn completed_command() -> clap::Command {
 /// command, which nobody ships). Backtick spans of the help texts become bold: roff would show
 /// the backticks themselves.
 pub(super) fn man() -> anyhow::Result<Option<String>> {
-    let mut command = Cli::command();
+    // The version and commit only: --version's other lines (target, compiler) are the binary's
+    // that wrote the page, and every archive ships the same page.
+    let mut command = Cli::command().long_version(None);
     command.build();
     let page = man_page(&command)
         .map_err(|err| fail(Exit::Input, format!("writing the man page: {err}")))?;

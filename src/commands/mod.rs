@@ -14,6 +14,7 @@ mod logout;
 mod setup;
 mod stanza;
 mod status;
+mod version;
 mod whoami;
 
 use crate::acquire;
@@ -51,6 +52,7 @@ pub fn run(cli: Cli, argv: &[OsString]) -> anyhow::Result<Option<String>> {
         Command::Status(args) => status::run(&args, &clock),
         Command::Completion { shell } => docs::completion(shell),
         Command::Man => docs::man(),
+        Command::Version => version::run(),
         Command::Setup(args) => setup::run(
             &args,
             &|token: &TokenArgs| resolve(token, Run::ByPerson, argv),

@@ -1,6 +1,7 @@
 //! The command line as people expect it: a later single-valued flag wins (a kubeconfig `args`
-//! list can append an override), shell completions that load, a man page, `--version` with the
-//! commit, an example in every command's help, and kubecred as a kubectl plugin.
+//! list can append an override), shell completions that load, a man page, `--version` (and
+//! `version`) with the commit, an example in every command's help, and kubecred as a kubectl
+//! plugin.
 
 use crate::sessions::kubecred_plain;
 use crate::support::*;
@@ -125,6 +126,20 @@ fn man_page_help_examples_and_version() {
         !version.contains("commit unknown"),
         "a git checkout knows its commit: {version}"
     );
+    // `version` says what --version says: the commit in full, the target, the build date (the
+    // commit's time) and the compiler; -V the first line alone.
+    let command = kubecred_plain(&env, &["version"]).run().success().stdout();
+    assert_eq!(command, version);
+    for fact in [
+        "\ncommit: ",
+        "\ntarget: ",
+        "\nbuild date: ",
+        "\nrustc: rustc ",
+    ] {
+        assert!(version.contains(fact), "{fact:?} in {version}");
+    }
+    let short = kubecred_plain(&env, &["-V"]).run().success().stdout();
+    assert_eq!(short, format!("{}\n", version.lines().next().unwrap()));
 }
 
 #[test]
