@@ -170,6 +170,24 @@ bed_admin POST /config '{"tokenDelayMs": 0}' > /dev/null
 win logout "${cc_args[@]:1}" > /dev/null || fail "windows refresh-ahead logout: $(cat "$work/win.stderr")"
 echo "    refresh-ahead: the window hit's stdout ended in ${window}s (a plain hit's in ${plain}s) with the provider taking 15 s; one renewal for four hits: ok" >&2
 
+# A failure with no terminal (stdin the null device, stderr a file), as an IDE meets one: the
+# desktop detection (Wine's desktop is an interactive session) and the notification path run —
+# Wine has no toast service, which the notification's deadline bounds — and the failure stays what
+# it is: exit 3, the one error line, nothing on stdout, within that deadline of a plain failure.
+started=$(date +%s.%N)
+out=$(KUBECRED_CLIENT_SECRET=not-the-secret win "${cc_args[@]}" -v --force-refresh) && fail "windows: a refused client secret succeeded"
+status=$?
+took=$(python3 -c 'import sys, time; print(round(time.time() - float(sys.argv[1]), 1))' "$started")
+[ "$status" = 3 ] || fail "windows: a refused client secret exited $status, expected 3: $(cat "$work/win.stderr")"
+[ -z "$out" ] || fail "windows: a failure printed on stdout: $out"
+tr -d '\r' < "$work/win.stderr" | grep -q "desktop notification" \
+    || fail "windows: -v says nothing of the desktop notification: $(cat "$work/win.stderr")"
+[ "$(tr -d '\r' < "$work/win.stderr" | grep -c '^kubecred: error: ')" = 1 ] \
+    || fail "windows: not one error line: $(cat "$work/win.stderr")"
+python3 -c 'import sys; sys.exit(float(sys.argv[1]) > 20)' "$took" \
+    || fail "windows: the failure took ${took}s: the notification path is not bounded"
+echo "    a failure without a terminal: the desktop detection and the notification path ran, exit 3, one error line, ${took}s: ok" >&2
+
 # ---- Windows: device-flow logins as large as real ones ---------------------------------------
 # alice in 70 groups makes an ID token over 4 KB; every token answer carries a 2,000-character
 # refresh token (Entra ID's are that long), known here so that the disk can be searched for it.

@@ -59,8 +59,9 @@ pub(super) fn after_failure(
     }
     cache.update_state(&lock, |state| state.notified_at = Some(now));
     drop(lock);
-    if let Err(why) = notify::raise(&notification(config, error)) {
-        crate::debug!(1, "no desktop notification: {why}");
+    match notify::raise(&notification(config, error)) {
+        Ok(()) => crate::debug!(1, "raised a desktop notification"),
+        Err(why) => crate::debug!(1, "no desktop notification: {why}"),
     }
 }
 
