@@ -102,7 +102,7 @@ pub enum Command {
     /// Print the man page (roff) on stdout.
     #[command(after_help = MAN_EXAMPLES)]
     Man,
-    /// Print the version, the commit, the target, the build date and the compiler (as --version).
+    /// Print the version, the commit, the target, the build date and the compiler, as --version does.
     #[command(after_help = "Example:\n  kubecred version")]
     Version,
     /// The background renewal a cache hit starts (refresh-ahead); not for people. Hidden from
