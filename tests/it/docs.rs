@@ -625,15 +625,7 @@ fn manual_files() -> Vec<String> {
 /// code spans.
 fn link_targets(text: &str) -> Vec<String> {
     let mut targets = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for line in manual::outside_fences(text) {
         // Code spans hold examples, not links.
         let prose: String = line
             .split('`')

@@ -75,15 +75,7 @@ pub fn slug(heading: &str) -> String {
 /// numbered `-1`, `-2`, … as GitHub and mdBook number them.
 pub fn anchors(text: &str) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for line in outside_fences(text) {
         let hashes = line.chars().take_while(|&c| c == '#').count();
         if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
             continue;
@@ -98,6 +90,19 @@ pub fn anchors(text: &str) -> Vec<String> {
         found.push(anchor);
     }
     found
+}
+
+/// The lines of a Markdown text outside fenced code blocks (those are examples: their `#`
+/// lines are no headings, their brackets no links).
+pub fn outside_fences(text: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    text.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return false;
+        }
+        !fenced
+    })
 }
 
 /// The text of a Markdown section: from its heading line to the next heading of its level or
