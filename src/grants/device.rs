@@ -116,7 +116,9 @@ impl ProviderClient<'_> {
     /// opened on it where one can open. Without a terminal (an IDE, a dashboard), stderr is read
     /// by nobody: on a desktop the code goes into the browser (the provider's complete link, or
     /// kubecred's own page, served while the returned guard lives); a browser that cannot be
-    /// started there fails the login at once rather than leave a code nobody sees.
+    /// started there fails the login at once rather than leave a code nobody sees. Unless the
+    /// person said where they read it: `--skip-open-browser` (a job log somebody watches, a tool
+    /// that shows the plugin's stderr) keeps the code on stderr, terminal or not.
     fn show_device_code(
         &self,
         details: &StandardDeviceAuthorizationResponse,
@@ -132,9 +134,13 @@ impl ProviderClient<'_> {
             details.expires_in(),
         );
         // The URL and code are on screen already: the browser is a convenience, opened only where
-        // one can open (not over SSH, how `auto` may have come here), and a failure is no error.
-        let no_browser_here = self.config.login.browser == BrowserChoice::System
-            && browser::cannot_open_here().is_some();
+        // one can open (not over SSH, how `auto` may have come here) and where the person did not
+        // turn it off, and a failure is no error.
+        let no_browser_here = match &self.config.login.browser {
+            BrowserChoice::Skip => true,
+            BrowserChoice::System => browser::cannot_open_here().is_some(),
+            BrowserChoice::Command(_) => false,
+        };
         if no_browser_here {
             return Ok(None);
         }

@@ -3,10 +3,8 @@
 //! output captured, no controlling terminal; `spec.interactive` false), on the desktop session
 //! of `support/desktop.rs` (Xvfb, a session D-Bus, dunst, an `xdg-open` that opens the scripted
 //! browser and counts the tabs).
-//!
-//! The tests of what the desktop detection decides today (a device login opens the browser on a
-//! desktop, and nowhere without one) run now; the callers' tests of issue 39 (the browser login
-//! from an IDE, the hold-off, the device page, notifications) wait for the miss path's wiring.
+//! Each test says, per caller, how many tabs opened, what the provider was asked and what
+//! notifications the person got.
 
 use crate::support::desktop::{
     BrowserAction, DesktopSession, Received, as_a_caller_without_a_terminal,
@@ -115,6 +113,39 @@ fn a_device_login_without_a_terminal_opens_the_browser_on_a_desktop() {
     assert_eq!(desktop.tabs().len(), 1);
     assert_eq!(bed.stats()["token"]["total"], 0);
     // A success raises no notification.
+    assert_eq!(desktop.notifications(), []);
+}
+
+/// `--skip-open-browser` says where the person reads the code: on stderr (a tool that shows
+/// the plugin's output), so without a terminal and on a desktop no tab opens, the code is
+/// printed, and the login completes when it is approved from there.
+#[test]
+fn a_device_login_told_to_skip_the_browser_prints_the_code_and_opens_no_tab() {
+    use std::io::{BufReader, Read};
+    let Some((desktop, bed, env)) = start(json!({})) else {
+        return;
+    };
+    let kubeconfig = device_kubeconfig(&env, &bed, &["--skip-open-browser"]);
+    let mut kubectl = ide_kubectl(&env, &kubeconfig, &desktop, Session::Desktop);
+    let mut child = kubectl.spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let url = crate::login::url_from(&mut stderr, &mut seen, |line| {
+        let rest = line.strip_prefix("kubecred: to log in, open ")?;
+        rest.split_whitespace().next().map(str::to_string)
+    });
+    let approved = Command::new("node")
+        .arg(repo_root().join("tests/support/browser.mjs"))
+        .arg(&url)
+        .status()
+        .unwrap();
+    assert!(approved.success());
+    let output = child.wait_with_output().unwrap();
+    stderr.read_to_string(&mut seen).unwrap();
+    assert!(output.status.success(), "{seen}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "alice", "{seen}");
+    assert_eq!(desktop.tabs(), Vec::<String>::new());
+    assert_eq!(bed.stats()["device_authorization"], 1);
     assert_eq!(desktop.notifications(), []);
 }
 

@@ -288,7 +288,7 @@ fn login_url_from(stderr: &mut impl BufRead, seen: &mut String) -> String {
 }
 
 /// Reads kubecred's stderr (into `seen`) until `pick` finds a URL in a line.
-fn url_from(
+pub(crate) fn url_from(
     stderr: &mut impl BufRead,
     seen: &mut String,
     pick: impl Fn(&str) -> Option<String>,
