@@ -58,7 +58,7 @@ pub(super) fn log_in<'a>(
             Some(provider) => provider,
             None => ProviderClient::new(settings, clock)?,
         };
-        run_grant(settings, entry, &provider, clock)?
+        run_grant(settings, Some(entry), &provider, clock)?
     };
     keep(entry.cache, &tokens, entry.lock);
     Ok(tokens)
@@ -142,22 +142,25 @@ fn notice_secrets_on_command_line(config: &Config) {
     }
 }
 
-/// Runs the configured grant for `entry` (not the refresh); the caller keeps the tokens. An
-/// interactive login leaves a cool-down record behind unless it succeeds or fails before it
-/// asked a person, so that kubectl retries and background callers do not open a browser tab
-/// each. (Saving the tokens clears the record, also when they cannot be kept.)
+/// Runs the configured grant (not the refresh); the caller keeps the tokens. In the
+/// foreground (`noted`: the entry being logged in to), an interactive login leaves a cool-down
+/// record behind unless it succeeds or fails before it asked a person, so that kubectl retries
+/// and background callers do not open a browser tab each. (Saving the tokens clears the record,
+/// also when they cannot be kept.) The background renewal passes `None`: it never changes what
+/// the foreground answers, and its own failures are noted and backed off by `renew_ahead`.
 pub(super) fn run_grant(
     settings: &Config,
-    entry: Held<'_>,
+    noted: Option<Held<'_>>,
     provider: &ProviderClient,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
-    if !settings.grant.is_user_login() {
+    let Some(entry) = noted.filter(|_| settings.grant.is_user_login()) else {
         return provider.obtain();
-    }
+    };
     // A login nobody at a terminal started holds off the next tab longer (`--login-holdoff`):
-    // an IDE or a dashboard asks again and again, whether or not anybody saw the last one.
-    let without_terminal = !paste::terminal_attached();
+    // an IDE or a dashboard asks again and again, whether or not anybody saw the last one. Only
+    // a login that opens a browser or shows a code: a password grant opens no tab to storm.
+    let without_terminal = settings.grant.needs_a_person() && !paste::terminal_attached();
     let note_failure = |reason: &str| {
         entry.cache.update_state(entry.lock, |state| {
             state.login_failed = Some(Note::new(reason, clock.now()));

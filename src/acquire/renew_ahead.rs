@@ -311,7 +311,7 @@ fn renew(
     let mut provider = None;
     let tokens = match renewal::renew(config, entry, login.as_ref(), &mut provider, clock) {
         Renewal::Renewed(tokens) => tokens,
-        Renewal::NewGrant => new_grant(config, entry, provider, clock).map_err(failed)?,
+        Renewal::NewGrant => new_grant(config, provider, clock).map_err(failed)?,
         Renewal::Refused { reason, .. } => {
             return Err(failed(fail(
                 Exit::Provider,
@@ -334,11 +334,11 @@ fn renew(
     Ok(Renewed::Yes)
 }
 
-/// A new grant that needs nobody, run as the foreground runs it (`login_step::run_grant`); its
-/// tokens must hold what kubectl is given.
+/// A new grant that needs nobody, run as the foreground runs it (`login_step::run_grant`, but
+/// leaving no cool-down record: the foreground's logins stay as they were); its tokens must hold
+/// what kubectl is given.
 fn new_grant<'a>(
     config: &'a Config,
-    entry: Held<'_>,
     provider: Option<ProviderClient<'a>>,
     clock: &'a dyn Clock,
 ) -> anyhow::Result<crate::tokens::Tokens> {
@@ -346,7 +346,7 @@ fn new_grant<'a>(
         Some(provider) => provider,
         None => ProviderClient::new(config, clock)?,
     };
-    let tokens = login_step::run_grant(config, entry, &provider, clock)?;
+    let tokens = login_step::run_grant(config, None, &provider, clock)?;
     if tokens.credential(config.token_kind).is_none() {
         return Err(fail(
             Exit::Provider,

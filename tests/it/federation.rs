@@ -295,6 +295,33 @@ fn the_password_grant_reads_the_password_from_the_environment_or_a_file() {
     assert_eq!(bed.stats()["ci"]["passwords"], 2);
 }
 
+/// A password refused in a CI job or a script (no terminal) is held off for `--login-cooldown`
+/// only: the long `--login-holdoff` stops browser tabs from storming an IDE's desktop, and a
+/// password grant opens none. Here the cool-down is 0, so the next run with the right password
+/// logs in at once (it was refused "not opening another browser" for ten minutes).
+#[test]
+fn a_refused_password_without_a_terminal_is_not_held_off_like_a_browser_login() {
+    let bed = Testbed::start();
+    let env = TestEnv::new();
+    let mut args = strings(&[
+        "get-token",
+        "--grant-type=password",
+        "--client-id=kubecred-password",
+        "--username=alice",
+        "--login-cooldown=0s",
+    ]);
+    args.push(format!("--issuer-url={}", bed.issuer));
+    let refused = env
+        .kubecred_owned(&args)
+        .env("KUBECRED_PASSWORD", "not-the-password")
+        .run();
+    assert!(!refused.output.status.success(), "{}", refused.stderr());
+    env.kubecred_owned(&args)
+        .env("KUBECRED_PASSWORD", PASSWORD)
+        .run()
+        .success();
+}
+
 /// Without --username, the password grant asks on the terminal for the user name, then the
 /// password: each line goes to the prompt that asked for it (the user name's reader once stayed
 /// behind and took the password's line), the password is not echoed and reaches the provider,
