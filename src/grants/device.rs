@@ -123,7 +123,6 @@ impl ProviderClient<'_> {
         &self,
         details: &StandardDeviceAuthorizationResponse,
     ) -> anyhow::Result<Option<DevicePage>> {
-        self.asking_a_person();
         let complete = details
             .verification_uri_complete()
             .map(|uri| uri.secret().to_string());
@@ -142,9 +141,11 @@ impl ProviderClient<'_> {
             BrowserChoice::Command(_) => false,
         };
         if no_browser_here {
+            self.asking_a_person();
             return Ok(None);
         }
         if paste::terminal_attached() {
+            self.asking_a_person();
             let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
             browser::open_quietly(&target, &self.config.login.browser);
             return Ok(None);
@@ -163,6 +164,9 @@ impl ProviderClient<'_> {
                 "no terminal shows the device code here and no browser could be opened for it; run `kubecred login` with the same flags in a terminal",
             ));
         }
+        // Only now has a person been asked: a login that failed before (no page, no browser)
+        // leaves no cool-down, and the next run says the real cause again.
+        self.asking_a_person();
         Ok(Some(page))
     }
 
