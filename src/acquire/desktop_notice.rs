@@ -45,7 +45,10 @@ pub(super) fn after_failure(
         return;
     };
     let now = clock.now();
-    let holdoff = chrono::Duration::from_std(config.login.holdoff).unwrap_or(chrono::Duration::MAX);
+    // One per hold-off; with the hold-off turned off (0), one per cool-down still, or a
+    // dashboard polling every few seconds would raise one on each call.
+    let holdoff = chrono::Duration::from_std(config.login.holdoff.max(config.login.cooldown))
+        .unwrap_or(chrono::Duration::MAX);
     if let Some(at) = cache.state(None).notified_at
         && at <= now
         && now - at < holdoff
@@ -72,7 +75,8 @@ fn needs_the_person(error: &anyhow::Error) -> bool {
 }
 
 /// What the notification says: the cluster (its API server, when kubectl said which) or the
-/// provider, kubecred's error line, and the command a person runs to log in.
+/// provider, kubecred's error line, and the command a person runs to log in (none for a
+/// setting to change: the line says which).
 fn notification(config: &Config, error: &anyhow::Error) -> Notification {
     let subject = match config
         .exec
@@ -83,11 +87,13 @@ fn notification(config: &Config, error: &anyhow::Error) -> Notification {
         Some(server) => format!("cluster {server}"),
         None => config.issuer_as_given.clone(),
     };
-    Notification::failure(
-        &subject,
-        &one_line(error),
-        "kubecred login with this kubeconfig's settings, or any kubectl command in a terminal",
-    )
+    // A setting the person must change (a flag, the cluster extension): the error line names
+    // it, and logging in again would not help.
+    let fix = match exit_code_of(error) {
+        Exit::Input => "",
+        _ => "kubecred login with this kubeconfig's settings, or any kubectl command in a terminal",
+    };
+    Notification::failure(&subject, &one_line(error), fix)
 }
 
 #[cfg(test)]

@@ -50,12 +50,16 @@ impl Notification {
         Notification {
             summary: printable_brief(&format!("kubecred: {subject}"), MAX_SUMMARY_CHARS)
                 .into_owned(),
-            // Cleaned apart, so that the one line break is kubecred's.
-            body: format!(
-                "{}\nTo fix it, run: {}",
-                printable_brief(what, MAX_BODY_CHARS),
-                printable_brief(fix, MAX_BODY_CHARS)
-            ),
+            // Cleaned apart, so that the one line break is kubecred's. No fix (empty): the
+            // line says what to change itself.
+            body: match fix {
+                "" => printable_brief(what, MAX_BODY_CHARS).into_owned(),
+                fix => format!(
+                    "{}\nTo fix it, run: {}",
+                    printable_brief(what, MAX_BODY_CHARS),
+                    printable_brief(fix, MAX_BODY_CHARS)
+                ),
+            },
         }
     }
 }

@@ -31,6 +31,12 @@ fn text_from_outside_is_cleaned_and_cut() {
 }
 
 #[test]
+fn without_a_fix_the_body_is_the_line_alone() {
+    let shown = Notification::failure("idp", "add --login-resource=https://b", "");
+    assert_eq!(shown.body, "add --login-resource=https://b");
+}
+
+#[test]
 fn a_service_that_hangs_is_abandoned_at_the_deadline() {
     fn hangs(_: &Notification) -> Result<(), String> {
         std::thread::sleep(Duration::from_secs(30));
