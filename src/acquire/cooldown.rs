@@ -5,7 +5,7 @@
 //! it in the background; without this, one abandoned login turns into a storm of browser tabs.
 //! A login that failed before it asked anybody (`grants::ProviderClient::asked_a_person`: the
 //! provider refused the device authorization request, a setting is wrong) leaves no record: there
-//! is no storm to stop, and the next run must show the real cause (`obtain_new` in `mod.rs`).
+//! is no storm to stop, and the next run must show the real cause (`run_grant` in `login_step.rs`).
 //! The record is the `login_failed` note of the entry's state (`cache/entry_state.rs`): a time and a
 //! one-line reason. A missing or unreadable note means no cool-down: this is a courtesy, never a
 //! reason to lock someone out.

@@ -130,7 +130,7 @@ impl<'a> ProviderClient<'a> {
     /// terminal to paste into), a device code shown. A login that failed before — the provider
     /// refused the device authorization request, a setting is wrong, nothing could open — asked
     /// nobody, so there is no tab storm for a cool-down to hold off, and the next run must say
-    /// the real cause (`acquire`'s `obtain_new`).
+    /// the real cause (`acquire::login_step::run_grant`).
     pub fn asked_a_person(&self) -> bool {
         self.asked_a_person.get()
     }
