@@ -89,10 +89,9 @@ fn notification(config: &Config, error: &anyhow::Error) -> Notification {
     };
     // A setting the person must change (a flag, the cluster extension): the error line names
     // it, and logging in again would not help.
-    let fix = match exit_code_of(error) {
-        Exit::Input => "",
-        _ => "kubecred login with this kubeconfig's settings, or any kubectl command in a terminal",
-    };
+    let fix = (exit_code_of(error) != Exit::Input).then_some(
+        "kubecred login with this kubeconfig's settings, or any kubectl command in a terminal",
+    );
     Notification::failure(&subject, &one_line(error), fix)
 }
 

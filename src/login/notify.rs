@@ -43,18 +43,19 @@ pub struct Notification {
 impl Notification {
     /// A failure the person must act on: `subject` names the cluster or the provider
     /// (`https://idp.example`, `cluster prod`), `what` says what happened (kubecred's error
-    /// line, without its `kubecred: error: `), `fix` is the one command that fixes it (`kubecred
-    /// login …`, `kubectl get ns` in a terminal). None of them may hold a secret: they are shown
-    /// on the screen and kept in the notification service's history.
-    pub fn failure(subject: &str, what: &str, fix: &str) -> Notification {
+    /// line, without its `kubecred: error: `), `fix` is the one command that fixes it
+    /// (`kubecred login …`, `kubectl get ns` in a terminal; none where `what` names a setting
+    /// to change). None of them may hold a secret: they are shown on the screen and kept in the
+    /// notification service's history.
+    pub fn failure(subject: &str, what: &str, fix: Option<&str>) -> Notification {
         Notification {
             summary: printable_brief(&format!("kubecred: {subject}"), MAX_SUMMARY_CHARS)
                 .into_owned(),
-            // Cleaned apart, so that the one line break is kubecred's. No fix (empty): the
-            // line says what to change itself.
+            // Cleaned apart, so that the one line break is kubecred's. No fix: the line says
+            // what to change itself.
             body: match fix {
-                "" => printable_brief(what, MAX_BODY_CHARS).into_owned(),
-                fix => format!(
+                None => printable_brief(what, MAX_BODY_CHARS).into_owned(),
+                Some(fix) => format!(
                     "{}\nTo fix it, run: {}",
                     printable_brief(what, MAX_BODY_CHARS),
                     printable_brief(fix, MAX_BODY_CHARS)

@@ -9,7 +9,7 @@ fn the_text_names_the_subject_what_happened_and_the_fix() {
     let shown = Notification::failure(
         "https://idp.example",
         "the login was abandoned; no new browser tab for 10 minutes",
-        "kubecred login --issuer-url=https://idp.example --client-id=k",
+        Some("kubecred login --issuer-url=https://idp.example --client-id=k"),
     );
     assert_eq!(shown.summary, "kubecred: https://idp.example");
     assert_eq!(
@@ -22,7 +22,7 @@ fn the_text_names_the_subject_what_happened_and_the_fix() {
 #[test]
 fn text_from_outside_is_cleaned_and_cut() {
     let long = "x".repeat(2000);
-    let shown = Notification::failure("idp\x1b[2J", &format!("refused\x07 {long}"), "k");
+    let shown = Notification::failure("idp\x1b[2J", &format!("refused\x07 {long}"), Some("k"));
     assert!(!shown.summary.contains('\x1b') && !shown.body.contains('\x07'));
     let (what, fix) = shown.body.split_once('\n').unwrap();
     assert_eq!(what.chars().count(), MAX_BODY_CHARS + 1, "{what}");
@@ -32,7 +32,7 @@ fn text_from_outside_is_cleaned_and_cut() {
 
 #[test]
 fn without_a_fix_the_body_is_the_line_alone() {
-    let shown = Notification::failure("idp", "add --login-resource=https://b", "");
+    let shown = Notification::failure("idp", "add --login-resource=https://b", None);
     assert_eq!(shown.body, "add --login-resource=https://b");
 }
 
@@ -44,7 +44,7 @@ fn a_service_that_hangs_is_abandoned_at_the_deadline() {
     }
     let started = Instant::now();
     let outcome = raise_within(
-        &Notification::failure("s", "w", "f"),
+        &Notification::failure("s", "w", Some("f")),
         Duration::from_secs(1),
         hangs,
     );
@@ -63,7 +63,7 @@ fn the_services_answer_is_passed_on() {
     fn shows(_: &Notification) -> Result<(), String> {
         Ok(())
     }
-    let n = Notification::failure("s", "w", "f");
+    let n = Notification::failure("s", "w", Some("f"));
     assert_eq!(raise_within(&n, DEADLINE, refuses), Err("refused".into()));
     assert_eq!(raise_within(&n, DEADLINE, shows), Ok(()));
 }
@@ -93,7 +93,7 @@ mod live {
         let outcome = raise(&Notification::failure(
             "https://idp.example",
             "the login in the browser was abandoned & <nothing> was opened again",
-            "kubecred login",
+            Some("kubecred login"),
         ));
         let elapsed = started.elapsed().as_millis();
         std::fs::write(
