@@ -54,7 +54,7 @@ ensure_cargo_tool() {
 # with cargo-zigbuild (ensure_zigbuild), Windows with mingw-w64's gcc.
 release_build() {
     local root="${1:?usage: release_build ROOT TARGET}" target="${2:?usage: release_build ROOT TARGET}"
-    local exe=kubecred build=build cargo_home=${CARGO_HOME:-$HOME/.cargo} sysroot epoch remap
+    local exe=kubecred build=build cargo_home=${CARGO_HOME:-$HOME/.cargo} sysroot epoch rustflags
     # The paths rustc and cc see: cargo works in the physical directory (symlinks resolved).
     root=$(cd "$root" && pwd -P)
     [ -d "$cargo_home" ] && cargo_home=$(cd "$cargo_home" && pwd -P)
@@ -67,18 +67,23 @@ release_build() {
     sysroot=$(rustc --print sysroot)
     epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2> /dev/null || true)}
     # The later prefix wins where two match (cargo's home inside the checkout).
-    remap="\"--remap-path-prefix=$root/=\", \"--remap-path-prefix=$sysroot=/rust\", \"--remap-path-prefix=$cargo_home=/cargo\""
+    rustflags="\"--remap-path-prefix=$root/=\", \"--remap-path-prefix=$sysroot=/rust\", \"--remap-path-prefix=$cargo_home=/cargo\""
     if [[ $target == *-windows-gnu ]]; then
-        # GNU ld orders the import table's pieces of equal name by their files' paths: std's
-        # import libraries (raw-dylib, which rustc writes under the target directory) against
-        # mingw-w64's (/usr/...), so the order, and the bytes, would follow where the checkout
-        # is. mingw-w64's import libraries linked into the target directory, and searched
-        # first, sort the same way wherever that is.
+        # GNU ld orders the import table's pieces (.idata$N sections; SORT(*) in its PE script)
+        # by the paths of the archives they come from, and several archives import from one DLL
+        # (kernel32, ntdll...): crates' rlibs, with their raw-dylib import libraries bundled
+        # (the LTO link reads them from a directory under the target directory); mingw-w64's
+        # import libraries (/usr/...); and windows-targets' (an import library shipped in a
+        # crate, in cargo's home). Whether the checkout's path sorts before or after /usr or
+        # ~/.cargo would decide the order, and the bytes (a checkout in /check against one in
+        # /tmp did). So the link reads them all under the target directory: mingw-w64's import
+        # libraries through links in it (ld keeps the path it found them by), and windows-targets
+        # imports with raw-dylib, as windows-link does (--cfg windows_raw_dylib, its switch).
         local libs="$root/target/$target/mingw-w64-lib" mingw
         mingw=$(dirname "$(x86_64-w64-mingw32-gcc -print-file-name=libkernel32.a)")
         mkdir -p "$libs"
         ln -sf "$mingw"/lib*.a "$libs/"
-        remap="$remap, \"-C\", \"link-arg=-L$libs\""
+        rustflags="$rustflags, \"--cfg\", \"windows_raw_dylib\", \"-C\", \"link-arg=-L$libs\""
     fi
     echo "building the release binary for $target..." >&2
     # From ROOT, so that its .cargo/config.toml applies whatever the caller's directory; its
@@ -88,7 +93,7 @@ release_build() {
         [ -n "$epoch" ] && export SOURCE_DATE_EPOCH=$epoch
         export CFLAGS="${CFLAGS:+$CFLAGS }-ffile-prefix-map=$root/= -ffile-prefix-map=$cargo_home=/cargo"
         cargo auditable "$build" --quiet --release --locked --target "$target" \
-            --config "target.$target.rustflags=[$remap]"
+            --config "target.$target.rustflags=[$rustflags]"
     ) >&2
     echo "$root/target/$target/release/$exe"
 }
