@@ -141,6 +141,26 @@ mod tests {
     }
 
     #[test]
+    fn a_caller_without_a_terminal_is_held_off_for_the_holdoff_not_the_cooldown() {
+        let note = Note::new(REASON, at(0));
+        let ten_minutes = Duration::from_secs(600);
+        let err = hold_off(Some(&note), ten_minutes, at(90)).unwrap_err();
+        assert_eq!(exit_code_of(&err), Exit::Login);
+        assert_eq!(
+            err.to_string(),
+            "a browser login for this cluster started without a terminal was not completed \
+             1m30s ago (no login completed within 180s (--auth-timeout)); callers without a \
+             terminal open no other tab for 8m30s (--login-holdoff) — run `kubecred login` \
+             with the same flags, or kubectl in a terminal, to log in now"
+        );
+        // Past the cool-down, still held off; at the hold-off's end, or with none, free.
+        check(Some(&note), THIRTY, at(90)).unwrap();
+        hold_off(Some(&note), ten_minutes, at(600)).unwrap();
+        hold_off(Some(&note), Duration::ZERO, at(90)).unwrap();
+        hold_off(None, ten_minutes, at(90)).unwrap();
+    }
+
+    #[test]
     fn a_record_from_the_future_is_ignored() {
         let note = Note::new(REASON, at(3600));
         check(Some(&note), THIRTY, at(0)).unwrap();
