@@ -96,14 +96,15 @@ build() {
 }
 
 # sbom TARGET OUT: the SBOM of TARGET's binary (CycloneDX 1.5 JSON): cargo-cyclonedx's, made
-# exact by release_files.py, which checks it against `cargo tree`.
+# exact by release_files.py, which checks it against `cargo tree`. Both resolve the dependencies
+# with the build's --cfg flags (with_release_cfg, scripts/static-build.sh).
 sbom() {
     # cargo-cyclonedx writes beside Cargo.toml, under a name without a path (.gitignore has it).
     local raw="kubecred-$1.raw.cdx"
-    cargo cyclonedx --quiet --manifest-path "$root/Cargo.toml" --target "$1" --format json \
-        --spec-version 1.5 --no-build-deps --override-filename "$raw" >&2
+    with_release_cfg "$1" cargo cyclonedx --quiet --manifest-path "$root/Cargo.toml" --target "$1" \
+        --format json --spec-version 1.5 --no-build-deps --override-filename "$raw" >&2
     mv "$root/$raw.json" "$stage/$raw.json"
-    release_files sbom "$stage/$raw.json" "$2" "$1"
+    with_release_cfg "$1" release_files sbom "$stage/$raw.json" "$2" "$1"
 }
 
 # about.toml may accept only licences deny.toml allows: deny.toml is the policy (cargo deny in

@@ -48,13 +48,38 @@ ensure_cargo_tool() {
     cargo install --quiet --locked "$crate@$version" "$@" >&2
 }
 
+# release_cfg TARGET: the --cfg flags of TARGET's release build, as words. They decide which
+# crates the binary is built from, so whatever resolves its dependencies (the SBOM's `cargo
+# tree`, scripts/release.sh) sets them too: with_release_cfg.
+#   windows-gnu: windows-targets imports with raw-dylib (its switch; see release_build), and
+#   then depends on no windows_x86_64_gnu (the import library crate).
+release_cfg() {
+    case "$1" in
+    *-windows-gnu) echo --cfg windows_raw_dylib ;;
+    esac
+}
+
+# with_release_cfg TARGET COMMAND...: runs COMMAND (a cargo command for TARGET that resolves
+# dependencies; a shell function too) with TARGET's release_cfg flags as cargo's rustflags for
+# that target.
+with_release_cfg() {
+    local target=$1 flags
+    shift
+    flags=$(release_cfg "$target")
+    [ -n "$flags" ] || { "$@"; return; }
+    (
+        export "CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=$flags"
+        "$@"
+    )
+}
+
 # release_build ROOT TARGET: builds ROOT's release binary for TARGET (adding the target's
 # standard library with rustup when it is missing), reproducibly and with its dependency list
 # embedded (see the top of this file), and prints its path. aarch64 musl off an aarch64 machine
 # with cargo-zigbuild (ensure_zigbuild), Windows with mingw-w64's gcc.
 release_build() {
     local root="${1:?usage: release_build ROOT TARGET}" target="${2:?usage: release_build ROOT TARGET}"
-    local exe=kubecred build=build cargo_home=${CARGO_HOME:-$HOME/.cargo} sysroot epoch rustflags
+    local exe=kubecred build=build cargo_home=${CARGO_HOME:-$HOME/.cargo} sysroot epoch rustflags flag
     # The paths rustc and cc see: cargo works in the physical directory (symlinks resolved).
     root=$(cd "$root" && pwd -P)
     [ -d "$cargo_home" ] && cargo_home=$(cd "$cargo_home" && pwd -P)
@@ -78,13 +103,16 @@ release_build() {
         # ~/.cargo would decide the order, and the bytes (a checkout in /check against one in
         # /tmp did). So the link reads them all under the target directory: mingw-w64's import
         # libraries through links in it (ld keeps the path it found them by), and windows-targets
-        # imports with raw-dylib, as windows-link does (--cfg windows_raw_dylib, its switch).
+        # imports with raw-dylib, as windows-link does (release_cfg).
         local libs="$root/target/$target/mingw-w64-lib" mingw
         mingw=$(dirname "$(x86_64-w64-mingw32-gcc -print-file-name=libkernel32.a)")
         mkdir -p "$libs"
         ln -sf "$mingw"/lib*.a "$libs/"
-        rustflags="$rustflags, \"--cfg\", \"windows_raw_dylib\", \"-C\", \"link-arg=-L$libs\""
+        rustflags="$rustflags, \"-C\", \"link-arg=-L$libs\""
     fi
+    for flag in $(release_cfg "$target"); do
+        rustflags="$rustflags, \"$flag\""
+    done
     echo "building the release binary for $target..." >&2
     # From ROOT, so that its .cargo/config.toml applies whatever the caller's directory; its
     # rustflags for the target are joined with these.
