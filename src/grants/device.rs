@@ -123,6 +123,19 @@ impl ProviderClient<'_> {
         &self,
         details: &StandardDeviceAuthorizationResponse,
     ) -> anyhow::Result<Option<DevicePage>> {
+        let page = self.put_the_code_before_a_person(details)?;
+        // Only once the code is visible has a person been asked: a login that failed before (no
+        // page, no browser) leaves no cool-down, and the next run says the real cause again.
+        self.asking_a_person();
+        Ok(page)
+    }
+
+    /// `show_device_code`'s ways to the person: stderr (and the browser where one opens), or,
+    /// without a terminal, the browser only; an error where none of them can show the code.
+    fn put_the_code_before_a_person(
+        &self,
+        details: &StandardDeviceAuthorizationResponse,
+    ) -> anyhow::Result<Option<DevicePage>> {
         let complete = details
             .verification_uri_complete()
             .map(|uri| uri.secret().to_string());
@@ -141,11 +154,9 @@ impl ProviderClient<'_> {
             BrowserChoice::Command(_) => false,
         };
         if no_browser_here {
-            self.asking_a_person();
             return Ok(None);
         }
         if paste::terminal_attached() {
-            self.asking_a_person();
             let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
             browser::open_quietly(&target, &self.config.login.browser);
             return Ok(None);
@@ -164,9 +175,6 @@ impl ProviderClient<'_> {
                 "no terminal shows the device code here and no browser could be opened for it; run `kubecred login` with the same flags in a terminal",
             ));
         }
-        // Only now has a person been asked: a login that failed before (no page, no browser)
-        // leaves no cool-down, and the next run says the real cause again.
-        self.asking_a_person();
         Ok(Some(page))
     }
 
