@@ -3,7 +3,7 @@
 # fixed address, .cargo/config.toml) beside the simple alternatives, each built from this tree
 # with one thing changed — static-pie (rustc's default for musl), static-pie with packed
 # relative relocations (DT_RELR), opt-level "s", thin LTO with 16 codegen units, panic=unwind,
-# musl's own allocator instead of the startup arena (src/startup_arena.rs) —
+# musl's own allocator instead of the startup arena (src/process/startup_arena.rs) —
 # and the floor (bench/readfile.rs) linked both ways. For each: the hit's time side by side
 # (hyperfine -N in rounds, ratios to the floor taken inside each round), its minor page faults
 # (/usr/bin/time), its instructions (callgrind, when valgrind is installed), the binary's size

@@ -1,7 +1,7 @@
 //! Every environment variable kubecred reads, in one place.
 //!
 //! Each command-line flag also reads `KUBECRED_<FLAG_NAME>` (defined next to the flag in
-//! `cli/`; a test in `cli.rs` checks the naming). The variables below are the ones read elsewhere.
+//! `cli/`; a test in `cli/mod.rs` checks the naming). The variables below are the ones read elsewhere.
 
 /// Set by client-go: apiVersion, `spec.interactive` and, with `provideClusterInfo`, the cluster.
 pub const KUBERNETES_EXEC_INFO: &str = "KUBERNETES_EXEC_INFO";
@@ -13,12 +13,12 @@ pub const KUBECRED_VERBOSE: &str = "KUBECRED_VERBOSE";
 pub const BROWSER: &str = "BROWSER";
 
 /// Whether a graphical session exists (Linux/BSD), so that `xdg-open` can open a browser and a
-/// notification can be shown (`login/desktop.rs` asks the display's socket whether it answers).
+/// notification can be shown (`presence/desktop.rs` asks the display's socket whether it answers).
 pub const DISPLAY: &str = "DISPLAY";
 pub const WAYLAND_DISPLAY: &str = "WAYLAND_DISPLAY";
 
 /// Where a Wayland compositor's socket is, when `WAYLAND_DISPLAY` names no path
-/// (`login/desktop.rs`).
+/// (`presence/desktop.rs`).
 pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
 
 /// Set inside WSL, where `wslview` or the Windows side's `cmd.exe`, `powershell.exe` or
@@ -26,7 +26,7 @@ pub const XDG_RUNTIME_DIR: &str = "XDG_RUNTIME_DIR";
 pub const WSL_DISTRO_NAME: &str = "WSL_DISTRO_NAME";
 
 /// Set by sshd in a remote session (OpenSSH for Windows too): a browser started here would open
-/// on this machine's screen, if it has one, not the user's (`login/desktop.rs`).
+/// on this machine's screen, if it has one, not the user's (`presence/desktop.rs`).
 pub const SSH_SESSION: [&str; 3] = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"];
 
 /// The per-user cache directory's place (unix: `$XDG_CACHE_HOME/kubecred`, else
@@ -64,7 +64,7 @@ pub const KUBECRED_CLIENT_PRIVATE_KEY: &str = "KUBECRED_CLIENT_PRIVATE_KEY";
 pub const ACTIONS_ID_TOKEN_REQUEST_URL: &str = "ACTIONS_ID_TOKEN_REQUEST_URL";
 pub const ACTIONS_ID_TOKEN_REQUEST_TOKEN: &str = "ACTIONS_ID_TOKEN_REQUEST_TOKEN";
 
-/// Any non-empty value turns colour off (<https://no-color.org>); see `login/progress.rs`.
+/// Any non-empty value turns colour off (<https://no-color.org>); see `presence/progress.rs`.
 pub const NO_COLOR: &str = "NO_COLOR";
 
 /// The proxy for https URLs, for http URLs (issuers on loopback), for both, and the hosts that go

@@ -5,7 +5,7 @@
 
 /// The first allocations from a fixed arena, the rest from the system allocator: a cache hit
 /// allocates and frees in a millisecond what the system allocator would spend a third of the hit
-/// on (see `startup_arena.rs`). `--cfg kubecred_system_allocator` builds without it, for the
+/// on (see `process/startup_arena.rs`). `--cfg kubecred_system_allocator` builds without it, for the
 /// benchmark that weighs it (bench/linking.sh).
 #[cfg(not(kubecred_system_allocator))]
 #[global_allocator]

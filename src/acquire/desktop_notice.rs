@@ -1,11 +1,11 @@
 //! A failure that needs the person, raised where the person looks: a caller without a terminal
 //! (an IDE's hidden panel, a dashboard, Terraform) shows kubecred's error line to nobody, or as
 //! "exit code 4" alone. On a person's desktop, such a failure also raises one desktop
-//! notification (`login/notify.rs`) naming the cluster (or the provider), what happened and
+//! notification (`presence/notify.rs`) naming the cluster (or the provider), what happened and
 //! the command that fixes it.
 //!
 //! Only when it helps: `--notify failures` (the default), no terminal, a desktop
-//! (`login/desktop.rs`), and a failure a person can act on — a login held back or abandoned,
+//! (`presence/desktop.rs`), and a failure a person can act on — a login held back or abandoned,
 //! refused by the provider, a refused refresh token with no valid token left, a setting to fix —
 //! not an outage, which mends itself. At most one per entry per `--login-holdoff`: the time is
 //! noted in the entry's state under its lock (taken without waiting: whoever holds it is logging
@@ -17,7 +17,7 @@ use crate::cache::TokenCache;
 use crate::clock::Clock;
 use crate::config::{Config, Notify};
 use crate::error::{Exit, exit_code_of, is_transient, one_line};
-use crate::login::notify::{self, Notification};
+use crate::presence::notify::{self, Notification};
 
 /// Raises the desktop notification for `error`, the run's failure, when it is due (see the
 /// module comment). Best effort: what stops it is said at `-v`, and it never changes the exit.
@@ -28,12 +28,12 @@ pub(super) fn after_failure(
     clock: &dyn Clock,
 ) {
     if config.login.notify == Notify::Never
-        || crate::login::paste::terminal_attached()
+        || crate::presence::terminal_attached()
         || !needs_the_person(error)
     {
         return;
     }
-    if let Err(why) = crate::login::desktop::here() {
+    if let Err(why) = crate::presence::desktop::here() {
         crate::debug!(1, "no desktop notification: no desktop here ({why})");
         return;
     }

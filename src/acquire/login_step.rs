@@ -13,7 +13,6 @@ use crate::clock::Clock;
 use crate::config::{BrowserChoice, Config, Grant, PasswordSettings};
 use crate::error::{Exit, transient};
 use crate::grants::ProviderClient;
-use crate::login::paste;
 use crate::tokens::Tokens;
 
 /// The provider's refusal of the refresh token that led to this login: said once the login goes
@@ -74,13 +73,13 @@ fn preflight_login(
     trigger: Trigger,
     clock: &dyn Clock,
 ) -> anyhow::Result<()> {
-    let terminal = paste::terminal_attached();
+    let terminal = crate::presence::terminal_attached();
     // Without a terminal, `auto` logs in where a person's desktop is (an IDE, a dashboard: the
     // browser opens there); where neither is (CI, cron, a service, a container), nobody can.
     if config.grant_is_automatic
         && config.login.browser == BrowserChoice::System
         && !terminal
-        && let Err(no_desktop) = crate::login::desktop::here()
+        && let Err(no_desktop) = crate::presence::desktop::here()
     {
         return Err(transient(Exit::Login, no_one_to_log_in(&no_desktop)));
     }
@@ -88,7 +87,7 @@ fn preflight_login(
         .password
         .as_ref()
         .is_some_and(PasswordSettings::needs_a_person)
-        && !paste::stdin_is_interactive(config.exec.interactive)
+        && !crate::presence::stdin_is_interactive(config.exec.interactive)
     {
         return Err(transient(
             Exit::Login,
@@ -99,7 +98,7 @@ fn preflight_login(
         return Ok(());
     }
     if config.grant == Grant::AuthcodeKeyboard
-        && !paste::stdin_is_interactive(config.exec.interactive)
+        && !crate::presence::stdin_is_interactive(config.exec.interactive)
     {
         return Err(transient(
             Exit::Login,
@@ -125,7 +124,7 @@ fn preflight_login(
 
 /// The refusal of `--grant-type auto` where nobody can log in (no terminal, and no desktop:
 /// `why`), naming the grants that work.
-fn no_one_to_log_in(why: &crate::login::desktop::NoDesktop) -> String {
+fn no_one_to_log_in(why: &crate::presence::desktop::NoDesktop) -> String {
     format!(
         "no terminal to log in on and no desktop here ({why}), so --grant-type auto will not open a browser or prompt (a CI job, a service, a container?); choose a non-interactive grant: --grant-type client-credentials, token-exchange, federated-token or password (with KUBECRED_PASSWORD), or run `kubecred login` with the same flags where a browser can open"
     )
@@ -160,7 +159,7 @@ pub(super) fn run_grant(
     // A login nobody at a terminal started holds off the next tab longer (`--login-holdoff`):
     // an IDE or a dashboard asks again and again, whether or not anybody saw the last one. Only
     // a login that opens a browser or shows a code: a password grant opens no tab to storm.
-    let without_terminal = settings.grant.needs_a_person() && !paste::terminal_attached();
+    let without_terminal = settings.grant.needs_a_person() && !crate::presence::terminal_attached();
     let note_failure = |reason: &str| {
         entry.cache.update_state(entry.lock, |state| {
             state.login_failed = Some(Note::new(reason, clock.now()));

@@ -38,7 +38,7 @@ pub use renew_ahead::run as renew_in_background;
 /// The arguments that run this get-token again as its background renewal (`kubecred renew-ahead
 /// …`), handed the entry's lock on descriptor `lock_fd` (unix); `None` when this run's command
 /// line is not one to renew from. Only `cli` reads command lines, so `commands` supplies this
-/// from the process's, captured once (`process.rs`); it is called only when a renewal starts.
+/// from the process's, captured once (`process/mod.rs`); it is called only when a renewal starts.
 pub type RenewalArguments<'a> = dyn Fn(Option<i32>) -> Option<Vec<std::ffi::OsString>> + 'a;
 
 use crate::cache::{Cached, Entries, EntryLock, TokenCache};

@@ -7,7 +7,7 @@ use super::store::Os;
 use super::stored_entry::{RefreshPlace, StoredEntry, StoredRefresh};
 use super::{TokenCache, keyring_failed, sessions};
 use crate::config::CacheStorage;
-use crate::private_file;
+use crate::fs::private_file;
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 

@@ -17,7 +17,7 @@
 //! token from being handed out.
 
 use super::CacheKey;
-use crate::private_file;
+use crate::fs::private_file;
 use crate::text::printable_brief;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

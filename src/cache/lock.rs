@@ -11,7 +11,7 @@
 //! process lock a new file of the same name, and two processes would then both hold "the" lock.
 
 use crate::error::{Exit, fail};
-use crate::private_file;
+use crate::fs::private_file;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

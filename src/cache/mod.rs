@@ -55,7 +55,7 @@ pub use stored_entry::{EntryAbout, RefreshPlace};
 
 use crate::config::CacheStorage;
 use crate::error::{Exit, fail};
-use crate::private_file::{self, ReadError};
+use crate::fs::private_file::{self, ReadError};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use backends::Backend;

@@ -21,7 +21,7 @@
 //! for it (`not_dpapi`), so that the file handling is tested on every platform.
 
 use super::store::{Fault, SecretStore, Store, StoreFailure};
-use crate::private_file::{self, ReadError};
+use crate::fs::private_file::{self, ReadError};
 use crate::secret::Secret;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@ use super::keyring_store::item_location;
 use super::store::{Os, Store};
 use super::stored_entry::{EntryAbout, RefreshPlace, StoredEntry};
 use super::{CacheKey, TokenCache, read_entry_file};
-use crate::private_file::{self, ReadError};
+use crate::fs::private_file::{self, ReadError};
 use crate::tokens::Tokens;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

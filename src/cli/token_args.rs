@@ -4,8 +4,8 @@
 //! (`fast_get_token/flags.rs`); the flags of the CI grants are in `federation.rs`, kubelogin's
 //! hidden ones in `kubelogin.rs`.
 
+use super::KubeloginFlags;
 use super::federation::FederationArgs;
-use crate::kubelogin::KubeloginFlags;
 use clap::builder::BoolishValueParser;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;

@@ -10,8 +10,8 @@
 //! it has no words of its own for keep clap's first line, its reason included (`--lock-fd=x`:
 //! "invalid digit found in string").
 
+use super::PROGRAM_NAME;
 use super::{Cli, as_kubectl_plugin};
-use crate::command_on_path::PROGRAM_NAME;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, CommandFactory};
 use std::ffi::OsString;
@@ -81,7 +81,7 @@ pub fn usage_error_line_in(
 
 /// The subcommand the command line runs, if it names one (after kubelogin's `oidc-login`).
 fn subcommand_run<'a>(argv: &[OsString], cli: &'a clap::Command) -> Option<&'a clap::Command> {
-    let argv = crate::kubelogin::rewrite_argv(argv.to_vec());
+    let argv = crate::peers::kubelogin::rewrite_argv(argv.to_vec());
     let name = argv.get(1)?.to_str()?;
     cli.get_subcommands()
         .find(|sub| sub.get_name() == name || sub.get_all_aliases().any(|alias| alias == name))

@@ -6,6 +6,7 @@
 //! everything else it says goes to stderr.
 
 mod claims_table;
+pub(crate) mod command_on_path;
 mod convert;
 mod docs;
 mod get_token;

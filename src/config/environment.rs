@@ -39,7 +39,7 @@ impl Environment {
     }
 
     /// This process's environment, with `argv` the command line it was run with (read once, at
-    /// the top: `process.rs`). On the cache-hit path: each variable is read once.
+    /// the top: `process/mod.rs`). On the cache-hit path: each variable is read once.
     pub fn of_process(argv: &[std::ffi::OsString]) -> Self {
         Self::read(&|name| std::env::var_os(name), argv, false)
     }

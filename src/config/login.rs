@@ -4,13 +4,13 @@
 //! authorization request's extra parameters and the login's time limits, and what a login
 //! without a terminal may do (the hold-off, desktop notifications).
 
+use super::kubelogin::KubeloginSettings;
 use super::{
     BrowserChoice, CallbackTls, DEFAULT_AUTH_TIMEOUT, DEFAULT_LISTEN_ADDRESSES,
     DEFAULT_LOGIN_COOLDOWN, DEFAULT_LOGIN_HOLDOFF, DEFAULT_NOTIFY, DEFAULT_REDIRECT_URL,
     Environment, Grant, LoginSettings, Notify, RedirectUri, duration_or, input, split_pairs,
 };
 use crate::cli::{NotifyArg, TokenArgs};
-use crate::kubelogin::KubeloginSettings;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use url::Url;
 

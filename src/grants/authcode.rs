@@ -16,7 +16,8 @@ use crate::error::{Exit, fail};
 use crate::http::Replay;
 use crate::login::callback::{AuthorizationResponse, ExpectedResponse};
 use crate::login::listener::{self, CallbackListener};
-use crate::login::{browser, paste, progress, wait};
+use crate::login::{paste, wait};
+use crate::presence::{browser, progress};
 use crate::tokens::Tokens;
 use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl};
 use std::time::Instant;
@@ -148,7 +149,7 @@ impl ProviderClient<'_> {
         let expected = self
             .expected_response(&state)
             .redirected_to(listener.redirect_uri());
-        let paste = paste::stdin_is_interactive(self.config.exec.interactive)
+        let paste = crate::presence::stdin_is_interactive(self.config.exec.interactive)
             .then(paste::PasteSource::spawn_stdin);
         let opened = browser::open(url.as_str(), &self.config.login.browser)?;
         // With no browser and no terminal to paste into, nothing can complete this login: say so

@@ -144,10 +144,10 @@ impl ProviderClient<'_> {
                 self.provider.metadata.token_endpoint.as_str(),
                 self.clock.now(),
             )?,
-            ClientAuth::Assertion(source) => crate::ci_token::read(
+            ClientAuth::Assertion(source) => crate::grants::ci_token::read(
                 source,
                 "client assertion",
-                crate::ci_token::Http::Ready(&self.http),
+                crate::grants::ci_token::Http::Ready(&self.http),
             )?,
         };
         Ok(vec![

@@ -10,8 +10,8 @@ use super::errors::{describe_server_error, request_error, token_error};
 use crate::config::BrowserChoice;
 use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay, RequestFailure};
-use crate::login::device_page::{self, DevicePage};
-use crate::login::{browser, device_display, paste};
+use crate::presence::device_page::{self, DevicePage};
+use crate::presence::{browser, device_display};
 use crate::tokens::Tokens;
 use oauth2::{
     ErrorResponseType, PkceCodeChallenge, PkceCodeVerifier, RequestTokenError,
@@ -156,7 +156,7 @@ impl ProviderClient<'_> {
         if no_browser_here {
             return Ok(None);
         }
-        if paste::terminal_attached() {
+        if crate::presence::terminal_attached() {
             let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
             browser::open_quietly(&target, &self.config.login.browser);
             return Ok(None);
@@ -203,7 +203,7 @@ impl ProviderClient<'_> {
         let requested_at = self.clock.now();
         // The device code is redeemed once, by the poll that gets the tokens.
         let poll_call = self.oauth_call("the device token poll", Replay::OnlyIfUnprocessed);
-        let spinner = crate::login::progress::Spinner::start(
+        let spinner = crate::presence::progress::Spinner::start(
             "waiting for the login to be approved",
             give_up_at,
         );

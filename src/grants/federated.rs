@@ -19,10 +19,10 @@ pub fn federated_token(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tok
         .subject
         .as_ref()
         .expect("config requires a subject token for federated-token");
-    let token = crate::ci_token::read(
+    let token = crate::grants::ci_token::read(
         &subject.source,
         "subject token",
-        crate::ci_token::Http::Build(&config.http),
+        crate::grants::ci_token::Http::Build(&config.http),
     )?;
     let from = subject.source.describe();
     let claims = unverified_jwt_segment(token.expose(), 1).unwrap_or_default();

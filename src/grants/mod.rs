@@ -10,6 +10,7 @@
 
 mod answers;
 mod authcode;
+pub(crate) mod ci_token;
 mod client_auth;
 mod client_credentials;
 mod device;
@@ -314,7 +315,7 @@ impl ProviderClient<'_> {
     /// refusal is the error, saying where a login can happen.
     fn automatic_login(&self) -> anyhow::Result<Tokens> {
         let why = match &self.config.login.browser {
-            BrowserChoice::System => crate::login::browser::cannot_open_here(),
+            BrowserChoice::System => crate::presence::browser::cannot_open_here(),
             _ => None,
         };
         let Some(why) = why else {
@@ -342,7 +343,7 @@ impl ProviderClient<'_> {
             );
             return self.authcode();
         }
-        let can_paste = crate::login::paste::stdin_is_interactive(self.config.exec.interactive);
+        let can_paste = crate::presence::stdin_is_interactive(self.config.exec.interactive);
         if let Some(refusal) = device_flow_memory::remembered(
             &self.config.cache.dir,
             &self.config.issuer,
@@ -451,7 +452,7 @@ pub(crate) fn fuzz_device_response(data: &[u8]) {
         let complete = details
             .verification_uri_complete()
             .map(|uri| uri.secret().to_string());
-        let _ = crate::login::device_display::render(
+        let _ = crate::presence::device_display::render(
             details.verification_uri().as_str(),
             details.user_code().secret(),
             complete.as_deref(),

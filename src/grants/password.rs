@@ -3,7 +3,7 @@
 //! automation. The password comes from --password-file, KUBECRED_PASSWORD, or a no-echo prompt
 //! on the terminal (after the user name's, without --username) — the prompts only in an
 //! interactive session (`acquire::preflight_login` refuses at once otherwise), each reading its
-//! own line within the login's --auth-timeout (`login/prompt.rs`). The deprecation notice is
+//! own line within the login's --auth-timeout (`presence/prompt.rs`). The deprecation notice is
 //! printed once per process.
 
 use super::ProviderClient;
@@ -11,7 +11,7 @@ use super::errors::token_error;
 use crate::config::PasswordSource;
 use crate::error::{Exit, fail};
 use crate::http::Replay;
-use crate::login::prompt;
+use crate::presence::prompt;
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 use oauth2::{ResourceOwnerPassword, ResourceOwnerUsername};

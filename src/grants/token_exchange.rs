@@ -29,10 +29,10 @@ impl ProviderClient<'_> {
             .subject
             .as_ref()
             .expect("config requires a subject token for token-exchange");
-        let subject_token = crate::ci_token::read(
+        let subject_token = crate::grants::ci_token::read(
             &subject.source,
             "subject token",
-            crate::ci_token::Http::Ready(&self.http),
+            crate::grants::ci_token::Http::Ready(&self.http),
         )?;
         let mut params: Vec<(&'static str, String)> = vec![
             ("grant_type", TOKEN_EXCHANGE_GRANT.into()),

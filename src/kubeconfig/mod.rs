@@ -26,7 +26,7 @@ pub use exec::{EnvVar, ExecStanza, InteractiveMode};
 
 use crate::env_vars;
 use crate::error::{Exit, fail};
-use crate::file_replace::{self, Replacement};
+use crate::fs::file_replace::{self, Replacement};
 use chrono::{DateTime, Utc};
 use edit::Document;
 use serde_norway::Value;

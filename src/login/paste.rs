@@ -10,41 +10,12 @@
 //! This module only reads lines. What a line means is `callback.rs`'s to say, and `wait.rs`
 //! waits for it alongside the browser.
 
-use std::io::{self, BufRead, IsTerminal, Read};
+use std::io::{self, BufRead, Read};
 use std::sync::mpsc;
 use std::time::Instant;
 
 /// A longer line is not a URL anyone pasted; reading it in pieces keeps memory bounded.
 const MAX_LINE_BYTES: u64 = 64 * 1024;
-
-/// Whether a person may be at a terminal: stdin or stderr is one (kubectl hands the plugin its
-/// stderr always, its stdin only in interactive mode). Callers without one (an IDE, a
-/// dashboard, CI) get the desktop's ways instead (`login/desktop.rs`), or none.
-pub fn terminal_attached() -> bool {
-    io::stdin().is_terminal() || io::stderr().is_terminal()
-}
-
-/// Whether kubecred may read stdin: client-go sets `spec.interactive` only when it passed its
-/// own stdin to the plugin, and a pipe is not a person who could paste anything.
-pub fn stdin_is_interactive(exec_interactive: bool) -> bool {
-    exec_interactive && io::stdin().is_terminal() && stdin_may_be_read_without_stopping()
-}
-
-/// A background job that reads its controlling terminal is stopped by SIGTTIN: `kubectl … &`
-/// in an interactive shell would freeze in the middle of a login. Only the terminal's
-/// foreground process group may read it. A terminal that is not our controlling terminal
-/// (tcgetpgrp fails) never stops us.
-#[cfg(unix)]
-fn stdin_may_be_read_without_stopping() -> bool {
-    // SAFETY: both calls only query process state and take no pointers.
-    let (foreground, ours) = unsafe { (libc::tcgetpgrp(0), libc::getpgrp()) };
-    foreground == -1 || foreground == ours
-}
-
-#[cfg(not(unix))]
-fn stdin_may_be_read_without_stopping() -> bool {
-    true
-}
 
 /// Lines typed by the user, read on a background thread so that waits stay bounded by their
 /// deadline. The thread may stay blocked in `read` after the login is over; the process exits
@@ -144,10 +115,5 @@ mod tests {
         assert!(matches!(source.line_before(deadline), Pasted::NothingYet));
         assert!(Instant::now() >= deadline);
         assert!(started.elapsed() < Duration::from_secs(2));
-    }
-
-    #[test]
-    fn stdin_is_never_interactive_unless_client_go_says_so() {
-        assert!(!stdin_is_interactive(false));
     }
 }

@@ -17,8 +17,8 @@ mod tests;
 pub use discovery::{ProviderMetadata, well_known_url};
 pub use id_token::IdTokenClaims;
 
+use crate::fs::private_file;
 use crate::http::Client;
-use crate::private_file;
 use crate::secret::Secret;
 use crate::tokens::Identity;
 use chrono::{DateTime, Duration, Utc};

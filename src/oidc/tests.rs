@@ -232,7 +232,7 @@ fn discovery_is_cached_on_disk_until_its_ttl() {
         assert_eq!(mode(&paths.discovery), 0o600);
         assert_eq!(mode(paths.discovery.parent().unwrap()), 0o700);
         let dir = paths.discovery.parent().unwrap();
-        assert_eq!(crate::private_file::temp_files_left_in(dir), 0);
+        assert_eq!(crate::fs::private_file::temp_files_left_in(dir), 0);
     }
 }
 

@@ -160,16 +160,8 @@ users:\n\
 /// SHA-256 of Go's gob encoding of its settings, as kubecred computes it (checked against Go's
 /// own in the unit tests of `kubelogin::token_cache`).
 pub(crate) fn kubelogin_entry_name(args: &[String], home: &Path) -> String {
-    use kubecred::kubelogin::command_line::{Read, read};
-    use kubecred::kubelogin::token_cache::{Release, names_of};
-    let home = home.display().to_string();
-    let env = |name: &str| (name == "HOME").then(|| home.clone());
-    let Read::GetToken(line) = read(args, &env) else {
-        panic!("{args:?} is no get-token line");
-    };
-    let names = names_of(Release::V1_36, &line).unwrap();
-    assert_eq!(names.len(), 1, "one name for {args:?}");
-    names[0].clone()
+    kubecred::kubelogin_cache_name(args, &home.display().to_string())
+        .unwrap_or_else(|| panic!("{args:?} is no get-token line with one cache name"))
 }
 
 /// int128/kubelogin's cache entry for a login, as kubelogin writes it

@@ -106,7 +106,7 @@ fn check_exec_stanza(file: &str, config: &Value, user: &Value, reference: &str) 
             .iter()
             .map(|a| a.as_str().unwrap().to_string()),
     );
-    // `KUBECRED_<FLAG>` is `--<flag>` (a test in cli.rs keeps every flag's variable so): parsing
+    // `KUBECRED_<FLAG>` is `--<flag>` (a test in cli/mod.rs keeps every flag's variable so): parsing
     // the variables as flags checks their names and values with the same definitions.
     let mut verbose = None;
     for var in exec["env"].as_array().into_iter().flatten() {

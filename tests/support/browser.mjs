@@ -164,7 +164,7 @@ function classify() {
   const base = { origin: window.location.origin, text: (document.body?.innerText ?? '').replace(/\s+/g, ' ').slice(0, 300) };
   const marker = document.body?.dataset?.testbedPage; // set by testbed.mjs' device/error pages
   if (marker) return { ...base, kind: marker };
-  // kubecred's device-flow page (src/login/device_page.rs), served on loopback.
+  // kubecred's device-flow page (src/presence/device_page.rs), served on loopback.
   const code = document.getElementById('user-code');
   if (code && document.getElementById('verification-uri')) {
     return { ...base, kind: 'kubecred-device-page', userCode: code.textContent.trim() };

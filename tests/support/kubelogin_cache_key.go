@@ -1,4 +1,4 @@
-// The reference values of src/kubelogin/token_cache.rs: the SHA-256 of Go's encoding/gob of
+// The reference values of src/peers/kubelogin/token_cache.rs: the SHA-256 of Go's encoding/gob of
 // int128/kubelogin's tokencache.Key (pkg/tokencache/types.go, with oidc.Provider and
 // tlsclientconfig.Config as kubelogin defines them), which names kubelogin's cache entries.
 // The key's types changed at 1.32, 1.33, 1.34 and 1.36; each release's are declared below as

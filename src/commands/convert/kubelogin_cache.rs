@@ -17,8 +17,8 @@
 
 use super::plan::KubeloginCache;
 use crate::acquire::Carried;
-use crate::kubelogin::command_line::Storage;
-use crate::private_file::{self, ReadError};
+use crate::fs::private_file::{self, ReadError};
+use crate::peers::kubelogin::command_line::Storage;
 use crate::secret::Secret;
 use base64::Engine;
 use serde::Deserialize;

@@ -253,7 +253,7 @@ fn select(files: &Kubeconfig, wanted: &[String]) -> anyhow::Result<Vec<User>> {
 /// The command the stanzas run: the name kubectl finds this binary by on PATH (the rule setup
 /// follows, `command_on_path`), else its path (and a note saying so).
 fn stanza_command() -> (String, Option<String>) {
-    use crate::command_on_path::{ExecCommand, for_kubeconfig};
+    use crate::commands::command_on_path::{ExecCommand, for_kubeconfig};
     let path = match for_kubeconfig() {
         Ok(ExecCommand::Path(path)) => path.display().to_string(),
         Ok(name) => return (name.as_command(), None),

@@ -4,7 +4,7 @@
 
 use crate::acquire::Carried;
 use crate::kubeconfig::EnvVar;
-use crate::kubelogin::command_line::{GetToken, Storage};
+use crate::peers::kubelogin::command_line::{GetToken, Storage};
 use std::path::PathBuf;
 
 /// What to do with one user.

@@ -5,7 +5,7 @@
 //! `convert-kubeconfig` reads the peers' stanzas with (`kubelogin::command_line`, `azure.rs`),
 //! the right column against get-token's clap definition.
 
-use crate::pflag::Flag;
+use crate::peers::pflag::Flag;
 
 /// The table after `marker` in docs/switching.md: its rows' two cells.
 fn table(readme: &str, marker: &str) -> Vec<(String, String)> {
@@ -116,13 +116,13 @@ fn check(marker: &str, peer: &[Flag]) {
 
 #[test]
 fn readme_tables_name_only_real_flags() {
-    use crate::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
+    use crate::peers::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
     let mut kubelogin = get_token_flags();
     kubelogin.extend(KLOG_FLAGS);
     check("<!-- kubelogin-table", &kubelogin);
-    let azure: Vec<Flag> = super::azure::GET_TOKEN_FLAGS
+    let azure: Vec<Flag> = crate::peers::azure_kubelogin::GET_TOKEN_FLAGS
         .iter()
-        .chain(&super::azure::GLOBAL_FLAGS)
+        .chain(&crate::peers::azure_kubelogin::GLOBAL_FLAGS)
         .copied()
         .collect();
     check("<!-- azure-table", &azure);
@@ -132,7 +132,7 @@ fn readme_tables_name_only_real_flags() {
 fn a_flag_no_peer_has_is_caught() {
     let names = flags_named("`--tls-renegotiation`, `-v1`, `--grant-type=password` (`auto`)");
     assert_eq!(names, ["--tls-renegotiation", "-v", "--grant-type"]);
-    let kubelogin = crate::kubelogin::command_line::get_token_flags();
+    let kubelogin = crate::peers::kubelogin::command_line::get_token_flags();
     assert!(!in_table("--tls-renegotiation", &kubelogin));
     assert!(in_table("--tls-renegotiation-once", &kubelogin));
 }

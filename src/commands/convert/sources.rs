@@ -13,9 +13,9 @@ use crate::acquire::Carried;
 use crate::cli::{self, TokenArgs};
 use crate::config::{Config, TokenKind};
 use crate::kubeconfig::EnvVar;
-use crate::kubelogin::command_line::{self, GetToken, Grant as KubeloginGrant, Read};
-use crate::kubelogin::to_kubecred::to_kubecred;
-use crate::kubelogin::token_cache;
+use crate::peers::kubelogin::command_line::{self, GetToken, Grant as KubeloginGrant, Read};
+use crate::peers::kubelogin::to_kubecred::to_kubecred;
+use crate::peers::kubelogin::token_cache;
 use crate::secret::Secret;
 use serde_norway::Value;
 use std::ffi::OsString;
@@ -196,7 +196,9 @@ fn exec_plugin(exec: &Value) -> Plan {
             Some(args[1..].to_vec())
         }
         "kubectl-oidc_login" => Some(args.clone()),
-        "kubelogin" if azure::is_azure(&args, &env) => return azure::plan(&args, &env),
+        "kubelogin" if crate::peers::azure_kubelogin::is_azure(&args, &env) => {
+            return azure::plan(&args, &env);
+        }
         "kubelogin" => Some(args.clone()),
         _ => None,
     };
@@ -382,7 +384,7 @@ fn parsed(argv: Vec<String>) -> Result<TokenArgs, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kubelogin::command_line::Storage;
+    use crate::peers::kubelogin::command_line::Storage;
 
     fn yaml(text: &str) -> Value {
         serde_norway::from_str(text).unwrap()

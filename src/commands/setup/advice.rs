@@ -11,7 +11,7 @@
 
 use super::super::stanza::{exec_args, kubecred_stanza};
 use crate::cli::TokenArgs;
-use crate::command_on_path::ExecCommand;
+use crate::commands::command_on_path::ExecCommand;
 use crate::config::RequestHeader;
 use crate::exec_credential::V1BETA1;
 use crate::kubeconfig::{EnvVar, ExecStanza};

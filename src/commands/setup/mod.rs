@@ -27,7 +27,7 @@ use crate::authn_config::{self, AuthenticatedUser, AuthenticationConfiguration};
 use crate::cache::{Entries, TokenCache};
 use crate::cli::{SetupArgs, TokenArgs};
 use crate::clock::Clock;
-use crate::command_on_path::ExecCommand;
+use crate::commands::command_on_path::ExecCommand;
 use crate::config::{Config, TokenKind};
 use crate::error::{Exit, fail};
 use crate::kubeconfig::ExecStanza;
@@ -50,7 +50,7 @@ pub(super) fn run(
     let diagnosis = diagnose::run(config, clock)?;
     let (tokens, claims) = log_in(config, &diagnosis, clock)?;
 
-    let command = crate::command_on_path::for_kubeconfig().map_err(|err| {
+    let command = crate::commands::command_on_path::for_kubeconfig().map_err(|err| {
         fail(
             Exit::Input,
             format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),

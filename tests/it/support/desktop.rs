@@ -10,7 +10,7 @@
 //! stderr captured, in a new session with no controlling terminal ([`as_a_caller_without_a_terminal`]).
 //!
 //! Self-contained (std, libc, tempfile, serde_json): kubecred's own unit tests include it too
-//! (`login/notify.rs`), so there is one desktop harness.
+//! (`presence/notify.rs`), so there is one desktop harness.
 
 #![allow(dead_code)]
 

@@ -9,6 +9,7 @@ use super::*;
 use crate::commands::stanza;
 use crate::config::{Grant, TokenKind};
 use crate::exec_credential::ExecInfo;
+use crate::peers::azure_kubelogin::is_azure;
 
 fn words(line: &str) -> Vec<String> {
     line.split_whitespace().map(String::from).collect()

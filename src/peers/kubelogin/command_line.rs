@@ -1,6 +1,6 @@
 //! int128/kubelogin's `get-token` command line as kubelogin itself reads it, at its HEAD
 //! (pkg/cmd: root.go, get_token.go, authentication.go, tls.go, tokencache.go, pkce.go;
-//! pflag through cobra, `crate::pflag`), and the two flags 1.35 removed that older releases
+//! pflag through cobra, `crate::peers::pflag`), and the two flags 1.35 removed that older releases
 //! still run: every flag it has, klog's global flags before or after the subcommand, the
 //! values it keeps (`~` expanded as its `expandHomedir` does, a `stringSlice` split as CSV, an
 //! `int` in Go's forms, the token cache directory from `KUBECACHEDIR`), and the checks it makes
@@ -14,7 +14,7 @@
 //! [`pflag::read`], table and [`held`] values, leniently (`super::rewrite_argv`): what it does
 //! not take goes on to kubecred's own parser, which knows kubelogin's names.
 
-use crate::pflag::{self, Flag, Parsed};
+use crate::peers::pflag::{self, Flag, Parsed};
 use crate::secret::Secret;
 
 /// klog's flags (k8s.io/klog/v2 `InitFlags`), which kubelogin adds as persistent flags of its

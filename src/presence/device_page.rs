@@ -21,9 +21,9 @@
 //! the code on a reload, so the page stays until the login ends.
 
 use super::browser;
-use super::listener::{bind_page_socket, http_answer, serve_one_page};
 use crate::config::BrowserChoice;
 use crate::debug;
+use crate::login::listener::{bind_page_socket, http_answer, serve_one_page};
 use crate::text::{html_escape, printable};
 use qrcode::QrCode;
 use qrcode::render::svg;
@@ -52,6 +52,7 @@ impl DevicePage {
 
     /// The local page's address (`http://127.0.0.1:PORT/device/<secret>`), `None` where the
     /// browser went to the provider's `verification_uri_complete` instead.
+    #[cfg(test)]
     pub fn url(&self) -> Option<&str> {
         self.url.as_deref()
     }

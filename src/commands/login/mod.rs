@@ -2,8 +2,10 @@
 //! who is logged in on stderr, print nothing on stdout. `--print-token-info` adds the token's
 //! subject, issuer, audience and expiry (for CI logs), never the token; the exit status says
 //! whether it worked. With `--remote-bootstrap` it is instead the browser's side of a login
-//! another kubecred started (`login::bootstrap`): it prints the line to paste there on stdout,
+//! another kubecred started (`bootstrap.rs`): it prints the line to paste there on stdout,
 //! and needs and stores nothing here.
+
+mod bootstrap;
 
 use crate::acquire;
 use crate::clock::Clock;
@@ -11,7 +13,7 @@ use crate::config::{Config, LoginSettings};
 
 /// `kubecred login --remote-bootstrap URL`: the relay line, for stdout.
 pub(super) fn remote_bootstrap(url: &str, login: &LoginSettings) -> anyhow::Result<Option<String>> {
-    crate::login::bootstrap::relay(url, login).map(Some)
+    bootstrap::relay(url, login).map(Some)
 }
 
 pub(super) fn run(

@@ -14,6 +14,7 @@
 mod command_args;
 mod fast_get_token;
 mod federation;
+mod kubelogin_flags;
 mod token_args;
 mod usage_error;
 mod version;
@@ -23,6 +24,7 @@ pub use command_args::{
     WhoamiArgs,
 };
 pub use federation::{CiTokenSourceArg, FederationArgs};
+pub use kubelogin_flags::KubeloginFlags;
 pub use token_args::{
     CacheDirArg, CacheStorageArg, ClientAuthMethodArg, DeriveArg, GrantTypeArg, NotifyArg,
     TokenArgs,
@@ -30,7 +32,7 @@ pub use token_args::{
 pub use usage_error::{usage_error_line, usage_error_line_in};
 pub use version::{LONG_VERSION, VERSION};
 
-use crate::kubelogin;
+use crate::peers::kubelogin;
 use clap::{Args, Parser, Subcommand};
 use command_args::{
     COMPLETION_EXAMPLES, CONVERT_EXAMPLES, MAN_EXAMPLES, SETUP_EXAMPLES, WHOAMI_EXAMPLES,
@@ -233,7 +235,11 @@ fn stanza_command() -> clap::Command {
     Cli::command().mut_subcommand("get-token", |sub| sub.mut_args(|arg| arg.env(None)))
 }
 
-pub use crate::command_on_path::KUBECTL_PLUGIN_NAME;
+/// The binary's own name.
+pub const PROGRAM_NAME: &str = "kubecred";
+
+/// The file name kubectl looks for on PATH for `kubectl kubecred` (`.exe` on Windows).
+pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
 
 /// Whether `argv` (program name first) runs this binary as the kubectl plugin: `kubectl
 /// kubecred ...` runs `kubectl-kubecred` from PATH.
@@ -414,7 +420,7 @@ mod tests {
     /// one `convert-kubeconfig` reads stanzas with.
     #[test]
     fn every_flag_kubelogin_has_is_one_kubecred_accepts() {
-        use crate::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
+        use crate::peers::kubelogin::command_line::{KLOG_FLAGS, get_token_flags};
         let sample = |name: &str| match name {
             "oidc-pkce-method" => "S256",
             "grant-type" => "authcode",
@@ -469,7 +475,7 @@ mod tests {
     /// reader, `kubelogin::command_line`, for both.
     #[test]
     fn a_kubelogin_line_runs_with_the_values_convert_reads() {
-        use crate::kubelogin::command_line::{Read, read};
+        use crate::peers::kubelogin::command_line::{Read, read};
         let home = |name: &str| (name == "HOME").then(|| "/home/ada".to_string());
         for line in [
             "get-token --oidc-issuer-url=https://i --oidc-client-id=c",
@@ -482,7 +488,7 @@ mod tests {
             };
             let mut argv = vec![OsString::from("kubecred"), OsString::from("oidc-login")];
             argv.extend(words.iter().map(OsString::from));
-            let argv = crate::kubelogin::rewrite_argv_in(argv, &|name| home(name));
+            let argv = crate::peers::kubelogin::rewrite_argv_in(argv, &|name| home(name));
             let Command::GetToken(kubecred) = Cli::try_parse_from(argv).unwrap().command else {
                 panic!("{line}");
             };

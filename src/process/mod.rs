@@ -5,6 +5,8 @@
 //! write to a closed pipe is an error we handle here, not a silent death) and flushes stdout at
 //! exit.
 
+pub mod startup_arena;
+
 use crate::cli::{Cli, Command, usage_error_line};
 use crate::commands;
 use crate::error::{Exit, exit_code_of, one_line};

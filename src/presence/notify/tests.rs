@@ -78,7 +78,7 @@ mod live {
     use std::process::Command;
 
     const CHILD_MARKER: &str = "KUBECRED_TEST_NOTIFY_CHILD";
-    const CHILD: &str = "login::notify::tests::live::child_raises_a_notification";
+    const CHILD: &str = "presence::notify::tests::live::child_raises_a_notification";
 
     /// The child half of the tests below, run by them: raises one notification and says on
     /// stdout what came of it and how long it took.

@@ -387,7 +387,7 @@ mod tests {
             .args([
                 "--exact",
                 "--ignored",
-                "login::browser::tests::child_process_opens_a_noisy_browser",
+                "presence::browser::tests::child_process_opens_a_noisy_browser",
                 "--nocapture",
                 "--test-threads=1",
             ])

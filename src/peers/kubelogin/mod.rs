@@ -1,5 +1,5 @@
 //! Everything kubecred does with int128/kubelogin's command lines. A kubelogin `get-token` line
-//! has one reader, `command_line.rs` (on `crate::pflag`): every flag kubelogin has, read and
+//! has one reader, `command_line.rs` (on `crate::peers::pflag`): every flag kubelogin has, read and
 //! held as kubelogin reads and holds it.
 //!
 //! Run as it is once `command:` says `kubecred` ([`rewrite_argv`]): a leading `oidc-login` is
@@ -9,11 +9,10 @@
 //! the reader does not take (kubecred's own flags) as it is. kubelogin's names for flags kubecred
 //! has too (`--oidc-issuer-url` and the like) are aliases on kubecred's own flags in
 //! `cli/token_args.rs` (`--local-server-cert` and `--local-server-key` are kubecred's flags
-//! under kubelogin's names); the kubelogin-only flags are defined here ([`KubeloginFlags`],
-//! flattened into `get-token`'s flags by `cli/token_args.rs`, hidden from `--help`: they exist
-//! only for compatibility), and what they mean is [`resolve`]'s, called by `Config::resolve`:
-//! each is mapped or ignored with a notice — never silently dropped when dropping it could
-//! weaken or misdirect a login.
+//! under kubelogin's names); the kubelogin-only flags are `cli/kubelogin_flags.rs`'s (flattened into
+//! `get-token`'s flags, hidden from `--help`: they exist only for compatibility), and what they
+//! mean is `config/kubelogin.rs`'s: each is mapped or ignored with a notice ([`why_ignored`]) —
+//! never silently dropped when dropping it could weaken or misdirect a login.
 //!
 //! For `convert-kubeconfig`, the same reader reads a stanza strictly, as kubelogin would run it
 //! or refuse it; `to_kubecred.rs` writes it as kubecred's flags, and `token_cache.rs` names
@@ -23,87 +22,11 @@ pub mod command_line;
 pub mod to_kubecred;
 pub mod token_cache;
 
-use crate::error::{Exit, fail};
-use clap::Args;
 use std::ffi::OsString;
 
 /// kubelogin's subcommand: its stanzas read `args: [oidc-login, get-token, ...]` because kubelogin
 /// runs as the kubectl plugin `kubectl oidc-login`.
 const KUBELOGIN_SUBCOMMAND: &str = "oidc-login";
-
-/// kubelogin `get-token` flags that have no kubecred flag of the same meaning.
-// The group's id is the field's name in `TokenArgs`: the get-token flag table is generated
-// from it (cli/fast_get_token.rs).
-#[derive(Debug, Clone, Default, Args)]
-#[group(id = "kubelogin")]
-pub struct KubeloginFlags {
-    /// kubelogin's PKCE choice: `auto` (the default), `no` (= --pkce=false), `S256` (= --pkce).
-    /// --pkce, when given, wins.
-    #[arg(long, hide = true, value_name = "METHOD")]
-    pub oidc_pkce_method: Option<String>,
-
-    /// kubelogin's host for the default redirect URL (`localhost` unless given); --redirect-url
-    /// wins.
-    #[arg(long, hide = true, value_name = "HOST")]
-    pub oidc_redirect_url_hostname: Option<String>,
-
-    /// kubelogin opens this URL after a login; kubecred's callback page says the login is done.
-    /// Ignored with a notice.
-    #[arg(long, hide = true, value_name = "URL")]
-    pub open_url_after_authentication: Option<String>,
-
-    /// kubelogin's TLS renegotiation settings (`--tls-renegotiation-once`, `-freely`): rustls
-    /// never renegotiates, which only makes a connection to a provider that asks for it fail,
-    /// never less safe. Ignored with a notice; `convert-kubeconfig` leaves such a stanza with
-    /// kubelogin.
-    #[arg(
-        long,
-        hide = true,
-        value_parser = clap::builder::BoolishValueParser::new(),
-        num_args = 0..=1,
-        default_missing_value = "true",
-        value_name = "BOOL"
-    )]
-    pub tls_renegotiation_once: Option<bool>,
-
-    /// See `tls_renegotiation_once`.
-    #[arg(
-        long,
-        hide = true,
-        value_parser = clap::builder::BoolishValueParser::new(),
-        num_args = 0..=1,
-        default_missing_value = "true",
-        value_name = "BOOL"
-    )]
-    pub tls_renegotiation_freely: Option<bool>,
-
-    /// kubelogin's password for `--grant-type password` (kubecred's `--username` is the same
-    /// flag). Taken, with a notice that it shows in `ps`; its value is never printed.
-    #[arg(long, hide = true, value_name = "PASSWORD")]
-    pub password: Option<String>,
-
-    /// kubelogin's request headers, `NAME=VALUE` (several joined by commas): kubecred's
-    /// --request-header.
-    #[arg(long, hide = true, value_name = "NAME=VALUE")]
-    pub oidc_request_header: Vec<String>,
-}
-
-impl KubeloginFlags {
-    /// The ignored flags given, as `--name`.
-    pub fn ignored_given(&self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        if self.open_url_after_authentication.is_some() {
-            names.push("--open-url-after-authentication");
-        }
-        if self.tls_renegotiation_once == Some(true) {
-            names.push("--tls-renegotiation-once");
-        }
-        if self.tls_renegotiation_freely == Some(true) {
-            names.push("--tls-renegotiation-freely");
-        }
-        names
-    }
-}
 
 /// Why kubecred does without one of kubelogin's flags.
 pub fn why_ignored(flag: &str) -> &'static str {
@@ -111,57 +34,6 @@ pub fn why_ignored(flag: &str) -> &'static str {
         "kubecred's TLS (rustls) never renegotiates, so a provider that asks for it fails the login"
     } else {
         "kubecred's callback page says the login is done"
-    }
-}
-
-/// What kubelogin's flags change in kubecred's settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KubeloginSettings {
-    /// From `--oidc-pkce-method`: `None` leaves the choice to discovery.
-    pub pkce: Option<bool>,
-    /// From `--oidc-redirect-url-hostname`, trimmed.
-    pub redirect_host: Option<String>,
-    /// From `--password` (the password grant).
-    pub password: Option<crate::secret::Secret>,
-    /// From `--oidc-request-header`, as given (split like --request-header's).
-    pub request_headers: Vec<String>,
-}
-
-/// Names the ignored flags in a notice, and maps the rest.
-pub fn resolve(flags: &KubeloginFlags) -> anyhow::Result<KubeloginSettings> {
-    for flag in flags.ignored_given() {
-        crate::log::notice(format!(
-            "ignoring kubelogin's {flag}: {}",
-            why_ignored(flag)
-        ));
-    }
-    Ok(KubeloginSettings {
-        pkce: pkce_from_method(flags.oidc_pkce_method.as_deref())?,
-        redirect_host: flags
-            .oidc_redirect_url_hostname
-            .as_deref()
-            .map(|host| host.trim().to_string()),
-        password: flags.password.clone().map(crate::secret::Secret::new),
-        request_headers: flags.oidc_request_header.clone(),
-    })
-}
-
-/// kubelogin's `--oidc-pkce-method`: `auto` leaves the choice to discovery, `no` turns PKCE off,
-/// `S256` on.
-fn pkce_from_method(method: Option<&str>) -> anyhow::Result<Option<bool>> {
-    let Some(method) = method else {
-        return Ok(None);
-    };
-    match method.trim() {
-        m if m.eq_ignore_ascii_case("auto") => Ok(None),
-        m if m.eq_ignore_ascii_case("no") => Ok(Some(false)),
-        m if m.eq_ignore_ascii_case("S256") => Ok(Some(true)),
-        _ => Err(fail(
-            Exit::Input,
-            format!(
-                "--oidc-pkce-method {method:?} is not one of auto, no, S256 (or use --pkce / --pkce=false)"
-            ),
-        )),
     }
 }
 
@@ -219,7 +91,7 @@ fn for_kubecred(mut words: Vec<String>, env: &dyn Fn(&str) -> Option<String>) ->
     // Words already given on or taken: shorthands of one word (`-hv1`) share it.
     let mut done = 0;
     let mut last = None;
-    for read in crate::pflag::read(&words, &command_line::GET_TOKEN_TABLE) {
+    for read in crate::peers::pflag::read(&words, &command_line::GET_TOKEN_TABLE) {
         if !take(&read.item, &home, &mut out, &mut last) {
             let from = done.max(read.words.start);
             out.extend(words[from..read.words.end].iter().cloned());
@@ -234,12 +106,12 @@ fn for_kubecred(mut words: Vec<String>, env: &dyn Fn(&str) -> Option<String>) ->
 /// that goes after all the others, so that it wins over them). `false`: its words go on as
 /// they are.
 fn take(
-    item: &crate::pflag::Item,
+    item: &crate::peers::pflag::Item,
     home: &dyn Fn() -> String,
     out: &mut Vec<String>,
     last: &mut Option<String>,
 ) -> bool {
-    use crate::pflag::Item;
+    use crate::peers::pflag::Item;
     use command_line::Holds;
     let (name, value) = match item {
         Item::Flag { name, value } => (*name, *value),
@@ -301,31 +173,6 @@ fn flag_word(name: &str, value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::exit_code_of;
-
-    #[test]
-    fn pkce_methods() {
-        assert_eq!(pkce_from_method(None).unwrap(), None);
-        assert_eq!(pkce_from_method(Some("auto")).unwrap(), None);
-        assert_eq!(pkce_from_method(Some("no")).unwrap(), Some(false));
-        assert_eq!(pkce_from_method(Some("s256")).unwrap(), Some(true));
-        let err = pkce_from_method(Some("plain")).unwrap_err();
-        assert_eq!(exit_code_of(&err), Exit::Input);
-    }
-
-    #[test]
-    fn kubelogins_password_is_taken_and_never_shown() {
-        let flags = KubeloginFlags {
-            password: Some("hunter2".into()),
-            ..Default::default()
-        };
-        let settings = resolve(&flags).unwrap();
-        assert_eq!(
-            settings.password.as_ref().map(|p| p.expose()),
-            Some("hunter2")
-        );
-        assert!(!format!("{settings:?}").contains("hunter2"));
-    }
 
     #[test]
     fn global_flags_before_the_subcommand_and_logging_flags_are_rewritten() {

@@ -16,7 +16,7 @@
 //! `--cache-dir` elsewhere must be a directory only its user can read. The owner check of reads
 //! is unix-only for the same reason.
 
-use crate::atomic_file;
+use crate::fs::atomic_file;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::path::Path;

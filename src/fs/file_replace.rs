@@ -12,7 +12,7 @@
 //! backups. (Unlike `private_file.rs`, which owns kubecred's cache: these are the user's files,
 //! in the user's directories, with the user's modes.)
 
-use crate::atomic_file;
+use crate::fs::atomic_file;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -10,11 +10,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-/// The binary's own name.
-pub const PROGRAM_NAME: &str = "kubecred";
-
-/// The file name kubectl looks for on PATH for `kubectl kubecred` (`.exe` on Windows).
-pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-kubecred";
+use crate::cli::{KUBECTL_PLUGIN_NAME, PROGRAM_NAME};
 
 /// What to write as a kubeconfig's `exec.command` for this binary, and why it is that.
 #[derive(Debug, Clone, PartialEq, Eq)]
