@@ -22,7 +22,12 @@ fn main() -> anyhow::Result<()> {
         unreachable!("get-token is prepended")
     };
     let config = Config::resolve(&args, &Environment::from_process(), ExecInfo::absent())?;
-    let cache = TokenCache::new(kubecred::cache::Entries::of(&config).token);
+    // A shared login's cluster reads its own (derived) entry; any other configuration its own.
+    let entry = match &config.shared_login {
+        Some(shared) => kubecred::cache::Entry::shared(&config, shared).0,
+        None => kubecred::cache::Entry::of(&config),
+    };
+    let cache = TokenCache::new(entry);
     println!("issuer:        {}", config.issuer);
     println!("client:        {}", config.client.id);
     println!("grant:         {}", config.grant.name());

@@ -10,7 +10,6 @@
 //! the configured storage (`auto`: the refresh token in the OS keyring when one is reachable) —
 //! and an entry that already holds a login kubecred can use is left alone.
 
-use crate::cache::TokenCache;
 use crate::clock::Clock;
 use crate::config::{Config, TokenKind};
 use crate::grants::ProviderClient;
@@ -80,7 +79,7 @@ fn take(
         Ok(kept) => kept,
         Err(nothing) => return Ok(nothing),
     };
-    let cache = TokenCache::new(crate::cache::Entries::of(config).token);
+    let (cache, _) = super::source::Source::of(config);
     let lock = match mode {
         Mode::Save => Some(cache.lock(config.cache.lock_timeout)?),
         Mode::Preview => None,

@@ -61,3 +61,50 @@ pub fn forget(
         revocation,
     })
 }
+
+/// What `logout` did for one configuration's login: the entry forgotten (for a `--shared-login`
+/// cluster, the shared login's), and its copies kept by another storage mode, each with its
+/// revocation; and how many cluster tokens derived from a shared login went with it.
+#[derive(Debug)]
+pub struct LoggedOut {
+    pub entries: Vec<Forgotten>,
+    pub derived: usize,
+}
+
+/// Logs out of `config`'s login: a shared login is ended for every cluster — its entry, and
+/// every entry `derived_from` it — and an entry kept by another storage mode (a login with
+/// another `--cache-storage`) goes too, so that no copy of a token stays behind. One revocation
+/// is sent: by the first entry that holds a refresh token.
+pub fn log_out(config: &Config, clock: &dyn Clock) -> anyhow::Result<LoggedOut> {
+    let cache = match super::source::Source::of(config) {
+        (cache, super::source::Source::Own(_)) => cache,
+        (_, super::source::Source::SharedLogin { login, .. }) => login,
+    };
+    let timeout = config.cache.lock_timeout;
+    let first = forget(&cache, timeout, Some(config), clock)?;
+    let mut revoked = !matches!(first.revocation, RevocationOutcome::NoRefreshToken);
+    let mut logged_out = LoggedOut {
+        entries: vec![first],
+        derived: 0,
+    };
+    for session in crate::cache::list_sessions(&config.cache.dir)? {
+        let derived_from_it = session
+            .about
+            .as_ref()
+            .and_then(|about| about.derived_from.as_deref())
+            == Some(cache.key().as_str());
+        if &session.key != cache.key() && !derived_from_it {
+            continue;
+        }
+        let revoke_with = (!derived_from_it && !revoked).then_some(config);
+        let other = TokenCache::for_session(&config.cache.dir, &session);
+        let forgotten = forget(&other, timeout, revoke_with, clock)?;
+        if derived_from_it {
+            logged_out.derived += usize::from(forgotten.found);
+            continue;
+        }
+        revoked |= !matches!(forgotten.revocation, RevocationOutcome::NoRefreshToken);
+        logged_out.entries.push(forgotten);
+    }
+    Ok(logged_out)
+}

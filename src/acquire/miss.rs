@@ -2,81 +2,75 @@
 //! looking again — one path for every entry. The renewal step renews without a person
 //! (`renewal.rs`: a refresh, a grant that needs nobody, a shared login's derivation), and where
 //! only a person can renew, the login step logs in (`login_step.rs`), into the entry the tokens
-//! renew from: the entry itself, or a `--shared-login` cluster's login entry, whose lock is
-//! taken second (`shared.rs`), with the login's settings; a derived token then follows from
-//! the new login.
+//! renew from (`source.rs`): the entry itself, or a `--shared-login` cluster's login entry,
+//! whose lock is taken second, with the login's settings (`shared.rs`); a derived token then
+//! follows from the new login.
 //!
 //! What the foreground does with each renewal outcome is one `match` here: new tokens are
 //! kept and handed out; after the provider refused the refresh token, the still-valid cached
 //! token is handed out until it runs out ([`hand_out_after_refusal`], said once), and a login
 //! follows only once it no longer serves; an outage is the caller's to judge (stale-if-error).
 
+use super::locked::Locked;
 use super::login_step::{self, Refused};
-use super::renewal::{self, Renewal};
-use super::shared::{self, LoginEntry};
-use super::{Held, Trigger, keep};
-use crate::cache::{Cached, Entry, TokenCache};
+use super::renewal::{self, Renewal, Stop};
+use super::shared;
+use super::source::{Grantor, LazyProvider, Renewing, Source};
+use super::{Occasion, Presence};
+use crate::cache::TokenCache;
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, SharedLogin};
 use crate::error::{Exit, fail};
 use crate::tokens::{Tokens, printed_expiry};
 
-/// Single flight: the miss of `cache`'s entry (and, for a shared login's cluster, of `login`,
-/// the login's entry), under the entry's lock. `forced`: not even a fresh cached token will do
-/// (`--force-refresh`, `login`, a 401 re-run).
+/// Single flight: the miss of `cache`'s entry (its tokens coming from `source`), under the
+/// entry's lock, for `occasion`.
 pub(super) fn obtain_under_lock(
     config: &Config,
     cache: &TokenCache,
-    login: Option<&Entry>,
-    trigger: Trigger,
-    forced: bool,
+    source: &Source,
+    occasion: Occasion,
+    presence: &Presence,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
     let started = clock.now();
-    let lock = cache.lock(config.cache.lock_timeout)?;
+    let entry = Locked::open(cache, config.cache.lock_timeout)?;
     // Another process may have refreshed or logged in while we waited for the lock. A forced run
     // still takes what a parallel run obtained after this one started: N parallel
     // `--force-refresh` runs then make one request, not N in a row.
-    let cached = cache.load()?;
-    if let Some(cached) = &cached {
+    if let Some(cached) = &entry.cached {
         let fresh = cached
             .tokens
             .fresh_credential(config.token_kind, clock.now(), config.min_validity)
             .is_some();
-        if fresh && (!forced || cached.tokens.obtained_at >= started) {
+        if fresh && (!occasion.forced() || cached.tokens.obtained_at >= started) {
             crate::debug!(1, "another kubecred refreshed the token while we waited");
             return Ok(cached.tokens.clone());
         }
     }
-    let login = login
-        .map(|entry| LoginEntry::open(entry, config.cache.lock_timeout))
-        .transpose()?;
-    let entry = Held {
-        cache,
-        lock: &lock,
-        cached: cached.as_ref(),
-    };
+    let from = source.lock(config.cache.lock_timeout)?;
     // A renewal is cheap and needs no user; `kubecred login` means a new login, though. The
-    // provider client a refresh builds serves the login after it.
-    let mut provider = None;
+    // provider a refresh builds serves the login after it.
+    let mut provider = LazyProvider::new(config, clock);
     let mut refused = None;
-    if trigger == Trigger::GetToken {
-        match renewal::renew(config, entry, login.as_ref(), &mut provider, clock) {
+    if occasion.renews_first() {
+        match renewal::renew(config, &entry, &from, &mut provider, clock) {
             Renewal::Renewed(tokens) => {
-                keep(cache, &tokens, &lock);
+                entry.keep(&tokens);
                 return Ok(tokens);
             }
-            Renewal::Refused { reason, earlier } => {
-                let whose = Whose::of(login.is_some());
-                if !forced
+            Renewal::NewGrant(_) => {}
+            Renewal::Stopped(Stop::Refused { reason, earlier }) => {
+                let whose = Whose::of(&from);
+                if !occasion.forced()
                     && let Some(tokens) =
-                        hand_out_after_refusal(config, entry, whose, &reason, earlier, clock)
+                        hand_out_after_refusal(config, &entry, whose, &reason, earlier, clock)
                 {
                     return Ok(tokens);
                 }
                 if earlier.is_none() {
-                    if login.is_none() {
-                        remove_if_dead(config, entry, clock);
+                    if let Renewing::Own(_) = from {
+                        remove_if_dead(config, &entry, clock);
                     }
                     refused = Some(Refused {
                         reason,
@@ -84,19 +78,29 @@ pub(super) fn obtain_under_lock(
                     });
                 }
             }
-            Renewal::NewGrant => {}
-            Renewal::NeedsPerson(why) => crate::debug!(1, "{why}; logging in"),
-            Renewal::Failed(err) => return Err(err),
+            Renewal::Stopped(Stop::NeedsPerson(why)) => crate::debug!(1, "{why}; logging in"),
+            Renewal::Stopped(Stop::Failed(err)) => return Err(err),
         }
     }
-    match login {
-        None => login_step::log_in(config, entry, trigger, refused, provider, clock),
-        Some(login) => {
-            drop(provider); // The login asks with the login's settings, below.
-            let (settings, login) = login.login_settings(config);
-            let tokens =
-                login_step::log_in(&settings, login.held(), trigger, refused, None, clock)?;
-            after_login(config, entry, login, &tokens, clock)
+    match from {
+        Renewing::Own(grantor) => login_step::log_in(
+            config, &entry, grantor, occasion, refused, provider, presence, clock,
+        ),
+        Renewing::SharedLogin { shared, login } => {
+            // The login asks with the login's settings: what it holds and what is asked.
+            drop(provider);
+            let (settings, login) = shared::for_a_login(config, login);
+            let tokens = login_step::log_in(
+                &settings,
+                &login,
+                Grantor::Provider,
+                occasion,
+                refused,
+                LazyProvider::new(&settings, clock),
+                presence,
+                clock,
+            )?;
+            after_login(config, &entry, shared, login, &tokens, clock)
         }
     }
 }
@@ -107,20 +111,21 @@ pub(super) fn obtain_under_lock(
 /// otherwise it is derived from the new login now.
 fn after_login(
     config: &Config,
-    entry: Held<'_>,
-    mut login: LoginEntry,
+    entry: &Locked,
+    shared: &SharedLogin,
+    mut login: Locked,
     tokens: &Tokens,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
-    let shared = shared::shared_settings(config);
     let derived = if shared::check_audience(config, tokens, &shared.target).is_ok() {
         shared::derived_only(tokens)
     } else {
-        login.cached = login.cache.load()?;
-        match renewal::renew(config, entry, Some(&login), &mut None, clock) {
-            Renewal::Renewed(tokens) => tokens,
-            Renewal::Failed(err) => return Err(err),
-            Renewal::NeedsPerson(why) | Renewal::Refused { reason: why, .. } => {
+        login.reload()?;
+        let mut provider = LazyProvider::new(config, clock);
+        match renewal::derive(config, shared, &login, &mut provider, clock) {
+            Ok(tokens) => tokens,
+            Err(Stop::Failed(err)) => return Err(err),
+            Err(Stop::NeedsPerson(why) | Stop::Refused { reason: why, .. }) => {
                 return Err(fail(
                     Exit::Provider,
                     format!(
@@ -130,10 +135,9 @@ fn after_login(
                     ),
                 ));
             }
-            Renewal::NewGrant => unreachable!("a shared login's grant needs a person"),
         }
     };
-    keep(entry.cache, &derived, entry.lock);
+    entry.keep(&derived);
     Ok(derived)
 }
 
@@ -145,17 +149,16 @@ struct Whose {
 }
 
 impl Whose {
-    fn of(shared_login: bool) -> Whose {
-        if shared_login {
-            Whose {
+    fn of(from: &Renewing) -> Whose {
+        match from {
+            Renewing::SharedLogin { .. } => Whose {
                 refresh_token: "the shared login's refresh token",
                 cached_token: "this cluster's cached token",
-            }
-        } else {
-            Whose {
+            },
+            Renewing::Own(_) => Whose {
                 refresh_token: "the refresh token",
                 cached_token: "the cached token",
-            }
+            },
         }
     }
 }
@@ -166,13 +169,13 @@ impl Whose {
 /// renewal met it); a login is needed only once the token is no longer accepted.
 fn hand_out_after_refusal(
     config: &Config,
-    entry: Held<'_>,
+    entry: &Locked,
     whose: Whose,
     reason: &str,
     earlier: Option<chrono::DateTime<chrono::Utc>>,
     clock: &dyn Clock,
 ) -> Option<Tokens> {
-    let cached = entry.cached?;
+    let cached = entry.cached.as_ref()?;
     let (_, expiry) = cached
         .tokens
         .usable_credential(config.token_kind, clock.now())?;
@@ -199,14 +202,14 @@ fn hand_out_after_refusal(
 
 /// After the provider refused the entry's refresh token: an entry with nothing usable left is
 /// removed, so that `status` does not list it while the login it needs fails.
-fn remove_if_dead(config: &Config, entry: Held<'_>, clock: &dyn Clock) {
-    let usable = entry.cached.and_then(|cached: &Cached| {
+fn remove_if_dead(config: &Config, entry: &Locked, clock: &dyn Clock) {
+    let usable = entry.cached.as_ref().and_then(|cached| {
         cached
             .tokens
             .usable_credential(config.token_kind, clock.now())
     });
     if usable.is_none()
-        && let Err(err) = entry.cache.remove(entry.lock)
+        && let Err(err) = entry.cache.remove(&entry.lock)
     {
         crate::log::notice(format!(
             "could not delete the cache entry of the refused refresh token: {}",

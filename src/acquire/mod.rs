@@ -23,16 +23,18 @@ mod desktop_notice;
 mod detach;
 mod forget;
 mod hand_out;
+mod locked;
 mod login_step;
 mod miss;
 mod renew_ahead;
 mod renewal;
 mod shared;
+mod source;
 #[cfg(test)]
 mod tests;
 
 pub use adopt::{Adopted, Carried, adopt, preview};
-pub use forget::{Forgotten, RevocationOutcome, forget};
+pub use forget::{Forgotten, LoggedOut, RevocationOutcome, forget, log_out};
 pub use renew_ahead::run as renew_in_background;
 
 /// The arguments that run this get-token again as its background renewal (`kubecred renew-ahead
@@ -41,19 +43,50 @@ pub use renew_ahead::run as renew_in_background;
 /// from the process's, captured once (`process/mod.rs`); it is called only when a renewal starts.
 pub type RenewalArguments<'a> = dyn Fn(Option<i32>) -> Option<Vec<std::ffi::OsString>> + 'a;
 
-use crate::cache::{Cached, Entries, EntryLock, TokenCache};
+use crate::cache::TokenCache;
 use crate::clock::Clock;
 use crate::config::{Config, TokenKind};
 use crate::error::{Exit, fail};
 use crate::exec_credential;
+use crate::presence::Presence;
 use crate::tokens::{Tokens, printed_expiry};
 use miss::obtain_under_lock;
+use source::Source;
 
-/// Why tokens are being obtained: kubectl asked (`get-token`), or the user did (`login`).
+/// Why tokens are being obtained: the one reason a miss (or the renewal step) runs, which
+/// decides what it may do — take a token a parallel run obtained, renew before logging in,
+/// hand out a still-valid token after a refusal, hold off after a failed login.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    GetToken,
-    ExplicitLogin,
+enum Occasion {
+    /// kubectl asked, and the cached token is missing or runs out too soon.
+    Expired,
+    /// kubectl asked with `--force-refresh`: not even a fresh cached token will do, and no
+    /// cool-down holds the login back.
+    ForceRefresh,
+    /// The same client ran us again right after it was handed this token: the API server
+    /// probably refused it (401), so refresh once (`hand_out.rs`).
+    After401,
+    /// `kubecred login`: a new login now, never a refresh, past the cool-down.
+    Login,
+}
+
+impl Occasion {
+    /// Not even a fresh cached token will do (but one a parallel run obtained after this run
+    /// started does).
+    fn forced(self) -> bool {
+        self != Occasion::Expired
+    }
+
+    /// A renewal without a person is tried before a login.
+    fn renews_first(self) -> bool {
+        self != Occasion::Login
+    }
+
+    /// A login is held back by the cool-down after a failed one (and, without a terminal, the
+    /// hold-off): kubectl asked, without --force-refresh.
+    fn held_off_after_a_failed_login(self) -> bool {
+        matches!(self, Occasion::Expired | Occasion::After401)
+    }
 }
 
 /// The ExecCredential document for kubectl: from the cache when it is fresh, otherwise from a
@@ -67,15 +100,18 @@ pub fn credential(
     renewal_arguments: &RenewalArguments,
     clock: &dyn Clock,
 ) -> anyhow::Result<String> {
-    let Entries { token, login } = Entries::of(config);
-    let cache = TokenCache::new(token);
+    let (cache, source) = Source::of(config);
     let parent = hand_out::parent(config.exec.from_client);
-    let mut forced = config.force_refresh;
+    let mut occasion = if config.force_refresh {
+        Occasion::ForceRefresh
+    } else {
+        Occasion::Expired
+    };
     // The cached credential a 401 re-run was about: handed out again if the refresh fails (the
     // provider unreachable, or a client that runs us twice for no 401), never lost over it.
     let mut rerun_fallback = None;
-    if !forced {
-        match from_cache(config, &cache, parent, clock)? {
+    if occasion == Occasion::Expired {
+        match from_cache(config, &cache, &source, parent, clock)? {
             Some(FromCache::Hit(hit)) => {
                 let renew = hit.renew_ahead;
                 let document = hit.hand_out();
@@ -96,31 +132,25 @@ pub fn credential(
                     1,
                     "the same client asks again right after getting this token: the API server probably refused it (401); refreshing once"
                 );
-                forced = true;
+                occasion = Occasion::After401;
                 rerun_fallback = Some((document, parent));
             }
             None => {}
         }
     }
-    let miss = obtain_under_lock(
-        config,
-        &cache,
-        login.as_ref(),
-        Trigger::GetToken,
-        forced,
-        clock,
-    );
+    let presence = Presence::of_this_run(config.exec.interactive);
+    let miss = obtain_under_lock(config, &cache, &source, occasion, &presence, clock);
     let tokens = match miss {
         Ok(tokens) => tokens,
         Err(err) => {
             let Some((document, parent)) = rerun_fallback else {
-                if !config.force_refresh
+                if occasion == Occasion::Expired
                     && crate::error::is_transient(&err)
                     && let Some(document) = still_valid_after(&err, config, &cache, clock)
                 {
                     return Ok(document);
                 }
-                desktop_notice::after_failure(config, &cache, &err, clock);
+                desktop_notice::after_failure(config, &cache, &presence, &err, clock);
                 return Err(err);
             };
             crate::debug!(
@@ -176,6 +206,7 @@ impl CachedHit<'_> {
 fn from_cache<'a>(
     config: &Config,
     cache: &'a TokenCache,
+    source: &Source,
     parent: Option<u32>,
     clock: &dyn Clock,
 ) -> anyhow::Result<Option<FromCache<'a>>> {
@@ -184,7 +215,7 @@ fn from_cache<'a>(
         obtained_at,
         expiry,
         renew_ahead,
-    }) = cached_credential(config, cache, clock)?
+    }) = cached_credential(config, cache, source, clock)?
     else {
         return Ok(None);
     };
@@ -210,25 +241,34 @@ fn from_cache<'a>(
 
 /// A new login (or grant) now, never a refresh, bypassing the cool-down.
 pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
-    let Entries { token, login } = Entries::of(config);
-    let cache = TokenCache::new(token);
-    obtain_under_lock(
-        config,
-        &cache,
-        login.as_ref(),
-        Trigger::ExplicitLogin,
-        true,
-        clock,
-    )
+    let (cache, source) = Source::of(config);
+    let presence = Presence::of_this_run(config.exec.interactive);
+    obtain_under_lock(config, &cache, &source, Occasion::Login, &presence, clock)
+}
+
+/// Whether the login that brought `tokens` (`login`'s) left a refresh token to renew them by:
+/// its own, or for a `--shared-login` cluster the login entry's, from which every cluster's token
+/// is derived (`setup`'s warning).
+pub fn login_renews(config: &Config, tokens: &Tokens) -> anyhow::Result<bool> {
+    Ok(match Source::of(config).1 {
+        Source::Own(_) => tokens.refresh_token.is_some(),
+        Source::SharedLogin { login, .. } => {
+            login.load()?.is_some_and(|login| login.has_refresh_token())
+        }
+    })
 }
 
 /// The tokens `get-token` would print from (for `whoami`): the cached ones while fresh,
 /// otherwise refreshed or obtained as `get-token` would. Not the cache-hit path: that one
 /// renders straight from the file ([`credential`]).
 pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
-    let Entries { token, login } = Entries::of(config);
-    let cache = TokenCache::new(token);
-    if !config.force_refresh
+    let (cache, source) = Source::of(config);
+    let occasion = if config.force_refresh {
+        Occasion::ForceRefresh
+    } else {
+        Occasion::Expired
+    };
+    if occasion == Occasion::Expired
         && let Some(cached) = cache.load()?
     {
         let fresh = cached
@@ -239,14 +279,8 @@ pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
             return Ok(cached.tokens);
         }
     }
-    obtain_under_lock(
-        config,
-        &cache,
-        login.as_ref(),
-        Trigger::GetToken,
-        config.force_refresh,
-        clock,
-    )
+    let presence = Presence::of_this_run(config.exec.interactive);
+    obtain_under_lock(config, &cache, &source, occasion, &presence, clock)
 }
 
 /// A fresh credential from the cache.
@@ -263,6 +297,7 @@ struct CachedCredential {
 fn cached_credential(
     config: &Config,
     cache: &TokenCache,
+    source: &Source,
     clock: &dyn Clock,
 ) -> anyhow::Result<Option<CachedCredential>> {
     let Some(cached) = cache.load()? else {
@@ -280,7 +315,7 @@ fn cached_credential(
             ),
             obtained_at: cached.tokens.obtained_at,
             expiry,
-            renew_ahead: renew_ahead::due(config, &cached, expiry, now),
+            renew_ahead: renew_ahead::due(config, source, &cached, expiry, now),
         }))
 }
 
@@ -349,24 +384,4 @@ fn render(config: &Config, tokens: &Tokens, clock: &dyn Clock) -> anyhow::Result
         token,
         printed_expiry(expiry, clock.now()),
     ))
-}
-
-/// An entry under its lock, as read after taking it: what the renewal and login steps work on.
-#[derive(Clone, Copy)]
-struct Held<'a> {
-    cache: &'a TokenCache,
-    lock: &'a EntryLock,
-    cached: Option<&'a Cached>,
-}
-
-/// Saves tokens the foreground just obtained and is about to hand out. A login (or refresh)
-/// that succeeded is never lost to the cache: when they cannot be kept, one warning says why,
-/// and they are handed out all the same; only failing to obtain a token fails the run.
-fn keep(cache: &TokenCache, tokens: &Tokens, lock: &EntryLock) {
-    if let Err(err) = cache.save(tokens, lock) {
-        crate::log::notice(format!(
-            "warning: the new token is handed out but not cached: {}",
-            crate::error::one_line(&err)
-        ));
-    }
 }

@@ -26,17 +26,15 @@
 //!   a refusal, or with nothing to renew with, not again for these tokens. Hits read the note
 //!   before starting another; `status` and `-v` show it, kubectl's stderr never does.
 
-use super::renewal::{self, Renewal};
-use super::shared::LoginEntry;
-use super::{Held, RenewalArguments, detach, login_step};
-use crate::cache::{
-    Entries, Entry, EntryLock, EntryState, Note, RenewalFailure, RenewalNote, TokenCache,
-};
+use super::locked::Locked;
+use super::renewal::{self, Renewal, Stop};
+use super::source::{Grantor, LazyProvider, Source};
+use super::{Presence, RenewalArguments, detach, login_step};
+use crate::cache::{EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
 use crate::config::{Config, RefreshAhead};
 use crate::duration::display_time;
 use crate::error::{Exit, fail};
-use crate::grants::ProviderClient;
 use chrono::{DateTime, Duration, Utc};
 
 /// The wait before the first retry after a failed renewal; doubled after each further failure.
@@ -51,15 +49,13 @@ const SHORTEST_RETRY: Duration = Duration::seconds(1);
 /// fresh (more than `--min-validity` left).
 pub(super) fn due(
     config: &Config,
+    source: &Source,
     cached: &crate::cache::Cached,
     expiry: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> bool {
-    // A shared login's derived token is renewed from the login, whose entry is not read here.
     in_window(config.refresh_ahead, cached.tokens.obtained_at, expiry, now)
-        && (cached.has_refresh_token()
-            || config.shared_login.is_some()
-            || renewal::grant_needs_no_person(config))
+        && source.renews_alone(config, cached)
 }
 
 /// Whether `now` is in the refresh-ahead window of a token obtained at `obtained_at`.
@@ -196,15 +192,15 @@ pub(super) fn start(
 /// (`lock_fd`, on unix) or takes it, renews the entry if it is still due, and notes how that
 /// went. Prints nothing.
 pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::Result<()> {
-    let Entries { token, login } = Entries::of(config);
-    let cache = TokenCache::new(token);
+    let (cache, source) = Source::of(config);
     let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
-    match renew(config, &cache, &lock, login.as_ref(), clock) {
+    let entry = Locked::read_as_held(&cache, lock);
+    match renew(config, &entry, &source, clock) {
         Ok(Renewed::Yes) => Ok(()), // Saving the tokens cleared the notes.
         Ok(Renewed::NotDue) => {
-            cache.update_state(&lock, |state| {
+            cache.update_state(&entry.lock, |state| {
                 if let Some(renewal) = &mut state.renewal {
                     renewal.started_at = None;
                     if renewal.failed.is_none() {
@@ -220,7 +216,7 @@ pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::
             deadline,
         }) => {
             let now = clock.now();
-            cache.update_state(&lock, |state| {
+            cache.update_state(&entry.lock, |state| {
                 let previous = state
                     .renewal
                     .take()
@@ -257,18 +253,17 @@ struct Failed {
     deadline: DateTime<Utc>,
 }
 
-/// Renews the entry under `lock` (and `login`, a shared login's entry, its token's source) if
-/// it is still due: the renewal step's outcome mapped in one `match` — new tokens saved, a grant
-/// that needs nobody run as the foreground runs it, anything else a failure noted — never a
-/// login (see the module comment for what may change in the entry).
+/// Renews `entry` (under its lock; its tokens from `source`, whose shared login's entry is
+/// locked without waiting) if it is still due: the renewal step's outcome mapped in one `match`
+/// — new tokens saved, a grant that needs nobody run as the foreground runs it, anything else
+/// a failure noted — never a login (see the module comment for what may change in the entry).
 fn renew(
     config: &Config,
-    cache: &TokenCache,
-    lock: &EntryLock,
-    login: Option<&Entry>,
+    entry: &Locked,
+    source: &Source,
     clock: &dyn Clock,
 ) -> Result<Renewed, Failed> {
-    let Ok(Some(cached)) = cache.load() else {
+    let Some(cached) = &entry.cached else {
         return Ok(Renewed::NotDue); // Logged out meanwhile, or unreadable: the foreground says.
     };
     let now = clock.now();
@@ -282,9 +277,7 @@ fn renew(
     let obtained_at = cached.tokens.obtained_at;
     // Looked at again under the lock: a renewal that ended since the hit read the state (its
     // failure noted), or one that succeeded, leaves nothing to do.
-    if !due(config, &cached, expiry, now)
-        || backing_off(&cache.state(Some(obtained_at)), now).is_some()
-    {
+    if !due(config, source, cached, expiry, now) || backing_off(&entry.state(), now).is_some() {
         return Ok(Renewed::NotDue);
     }
     let failed = |error: anyhow::Error| Failed {
@@ -294,25 +287,16 @@ fn renew(
     };
     // A shared login's lock after the derived entry's, as in the foreground; held by another
     // run: it is deriving or logging in, and the foreground does the rest if need be.
-    let login = match login
-        .map(LoginEntry::try_open)
-        .transpose()
-        .map_err(failed)?
-    {
-        Some(None) => return Ok(Renewed::NotDue),
-        Some(Some(login)) => Some(login),
-        None => None,
+    let Some(from) = source.try_lock().map_err(failed)? else {
+        return Ok(Renewed::NotDue);
     };
-    let entry = Held {
-        cache,
-        lock,
-        cached: Some(&cached),
-    };
-    let mut provider = None;
-    let tokens = match renewal::renew(config, entry, login.as_ref(), &mut provider, clock) {
+    let mut provider = LazyProvider::new(config, clock);
+    let tokens = match renewal::renew(config, entry, &from, &mut provider, clock) {
         Renewal::Renewed(tokens) => tokens,
-        Renewal::NewGrant => new_grant(config, provider, clock).map_err(failed)?,
-        Renewal::Refused { reason, .. } => {
+        Renewal::NewGrant(grantor) => {
+            new_grant(config, grantor, &mut provider, clock).map_err(failed)?
+        }
+        Renewal::Stopped(Stop::Refused { reason, .. }) => {
             return Err(failed(fail(
                 Exit::Provider,
                 format!(
@@ -322,31 +306,29 @@ fn renew(
         }
         // Not a failure of the provider, but noted as one: it explains the login to come, and
         // stops the next hits from starting a renewal that cannot do anything.
-        Renewal::NeedsPerson(why) => {
+        Renewal::Stopped(Stop::NeedsPerson(why)) => {
             return Err(failed(fail(
                 Exit::Login,
                 format!("{why}; a login is needed when the cached token runs out"),
             )));
         }
-        Renewal::Failed(error) => return Err(failed(error)),
+        Renewal::Stopped(Stop::Failed(error)) => return Err(failed(error)),
     };
-    cache.save(&tokens, lock).map_err(failed)?;
+    entry.cache.save(&tokens, &entry.lock).map_err(failed)?;
     Ok(Renewed::Yes)
 }
 
 /// A new grant that needs nobody, run as the foreground runs it (`login_step::run_grant`, but
-/// leaving no cool-down record: the foreground's logins stay as they were); its tokens must hold
-/// what kubectl is given.
-fn new_grant<'a>(
-    config: &'a Config,
-    provider: Option<ProviderClient<'a>>,
-    clock: &'a dyn Clock,
+/// leaving no cool-down record and asking nobody: the foreground's logins stay as they were);
+/// its tokens must hold what kubectl is given.
+fn new_grant(
+    config: &Config,
+    grantor: Grantor,
+    provider: &mut LazyProvider,
+    clock: &dyn Clock,
 ) -> anyhow::Result<crate::tokens::Tokens> {
-    let provider = match provider {
-        Some(provider) => provider,
-        None => ProviderClient::new(config, clock)?,
-    };
-    let tokens = login_step::run_grant(config, None, &provider, clock)?;
+    let tokens =
+        login_step::run_grant(config, grantor, None, provider, &Presence::nobody(), clock)?;
     if tokens.credential(config.token_kind).is_none() {
         return Err(fail(
             Exit::Provider,

@@ -2,12 +2,14 @@
 //! entry per issuer, client and account — the refresh token, the identity, the targets it was
 //! granted — and one derived entry per cluster target, holding that cluster's access token
 //! only. The cache hit reads the derived entry alone, as any hit does (`acquire/mod.rs`); both
-//! entries are described once, by `cache::Entries::of`.
+//! entries are described once (`source.rs`, with `cache::Entry::shared`), and the login entry's
+//! record — the targets its login was granted, and refused since — is made here and handed to
+//! the cache whole.
 //!
 //! This module holds the shared login's pieces; deriving itself is one way the renewal step
 //! renews (`renewal.rs`, `derive`): the miss path and the background renewal take it like any
 //! renewal. On a miss the caller holds the
-//! derived entry's lock; the login entry's is taken second ([`LoginEntry::open`]), in that order
+//! derived entry's lock; the login entry's is taken second (`source.rs`, [`open_login`]), in that order
 //! always, so that runs for different clusters queue on the login while runs for one cluster
 //! queue on its entry. The token is derived by the refresh step every entry takes
 //! (`renewal::refresh`, on the login entry, the request carrying the target: `grants` appends
@@ -17,7 +19,7 @@
 //! refused — so that parallel kubectl calls for several clusters never send a refresh token the
 //! provider rotated away (oidc-provider revokes the whole grant on reuse). Where only a login
 //! will do, the miss path's one login step runs with the login's settings: what it holds and
-//! what is asked, together ([`LoginEntry::login_settings`]); the miss path then derives.
+//! what is asked, together ([`for_a_login`]); the miss path then derives.
 //!
 //! Checked, never trusted: a derived token must be a JWT whose `aud` holds the target
 //! ([`check_audience`]); anything else (Auth0 answers an unknown audience with its default one)
@@ -33,103 +35,69 @@
 //! recorded in the login entry and not asked for again until the next login ([`narrowed`],
 //! [`refused_since`]).
 
-use super::Held;
-use crate::cache::{Cached, Entry, EntryLock, TokenCache};
+use super::locked::Locked;
+use crate::cache::EntryAbout;
 use crate::config::{Config, SharedLogin, Target};
 use crate::error::{Exit, fail};
 use crate::secret::Secret;
 use crate::tokens::Tokens;
 
-/// The login entry of a shared login, under its lock, as read after taking it.
-pub(super) struct LoginEntry {
-    pub(super) cache: TokenCache,
-    pub(super) lock: EntryLock,
-    pub(super) cached: Option<Cached>,
+/// The login entry, as locked and read, recording from now on what it holds as read: a refresh
+/// for one cluster must not change what the login holds for the others.
+pub(super) fn open_login(login: Locked<'_>) -> Locked<'_> {
+    let read = login.cached.as_ref().map(|cached| &cached.about);
+    login.cache.set_record(EntryAbout {
+        granted: Some(read.and_then(|r| r.granted.clone()).unwrap_or_default()),
+        refused_targets: read.and_then(|r| r.refused_targets.clone()),
+        ..settings_record(&login)
+    });
+    login
 }
 
-impl LoginEntry {
-    /// Takes the login entry's lock (waiting at most `timeout`) and reads the entry.
-    pub(super) fn open(entry: &Entry, timeout: std::time::Duration) -> anyhow::Result<LoginEntry> {
-        let cache = TokenCache::new(entry.clone());
-        let lock = cache.lock(timeout)?;
-        LoginEntry::read(cache, lock)
-    }
-
-    /// Takes the login entry's lock if nobody holds it (`None`: somebody does), and reads it:
-    /// for the background renewal, which never waits.
-    pub(super) fn try_open(entry: &Entry) -> anyhow::Result<Option<LoginEntry>> {
-        let cache = TokenCache::new(entry.clone());
-        let Some(lock) = cache.try_lock()? else {
-            return Ok(None);
-        };
-        LoginEntry::read(cache, lock).map(Some)
-    }
-
-    fn read(cache: TokenCache, lock: EntryLock) -> anyhow::Result<LoginEntry> {
-        let cached = cache.load()?;
-        // Every save of the login entry records what it holds, as read: a refresh for one
-        // cluster must not change what the login holds for the others.
-        let cache = cache.recording_login(cached.as_ref().map(|c| &c.about));
-        Ok(LoginEntry {
-            cache,
-            lock,
-            cached,
-        })
-    }
-
-    /// The login entry, as the renewal and login steps take an entry.
-    pub(super) fn held(&self) -> Held<'_> {
-        Held {
-            cache: &self.cache,
-            lock: &self.lock,
-            cached: self.cached.as_ref(),
-        }
-    }
-
-    /// The targets the login entry records it was granted (none without a login entry).
-    pub(super) fn granted(&self) -> Vec<String> {
-        self.about_list(|about| about.granted.as_ref())
-    }
-
-    /// The granted targets the provider has since refused to refresh the login for.
-    pub(super) fn refused_targets(&self) -> Vec<String> {
-        self.about_list(|about| about.refused_targets.as_ref())
-    }
-
-    fn about_list(
-        &self,
-        list: impl Fn(&crate::cache::EntryAbout) -> Option<&Vec<String>>,
-    ) -> Vec<String> {
-        self.cached
-            .as_ref()
-            .map(|cached| &cached.about)
-            .and_then(list)
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The settings a new login runs with: `config`'s, asking also for what the login holds (a
-    /// login for one more cluster must not take the others' targets away); and the login
-    /// entry recording those targets as granted with every save.
-    pub(super) fn login_settings(self, config: &Config) -> (Config, LoginEntry) {
-        let mut union = config.clone();
-        if let Some(shared) = &mut union.shared_login {
-            shared.also_ask_for(self.granted());
-        }
-        let targets = shared_settings(&union).login_targets();
-        let entry = LoginEntry {
-            cache: self.cache.granted(targets),
-            ..self
-        };
-        (union, entry)
-    }
+/// The targets the login entry records it was granted (none without a login entry).
+pub(super) fn granted(login: &Locked) -> Vec<String> {
+    about_list(login, |about| about.granted.as_ref())
 }
 
-pub(super) fn shared_settings(config: &Config) -> &SharedLogin {
-    config
-        .shared_login
+/// The granted targets the provider has since refused to refresh the login for.
+pub(super) fn refused_targets(login: &Locked) -> Vec<String> {
+    about_list(login, |about| about.refused_targets.as_ref())
+}
+
+fn about_list(login: &Locked, list: impl Fn(&EntryAbout) -> Option<&Vec<String>>) -> Vec<String> {
+    login
+        .cached
         .as_ref()
-        .expect("only shared-login configs derive")
+        .map(|cached| &cached.about)
+        .and_then(list)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What the login entry's cache records now (made from the settings by `cache::Entry::shared`).
+fn settings_record(login: &Locked) -> EntryAbout {
+    login
+        .cache
+        .record()
+        .expect("a login entry's cache is opened from its settings, never from a listing")
+}
+
+/// The settings a new login runs with: `config`'s, asking also for what the login holds (a
+/// login for one more cluster must not take the others' targets away); and the login entry
+/// recording those targets as granted, and none refused, with every save from now on.
+pub(super) fn for_a_login<'c>(config: &Config, login: Locked<'c>) -> (Config, Locked<'c>) {
+    let mut union = config.clone();
+    let mut targets = Vec::new();
+    if let Some(shared) = &mut union.shared_login {
+        shared.also_ask_for(granted(&login));
+        targets = shared.login_targets();
+    }
+    login.cache.set_record(EntryAbout {
+        granted: Some(targets),
+        refused_targets: None,
+        ..settings_record(&login)
+    });
+    (union, login)
 }
 
 /// What the derived entry keeps: the access token, its expiry and the identity, nothing that
@@ -197,7 +165,7 @@ pub(super) fn check_audience(
 pub(super) fn narrowed(
     config: &Config,
     shared: &SharedLogin,
-    login: &LoginEntry,
+    login: &Locked,
     reason: &str,
     sent: Secret,
 ) -> anyhow::Error {
@@ -206,8 +174,14 @@ pub(super) fn narrowed(
             refresh_token: Some(sent),
             ..cached.tokens.clone()
         };
-        let recording = login.cache.clone().refusing_target(shared.target.value());
-        if let Err(err) = recording.rewrite(&kept, &login.lock) {
+        let mut record = settings_record(login);
+        let refused = record.refused_targets.get_or_insert_with(Vec::new);
+        let target = shared.target.value();
+        if !refused.iter().any(|t| t == target) {
+            refused.push(target.to_string());
+        }
+        login.cache.set_record(record);
+        if let Err(err) = login.cache.rewrite(&kept, &login.lock) {
             crate::debug!(
                 1,
                 "could not record the refused target: {}",

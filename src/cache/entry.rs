@@ -1,6 +1,7 @@
 //! Which entries a configuration's tokens live in, described once from the settings: the key,
 //! what the entry records about itself, where it is stored. [`TokenCache`](super::TokenCache) is
-//! handed an [`Entry`] and never sees the settings.
+//! handed an [`Entry`] and never sees the settings; which entries a run uses is the token path's
+//! to say (`acquire/source.rs`).
 //!
 //! A plain configuration has one entry. A `--shared-login` cluster has two: its derived entry,
 //! which holds the cluster's access token alone and names the login it was derived from, and the
@@ -9,7 +10,7 @@
 //! (the derived key is made from it), so nothing rebuilds the login's entry from the settings.
 
 use super::{CacheKey, EntryAbout};
-use crate::config::{CacheStorage, Config};
+use crate::config::{CacheStorage, Config, SharedLogin};
 use std::path::PathBuf;
 
 /// One cache entry: its key, what a save records about it, and where it is kept.
@@ -23,45 +24,35 @@ pub struct Entry {
     pub dir: PathBuf,
 }
 
-/// The entries a configuration's tokens live in.
-#[derive(Debug, Clone)]
-pub struct Entries {
-    /// The entry kubectl's token is read from on a hit: the configuration's own, or a shared
-    /// login cluster's derived entry.
-    pub token: Entry,
-    /// A shared login's entry, which `token` is derived from (`None` without `--shared-login`).
-    pub login: Option<Entry>,
-}
-
-impl Entries {
-    /// The entries `config`'s tokens live in. On the hit path: one hash for a plain entry, two
-    /// for a shared login's cluster (the login's key, and the derived key from it).
-    pub fn of(config: &Config) -> Entries {
-        let entry = |key, about| Entry {
-            key,
-            about,
+impl Entry {
+    /// The entry of `config`'s own tokens (for a `--shared-login` cluster: its login's entry).
+    /// On the hit path: one hash.
+    pub fn of(config: &Config) -> Entry {
+        Entry {
+            key: CacheKey::for_settings(config),
+            about: about_settings(config),
             storage: config.cache.storage,
             dir: config.cache.dir.clone(),
-        };
-        let Some(shared) = &config.shared_login else {
-            return Entries {
-                token: entry(CacheKey::for_settings(config), about_settings(config)),
-                login: None,
-            };
-        };
-        let login_key = CacheKey::for_settings(config);
-        let derived_about = EntryAbout {
-            grant: format!("{} (shared login)", shared.derive.name()),
-            audience: Some(shared.target.audience().to_string()),
-            resource: shared.target.resource().map(str::to_string),
-            derived_from: Some(login_key.to_string()),
-            ..about_settings(config)
-        };
-        let derived_key = CacheKey::derived(&login_key, shared);
-        Entries {
-            token: entry(derived_key, derived_about),
-            login: Some(entry(login_key, about_settings(config))),
         }
+    }
+
+    /// A `--shared-login` cluster's two entries: its derived entry, keyed from the login's key
+    /// (two hashes on the hit path), and the shared login's entry ([`Entry::of`]).
+    pub fn shared(config: &Config, shared: &SharedLogin) -> (Entry, Entry) {
+        let login = Entry::of(config);
+        let derived = Entry {
+            key: CacheKey::derived(&login.key, shared),
+            about: EntryAbout {
+                grant: format!("{} (shared login)", shared.derive.name()),
+                audience: Some(shared.target.audience().to_string()),
+                resource: shared.target.resource().map(str::to_string),
+                derived_from: Some(login.key.to_string()),
+                ..about_settings(config)
+            },
+            storage: login.storage,
+            dir: login.dir.clone(),
+        };
+        (derived, login)
     }
 }
 

@@ -204,7 +204,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         args.extend(strings(extra));
-        crate::cache::Entries::of(&config_from(&args)).token.key
+        crate::cache::Entry::of(&config_from(&args)).key
     }
 
     #[test]
@@ -246,7 +246,10 @@ mod tests {
         // nor a plain login's with the same resource (that one holds an ID token too).
         let keys: HashSet<CacheKey> = [&a, &b, &exchanged, &by_scope]
             .iter()
-            .map(|config| crate::cache::Entries::of(config).token.key)
+            .map(|config| {
+                let shared = config.shared_login.as_ref().unwrap();
+                crate::cache::Entry::shared(config, shared).0.key
+            })
             .chain([login, key_of(&["--resource=https://b"])])
             .collect();
         assert_eq!(keys.len(), 6);

@@ -15,7 +15,7 @@
 //! One entry per [`CacheKey`] (`key.rs`): a hash of everything that changes which token the
 //! provider issues. The entry holds both the ID and the access token, so the kind printed is not
 //! part of the key. A cache is opened on an [`Entry`], described once from the settings
-//! (`entry.rs`, [`Entries::of`]): its key, what it records about itself, where it is kept. A
+//! (`entry.rs`, [`Entry::of`]): its key, what it records about itself, where it is kept. A
 //! shared login (`--shared-login`) is one entry for the login (recording the targets it was
 //! granted) and one per cluster target holding only that cluster's access token (recording the
 //! login it was derived from): `acquire/shared.rs` derives them.
@@ -44,7 +44,7 @@ mod stored_entry;
 #[cfg(test)]
 mod tests;
 
-pub use entry::{Entries, Entry};
+pub use entry::Entry;
 pub(crate) use entry_state::{EntryState, Note, RenewalFailure, RenewalNote};
 pub use key::CacheKey;
 
@@ -104,46 +104,27 @@ pub struct TokenCache {
     /// What a save records about the entry (the subject is filled from the tokens). `None` only
     /// for a cache opened from a listed entry ([`TokenCache::for_session`]), which is never
     /// saved: the listing may not say what the entry is for (an unreadable one is listed too).
-    about: Option<EntryAbout>,
+    /// A shared login's entry records what its login holds, which only the token path knows
+    /// ([`TokenCache::set_record`]).
+    about: std::cell::RefCell<Option<EntryAbout>>,
 }
 
 impl TokenCache {
-    /// The cache of `entry`. Its description ([`Entries::of`]) is made once from the settings;
+    /// The cache of `entry`. Its description ([`Entry::of`], [`Entry::shared`]) is made once from the settings;
     /// the cache never sees them.
     pub fn new(entry: Entry) -> TokenCache {
         TokenCache::of_entry(entry.storage, &entry.dir, entry.key, Some(entry.about))
     }
 
-    /// This cache, recording `granted` as what its shared login holds from now on, and no
-    /// target refused since (a new login's record).
-    pub fn granted(mut self, granted: Vec<String>) -> TokenCache {
-        if let Some(about) = &mut self.about {
-            about.granted = Some(granted);
-            about.refused_targets = None;
-        }
-        self
+    /// What this cache's saves record about the entry from now on: a finished record, made by
+    /// the token path (a shared login's entry: what its login was granted, and refused since).
+    pub fn set_record(&self, about: EntryAbout) {
+        *self.about.borrow_mut() = Some(about);
     }
 
-    /// This cache, recording what a shared login's entry `about` records now: the targets it
-    /// was granted and those the provider refused since (a refresh must not change what the
-    /// login holds for the other clusters).
-    pub fn recording_login(mut self, read: Option<&EntryAbout>) -> TokenCache {
-        if let Some(about) = &mut self.about {
-            about.granted = Some(read.and_then(|r| r.granted.clone()).unwrap_or_default());
-            about.refused_targets = read.and_then(|r| r.refused_targets.clone());
-        }
-        self
-    }
-
-    /// This cache, recording that the provider refused `target` to its shared login.
-    pub fn refusing_target(mut self, target: &str) -> TokenCache {
-        if let Some(about) = &mut self.about {
-            let refused = about.refused_targets.get_or_insert_with(Vec::new);
-            if !refused.iter().any(|t| t == target) {
-                refused.push(target.to_string());
-            }
-        }
-        self
+    /// What this cache's saves record about the entry (`None` for a listed entry's).
+    pub fn record(&self) -> Option<EntryAbout> {
+        self.about.borrow().clone()
     }
 
     /// The cache of an entry that [`list_sessions`] found (`logout --all`), with the backend that
@@ -172,15 +153,14 @@ impl TokenCache {
             keyring: Keyring::new(dir),
             dir_unusable: std::cell::Cell::new(false),
             last_read: std::cell::RefCell::new(None),
-            about,
+            about: std::cell::RefCell::new(about),
         }
     }
 
     /// What to record about an entry holding `tokens`.
     fn about(&self, tokens: &Tokens) -> EntryAbout {
         let mut about = self
-            .about
-            .clone()
+            .record()
             .expect("a cache opened from a listing is only removed, never saved");
         about.subject = crate::tokens::display_subject(tokens);
         about

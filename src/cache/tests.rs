@@ -315,16 +315,13 @@ fn entries_are_listed_with_what_they_are_for_and_no_secret() {
             .unwrap()
             .is_empty()
     );
-    let work = TokenCache::new(
-        Entries::of(&config_from(&strings(&[
-            "--issuer-url=https://idp.example",
-            "--client-id=kubernetes",
-            "--account=work",
-            &format!("--cache-dir={}", dir.path().display()),
-            "--cache-storage=disk",
-        ])))
-        .token,
-    );
+    let work = TokenCache::new(Entry::of(&config_from(&strings(&[
+        "--issuer-url=https://idp.example",
+        "--client-id=kubernetes",
+        "--account=work",
+        &format!("--cache-dir={}", dir.path().display()),
+        "--cache-storage=disk",
+    ]))));
     let other = cache_in(dir.path(), "disk");
     work.save(&tokens("work", true), &lock(&work)).unwrap();
     other.save(&tokens("other", false), &lock(&other)).unwrap();
@@ -373,15 +370,12 @@ fn an_entry_names_its_issuer_as_it_was_written() {
         "https://idp.example/",
         "https://idp.example/realms/main",
     ] {
-        let cache = TokenCache::new(
-            Entries::of(&config_from(&[
-                format!("--issuer-url={written}"),
-                "--client-id=kubernetes".into(),
-                format!("--cache-dir={}", dir.path().display()),
-            ]))
-            .token,
-        );
-        assert_eq!(cache.about.as_ref().unwrap().issuer, written);
+        let cache = TokenCache::new(Entry::of(&config_from(&[
+            format!("--issuer-url={written}"),
+            "--client-id=kubernetes".into(),
+            format!("--cache-dir={}", dir.path().display()),
+        ])));
+        assert_eq!(cache.record().unwrap().issuer, written);
     }
 }
 

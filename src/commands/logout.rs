@@ -7,8 +7,8 @@
 //! `--all`: the cache key is a hash, so a login with one scope more is another entry.
 
 use super::{Run, resolve};
-use crate::acquire::{self, Forgotten, RevocationOutcome};
-use crate::cache::{Entries, EntryAbout, Session, TokenCache, list_sessions};
+use crate::acquire::{self, Forgotten, LoggedOut, RevocationOutcome};
+use crate::cache::{EntryAbout, Session, TokenCache, list_sessions};
 use crate::cli::{LogoutArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::config::{self, Config};
@@ -24,38 +24,12 @@ pub(super) fn run(
         return all(&args.token, argv, clock);
     }
     let config = resolve(&args.token, Run::ByPerson, argv)?;
-    // A shared login is ended for every cluster: its entry, and every token derived from it.
-    let Entries { token, login } = Entries::of(&config);
-    let cache = TokenCache::new(login.unwrap_or(token));
     let what = describe(&config.issuer_as_given, &config.client.id, &config.account);
-    let mut done = acquire::forget(&cache, config.cache.lock_timeout, Some(&config), clock)?;
-    report(&what, &done);
-    let mut found = done.found;
-    let mut derived = 0;
-    // The same entry kept by another storage mode (a login with another --cache-storage): gone
-    // too, so that no copy of a token stays behind.
-    for session in list_sessions(&config.cache.dir)? {
-        let derived_from_it = session
-            .about
-            .as_ref()
-            .and_then(|about| about.derived_from.as_deref())
-            == Some(cache.key().as_str());
-        if &session.key != cache.key() && !derived_from_it {
-            continue;
-        }
-        let revoke_with = (!derived_from_it
-            && matches!(done.revocation, RevocationOutcome::NoRefreshToken))
-        .then_some(&config);
-        let other = TokenCache::for_session(&config.cache.dir, &session);
-        let forgotten = acquire::forget(&other, config.cache.lock_timeout, revoke_with, clock)?;
-        if derived_from_it {
-            derived += usize::from(forgotten.found);
-            continue;
-        }
-        done = forgotten;
-        report(&what, &done);
-        found |= done.found;
+    let LoggedOut { entries, derived } = acquire::log_out(&config, clock)?;
+    for done in &entries {
+        report(&what, done);
     }
+    let mut found = entries.iter().any(|done| done.found);
     if derived > 0 {
         crate::log::notice(format!(
             "logged out of {what}: forgot the {derived} cluster token{} derived from the shared login",

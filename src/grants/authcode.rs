@@ -17,7 +17,7 @@ use crate::http::Replay;
 use crate::login::callback::{AuthorizationResponse, ExpectedResponse};
 use crate::login::listener::{self, CallbackListener};
 use crate::login::{paste, wait};
-use crate::presence::{browser, progress};
+use crate::presence::{Presence, browser, progress};
 use crate::tokens::Tokens;
 use oauth2::{AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl};
 use std::time::Instant;
@@ -120,13 +120,17 @@ impl ProviderClient<'_> {
 
     /// Authorization code + PKCE through the browser and a one-shot loopback listener, with the
     /// paste fallback when the session is interactive.
-    pub fn authcode(&self) -> anyhow::Result<Tokens> {
-        self.authcode_until(Instant::now() + self.config.login.auth_timeout)
+    pub fn authcode(&self, presence: &Presence) -> anyhow::Result<Tokens> {
+        self.authcode_until(Instant::now() + self.config.login.auth_timeout, presence)
     }
 
     /// [`authcode`](Self::authcode), ending at `deadline` (`auto` going on after a refused device
     /// flow keeps the whole login within --auth-timeout).
-    pub(super) fn authcode_until(&self, deadline: Instant) -> anyhow::Result<Tokens> {
+    pub(super) fn authcode_until(
+        &self,
+        deadline: Instant,
+        presence: &Presence,
+    ) -> anyhow::Result<Tokens> {
         // A certificate that cannot serve fails before a port is taken or a browser opened.
         let tls = self
             .config
@@ -149,9 +153,8 @@ impl ProviderClient<'_> {
         let expected = self
             .expected_response(&state)
             .redirected_to(listener.redirect_uri());
-        let paste = crate::presence::stdin_is_interactive(self.config.exec.interactive)
-            .then(paste::PasteSource::spawn_stdin);
-        let opened = browser::open(url.as_str(), &self.config.login.browser)?;
+        let paste = presence.stdin().then(paste::PasteSource::spawn_stdin);
+        let opened = browser::open(url.as_str(), &self.config.login.browser, presence)?;
         // With no browser and no terminal to paste into, nothing can complete this login: say so
         // now rather than hang kubectl for the whole --auth-timeout. (--skip-open-browser keeps
         // waiting: the user may open the URL elsewhere, e.g. through an SSH port forward.)
@@ -200,7 +203,7 @@ impl ProviderClient<'_> {
     /// browser is elsewhere (as kubelogin's authcode-keyboard), and a tab opened here would end
     /// on a redirect nothing answers. A browser command the user set (`--browser-command`,
     /// `$BROWSER`) still runs: that is how they asked for URLs to be opened.
-    pub fn authcode_keyboard(&self) -> anyhow::Result<Tokens> {
+    pub fn authcode_keyboard(&self, presence: &Presence) -> anyhow::Result<Tokens> {
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let redirect = &self.config.login.redirect;
         let client = self
@@ -211,7 +214,7 @@ impl ProviderClient<'_> {
             BrowserChoice::System => &BrowserChoice::Skip,
             chosen => chosen,
         };
-        if !browser::open(url.as_str(), browser)? {
+        if !browser::open(url.as_str(), browser, presence)? {
             offer_relay(&url);
         }
         self.asking_a_person();

@@ -7,11 +7,10 @@
 use super::ProviderClient;
 use super::device_refusal::{DeviceFlowRefused, Step, refusal};
 use super::errors::{describe_server_error, request_error, token_error};
-use crate::config::BrowserChoice;
 use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay, RequestFailure};
 use crate::presence::device_page::{self, DevicePage};
-use crate::presence::{browser, device_display};
+use crate::presence::{CodeDisplay, Presence, browser, device_display};
 use crate::tokens::Tokens;
 use oauth2::{
     ErrorResponseType, PkceCodeChallenge, PkceCodeVerifier, RequestTokenError,
@@ -36,25 +35,30 @@ impl From<anyhow::Error> for DeviceFlowFailure {
 
 impl ProviderClient<'_> {
     /// The device authorization grant (RFC 8628): show a URL, a code and a QR code, then poll.
-    pub fn device_code(&self) -> anyhow::Result<Tokens> {
-        self.device_flow(None).map_err(|failure| match failure {
-            DeviceFlowFailure::Refused(refused) => {
-                refused.into_error(&self.provider.metadata.issuer, &self.config.client.id, None)
-            }
-            DeviceFlowFailure::Failed(err) => err,
-        })
+    pub fn device_code(&self, presence: &Presence) -> anyhow::Result<Tokens> {
+        self.device_flow(None, presence)
+            .map_err(|failure| match failure {
+                DeviceFlowFailure::Refused(refused) => {
+                    refused.into_error(&self.provider.metadata.issuer, &self.config.client.id, None)
+                }
+                DeviceFlowFailure::Failed(err) => err,
+            })
     }
 
     /// The device flow, with `announce` said once the provider has given a code (`auto`'s
     /// choice: a refusal at the start gets a line of its own instead).
-    pub(super) fn device_flow(&self, announce: Option<&str>) -> Result<Tokens, DeviceFlowFailure> {
+    pub(super) fn device_flow(
+        &self,
+        announce: Option<&str>,
+        presence: &Presence,
+    ) -> Result<Tokens, DeviceFlowFailure> {
         let client = self.oauth_client();
         let (details, verifier) = self.start_device_flow(&client)?;
         if let Some(announce) = announce {
             crate::log::notice(announce);
         }
         // The local page (if any) is served until the poll is done.
-        let _page = self.show_device_code(&details)?;
+        let _page = self.show_device_code(&details, presence)?;
         self.poll_device_flow(&client, &details, verifier.as_ref())
     }
 
@@ -122,19 +126,22 @@ impl ProviderClient<'_> {
     fn show_device_code(
         &self,
         details: &StandardDeviceAuthorizationResponse,
+        presence: &Presence,
     ) -> anyhow::Result<Option<DevicePage>> {
-        let page = self.put_the_code_before_a_person(details)?;
+        let page = self.put_the_code_before_a_person(details, presence)?;
         // Only once the code is visible has a person been asked: a login that failed before (no
         // page, no browser) leaves no cool-down, and the next run says the real cause again.
         self.asking_a_person();
         Ok(page)
     }
 
-    /// `show_device_code`'s ways to the person: stderr (and the browser where one opens), or,
-    /// without a terminal, the browser only; an error where none of them can show the code.
+    /// `show_device_code`'s ways to the person, as the run's presence places the code
+    /// ([`Presence::code_display`]): stderr (and the browser where one opens), or, without a
+    /// terminal, the browser only; an error where it cannot show the code there.
     fn put_the_code_before_a_person(
         &self,
         details: &StandardDeviceAuthorizationResponse,
+        presence: &Presence,
     ) -> anyhow::Result<Option<DevicePage>> {
         let complete = details
             .verification_uri_complete()
@@ -145,37 +152,35 @@ impl ProviderClient<'_> {
             complete.as_deref(),
             details.expires_in(),
         );
-        // The URL and code are on screen already: the browser is a convenience, opened only where
-        // one can open (not over SSH, how `auto` may have come here) and where the person did not
-        // turn it off, and a failure is no error.
-        let no_browser_here = match &self.config.login.browser {
-            BrowserChoice::Skip => true,
-            BrowserChoice::System => browser::cannot_open_here().is_some(),
-            BrowserChoice::Command(_) => false,
-        };
-        if no_browser_here {
-            return Ok(None);
+        let browser = &self.config.login.browser;
+        match presence.code_display(browser) {
+            CodeDisplay::Stderr => Ok(None),
+            // The URL and code are on screen already: the browser is a convenience, and a failure
+            // to open it is no error.
+            CodeDisplay::StderrAndBrowser => {
+                let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
+                browser::open_quietly(&target, browser, presence);
+                Ok(None)
+            }
+            CodeDisplay::BrowserOnly => {
+                let limit = self.config.login.auth_timeout.min(details.expires_in());
+                let page = device_page::show_in_browser(
+                    details.verification_uri().as_str(),
+                    details.user_code().secret(),
+                    complete.as_deref(),
+                    Instant::now() + limit,
+                    browser,
+                    presence,
+                )?;
+                if !page.opened() {
+                    return Err(fail(
+                        Exit::Login,
+                        "no terminal shows the device code here and no browser could be opened for it; run `kubecred login` with the same flags in a terminal",
+                    ));
+                }
+                Ok(Some(page))
+            }
         }
-        if crate::presence::terminal_attached() {
-            let target = complete.unwrap_or_else(|| details.verification_uri().to_string());
-            browser::open_quietly(&target, &self.config.login.browser);
-            return Ok(None);
-        }
-        let limit = self.config.login.auth_timeout.min(details.expires_in());
-        let page = device_page::show_in_browser(
-            details.verification_uri().as_str(),
-            details.user_code().secret(),
-            complete.as_deref(),
-            Instant::now() + limit,
-            &self.config.login.browser,
-        )?;
-        if !page.opened() {
-            return Err(fail(
-                Exit::Login,
-                "no terminal shows the device code here and no browser could be opened for it; run `kubecred login` with the same flags in a terminal",
-            ));
-        }
-        Ok(Some(page))
     }
 
     /// Polls the token endpoint until the person approves, the code expires or

@@ -32,6 +32,7 @@ use crate::error::{Exit, fail};
 use crate::http::{OAuthCall, Replay};
 use crate::oidc::Provider;
 use crate::oidc::device_flow_memory;
+use crate::presence::Presence;
 use crate::secret::Secret;
 use crate::tokens::{Identity, Tokens, access_token_expiry};
 use chrono::{DateTime, Utc};
@@ -287,13 +288,14 @@ impl ProviderClient<'_> {
     }
 
     /// Runs the configured grant (not the refresh).
-    pub fn obtain(&self) -> anyhow::Result<Tokens> {
+    /// The logins of a person ask `presence` how to reach them.
+    pub fn obtain(&self, presence: &Presence) -> anyhow::Result<Tokens> {
         match self.config.grant {
             Grant::ClientCredentials => self.client_credentials(),
-            Grant::Authcode if self.config.grant_is_automatic => self.automatic_login(),
-            Grant::Authcode => self.authcode(),
-            Grant::AuthcodeKeyboard => self.authcode_keyboard(),
-            Grant::DeviceCode => self.device_code(),
+            Grant::Authcode if self.config.grant_is_automatic => self.automatic_login(presence),
+            Grant::Authcode => self.authcode(presence),
+            Grant::AuthcodeKeyboard => self.authcode_keyboard(presence),
+            Grant::DeviceCode => self.device_code(presence),
             Grant::TokenExchange => self.token_exchange(),
             Grant::Password => self.password(),
             // Never sent to a provider: `acquire` calls `federated_token` before building one.
@@ -313,14 +315,7 @@ impl ProviderClient<'_> {
     /// terminal can take a pasted code, the browser login goes on with the code pasted (or
     /// relayed), said in one line, within the same --auth-timeout; with no terminal, the
     /// refusal is the error, saying where a login can happen.
-    fn automatic_login(&self) -> anyhow::Result<Tokens> {
-        let why = match &self.config.login.browser {
-            BrowserChoice::System => crate::presence::browser::cannot_open_here(),
-            _ => None,
-        };
-        let Some(why) = why else {
-            return self.authcode();
-        };
+    fn automatic_login(&self, presence: &Presence) -> anyhow::Result<Tokens> {
         let device_flow_offered = self
             .provider
             .metadata
@@ -331,37 +326,43 @@ impl ProviderClient<'_> {
             self.config.client.auth,
             ClientAuth::None | ClientAuth::Secret { .. }
         );
-        if !(device_flow_offered && client_fits) {
-            crate::debug!(
-                1,
-                "no browser can open here ({why}), and the device flow is not an option ({}): the browser login, with the code pasted",
-                if device_flow_offered {
-                    "the client authenticates with a key or an assertion"
-                } else {
-                    "the provider's discovery lists no device_authorization_endpoint"
-                }
-            );
-            return self.authcode();
-        }
-        let can_paste = crate::presence::stdin_is_interactive(self.config.exec.interactive);
+        let why = match choose_automatic_login(
+            presence,
+            &self.config.login.browser,
+            device_flow_offered,
+            client_fits,
+        ) {
+            AutoLogin::Browser => return self.authcode(presence),
+            AutoLogin::Pasted {
+                no_browser,
+                because,
+            } => {
+                crate::debug!(
+                    1,
+                    "no browser can open here ({no_browser}), and the device flow is not an option ({because}): the browser login, with the code pasted"
+                );
+                return self.authcode(presence);
+            }
+            AutoLogin::DeviceFlow { no_browser } => no_browser,
+        };
         if let Some(refusal) = device_flow_memory::remembered(
             &self.config.cache.dir,
             &self.config.issuer,
             &self.config.client.id,
             self.clock.now(),
         ) {
-            return self.after_a_remembered_refusal(&why, &refusal, can_paste);
+            return self.after_a_remembered_refusal(&why, &refusal, presence);
         }
         let deadline = Instant::now() + self.config.login.auth_timeout;
         let issuer = &self.provider.metadata.issuer;
         let announce = format!(
             "no browser can open here ({why}), so --grant-type auto uses the device flow, which {issuer} offers; pass --grant-type authcode-keyboard (paste the code) or authcode to choose otherwise"
         );
-        match self.device_flow(Some(&announce)) {
+        match self.device_flow(Some(&announce), presence) {
             Ok(tokens) => Ok(tokens),
             Err(DeviceFlowFailure::Failed(err)) => Err(err),
             Err(DeviceFlowFailure::Refused(refused)) => {
-                self.after_a_device_flow_refusal(&why, refused, can_paste, deadline)
+                self.after_a_device_flow_refusal(&why, refused, presence, deadline)
             }
         }
     }
@@ -373,7 +374,7 @@ impl ProviderClient<'_> {
         &self,
         why: &str,
         refusal: &device_flow_memory::DeviceFlowRefusal,
-        can_paste: bool,
+        presence: &Presence,
     ) -> anyhow::Result<Tokens> {
         let issuer = &self.provider.metadata.issuer;
         let ago = refusal
@@ -385,7 +386,7 @@ impl ProviderClient<'_> {
             "{issuer} refused the device flow for this client {ago} ago ({})",
             refusal.said
         );
-        if !can_paste {
+        if !presence.stdin() {
             return Err(fail(
                 Exit::Login,
                 format!("no browser can open here ({why}), {refused}, and {NO_PASTE_HERE}"),
@@ -394,7 +395,7 @@ impl ProviderClient<'_> {
         crate::log::notice(format!(
             "no browser can open here ({why}), and {refused}, so --grant-type auto uses the browser login with the code pasted here; pass --grant-type device-code to try the device flow again"
         ));
-        self.authcode()
+        self.authcode(presence)
     }
 
     /// `auto` where no browser can open (`why`) and the provider just refused the device flow:
@@ -404,11 +405,11 @@ impl ProviderClient<'_> {
         &self,
         why: &str,
         refused: device_refusal::DeviceFlowRefused,
-        can_paste: bool,
+        presence: &Presence,
         deadline: Instant,
     ) -> anyhow::Result<Tokens> {
         let issuer = &self.provider.metadata.issuer;
-        if !can_paste {
+        if !presence.stdin() {
             let why_not = format!("no browser can open here ({why}) and {NO_PASTE_HERE}");
             return Err(refused.into_error(issuer, &self.config.client.id, Some(&why_not)));
         }
@@ -422,7 +423,53 @@ impl ProviderClient<'_> {
                 "{issuer} refused the device login after you signed in ({said}): {meaning}; so --grant-type auto goes on with the browser login, the code pasted here (for the next {remembered_for} too)"
             ),
         });
-        self.authcode_until(deadline)
+        self.authcode_until(deadline, presence)
+    }
+}
+
+/// How `--grant-type auto` logs in, before any refusal of the device flow is known: decided
+/// from who is here and what the provider offers (`choose_automatic_login`).
+#[derive(Debug, PartialEq, Eq)]
+enum AutoLogin {
+    /// A browser opens here (or the user's `--browser-command`, or `--skip-open-browser`'s
+    /// printed URL): the browser login.
+    Browser,
+    /// No browser opens here and the device flow is not an option (`because`): the browser
+    /// login, its code pasted or relayed.
+    Pasted {
+        no_browser: String,
+        because: &'static str,
+    },
+    /// No browser opens here, and the provider offers the device flow, which works from a
+    /// browser anywhere.
+    DeviceFlow { no_browser: String },
+}
+
+/// `--grant-type auto`'s choice for a session (`presence`) and a browser setting, where the
+/// provider offers the device flow or not and the client can take it or not.
+fn choose_automatic_login(
+    presence: &Presence,
+    browser: &BrowserChoice,
+    device_flow_offered: bool,
+    client_fits: bool,
+) -> AutoLogin {
+    let no_browser = match browser {
+        BrowserChoice::System => presence.system_browser_cannot_open(),
+        _ => None,
+    };
+    let Some(no_browser) = no_browser else {
+        return AutoLogin::Browser;
+    };
+    match (device_flow_offered, client_fits) {
+        (true, true) => AutoLogin::DeviceFlow { no_browser },
+        (true, false) => AutoLogin::Pasted {
+            no_browser,
+            because: "the client authenticates with a key or an assertion",
+        },
+        (false, _) => AutoLogin::Pasted {
+            no_browser,
+            because: "the provider's discovery lists no device_authorization_endpoint",
+        },
     }
 }
 
@@ -457,6 +504,68 @@ pub(crate) fn fuzz_device_response(data: &[u8]) {
             details.user_code().secret(),
             complete.as_deref(),
             details.expires_in(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::presence::callers::*;
+
+    /// `--grant-type auto`'s login, per caller: the browser where one opens, else the device
+    /// flow where the provider offers it to this client, else the browser login with the code
+    /// pasted (which the preflight refuses where nobody can paste or see it).
+    #[test]
+    fn auto_logs_each_caller_in_where_a_browser_or_a_code_reaches_them() {
+        let system = BrowserChoice::System;
+        let command = BrowserChoice::Command(vec!["open-it".into()]);
+        let device = |why: &str| AutoLogin::DeviceFlow {
+            no_browser: why.into(),
+        };
+        let pasted = |why: &str, because| AutoLogin::Pasted {
+            no_browser: why.into(),
+            because,
+        };
+        let ssh = "an SSH session, DISPLAY and WAYLAND_DISPLAY unset";
+        let no_launcher = "no browser launcher installed: xdg-open";
+        let no_endpoint = "the provider's discovery lists no device_authorization_endpoint";
+        let keyed = "the client authenticates with a key or an assertion";
+        let table = [
+            (
+                "terminal on a desktop",
+                terminal_on_a_desktop(),
+                AutoLogin::Browser,
+            ),
+            ("IDE on a desktop", ide_on_a_desktop(), AutoLogin::Browser),
+            ("SSH terminal", ssh_terminal(), device(ssh)),
+            (
+                "IDE, no launcher",
+                ide_without_a_launcher(),
+                device(no_launcher),
+            ),
+        ];
+        for (caller, presence, expected) in table {
+            assert_eq!(
+                choose_automatic_login(&presence, &system, true, true),
+                expected,
+                "{caller}"
+            );
+            // A --browser-command always opens: the browser login, wherever this is.
+            assert_eq!(
+                choose_automatic_login(&presence, &command, true, true),
+                AutoLogin::Browser,
+                "{caller} with --browser-command"
+            );
+        }
+        let presence = ssh_terminal();
+        assert_eq!(
+            choose_automatic_login(&presence, &system, false, true),
+            pasted(ssh, no_endpoint)
+        );
+        assert_eq!(
+            choose_automatic_login(&presence, &system, true, false),
+            pasted(ssh, keyed)
         );
     }
 }

@@ -9,11 +9,12 @@
 //! Windows side's `cmd.exe`, `powershell.exe` or `explorer.exe` (recent WSL distributions lack
 //! wslview), each given the URL so that its `&` and `%` reach the browser intact.
 //! We never wait for a launcher to finish: some stay attached as long as the browser runs.
-//! [`cannot_open_here`] says when no browser can open in this session: no person's desktop here
-//! (`desktop.rs`: SSH without a forwarded display, no display that answers, no GUI session), or
-//! no launcher: `--grant-type auto` then takes the device flow.
+//! Whether a browser can open at all in this session is the run's [`Presence`]'s to say (no
+//! person's desktop here, or [`no_launcher_for`] it): `--grant-type auto` then takes the device
+//! flow.
 
-use super::desktop;
+use super::Presence;
+use super::desktop::Desktop;
 use crate::config::BrowserChoice;
 use crate::debug;
 use crate::error::{Exit, fail};
@@ -31,7 +32,7 @@ use url::Url;
 ///
 /// Returns whether a browser (or the user's launcher) was started, so that a caller with no
 /// other way for the login to complete can fail at once instead of waiting for nothing.
-pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<bool> {
+pub fn open(url: &str, choice: &BrowserChoice, presence: &Presence) -> anyhow::Result<bool> {
     let shown = printable(url);
     if *choice == BrowserChoice::Skip {
         notice(format!("open this URL in a browser to log in: {shown}"));
@@ -51,7 +52,7 @@ pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<bool> {
     match choice {
         BrowserChoice::Skip => Ok(false),
         BrowserChoice::Command(words) => open_with_command(words, url).map(|()| true),
-        BrowserChoice::System => match open_with_system_browser(url) {
+        BrowserChoice::System => match open_with_system_browser(url, presence) {
             Ok(()) => Ok(true),
             Err(why) => {
                 notice(format!(
@@ -67,7 +68,7 @@ pub fn open(url: &str, choice: &BrowserChoice) -> anyhow::Result<bool> {
 /// none is: the URL and the code are on screen already, and the device flow's usual home is a
 /// machine without a browser (SSH), where a failure is expected, not news. `-v` tells what
 /// happened.
-pub fn open_quietly(url: &str, choice: &BrowserChoice) {
+pub fn open_quietly(url: &str, choice: &BrowserChoice, presence: &Presence) {
     if !is_web_url(url) {
         return;
     }
@@ -76,7 +77,7 @@ pub fn open_quietly(url: &str, choice: &BrowserChoice) {
         BrowserChoice::Command(words) => {
             open_with_command(words, url).map_err(|err| crate::error::one_line(&err))
         }
-        BrowserChoice::System => open_with_system_browser(url),
+        BrowserChoice::System => open_with_system_browser(url, presence),
     };
     if let Err(why) = opened {
         debug!(1, "not opening a browser for the device login: {why}");
@@ -140,27 +141,21 @@ fn reap_in_background(mut child: Child, program: String) {
     });
 }
 
-/// Why the system browser cannot open here, if it cannot: no person's desktop in this session
-/// (`desktop::here`: an SSH session without a forwarded display, no display that answers, no
-/// GUI session, a service), or no launcher installed. `--grant-type auto` then prefers the
-/// device flow (`grants/mod.rs`).
-pub fn cannot_open_here() -> Option<String> {
-    match desktop::here() {
-        Err(no_desktop) => Some(no_desktop.0),
-        Ok(desktop) => platform::no_launcher_for(&desktop),
-    }
+/// Why no browser can open on `desktop`, if none can: no launcher installed there.
+pub fn no_launcher_for(desktop: &Desktop) -> Option<String> {
+    platform::no_launcher_for(desktop)
 }
 
 #[cfg(any(target_os = "macos", windows))]
 mod platform {
     /// LaunchServices and the shell open URLs wherever there is a desktop.
-    pub fn no_launcher_for(_desktop: &super::desktop::Desktop) -> Option<String> {
+    pub fn no_launcher_for(_desktop: &super::Desktop) -> Option<String> {
         None
     }
 }
 
 #[cfg(any(target_os = "macos", windows))]
-fn open_with_system_browser(url: &str) -> Result<(), String> {
+fn open_with_system_browser(url: &str, _presence: &Presence) -> Result<(), String> {
     // macOS: LaunchServices, no child process. Windows: the browser is started with its
     // output discarded (the crate's default `suppress_output`).
     webbrowser::open(url).map_err(|err| err.to_string())
@@ -168,7 +163,7 @@ fn open_with_system_browser(url: &str) -> Result<(), String> {
 
 #[cfg(all(unix, not(target_os = "macos")))]
 mod platform {
-    use super::desktop::Desktop;
+    use super::Desktop;
     use crate::env_vars;
     use std::path::PathBuf;
 
@@ -305,11 +300,13 @@ mod platform {
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]
-fn open_with_system_browser(url: &str) -> Result<(), String> {
+fn open_with_system_browser(url: &str, presence: &Presence) -> Result<(), String> {
     // Without a graphical session xdg-open falls back to text browsers, which would take over
     // the terminal (and stdin, where the user may paste). An SSH session, typically.
-    let desktop = desktop::here().map_err(|no_desktop| no_desktop.0)?;
-    let launchers = platform::launchers(&desktop);
+    let desktop = presence
+        .desktop()
+        .map_err(|no_desktop| no_desktop.0.clone())?;
+    let launchers = platform::launchers(desktop);
     for launcher in &launchers {
         let Some(path) = launcher.find() else {
             continue;
@@ -342,13 +339,13 @@ fn open_with_system_browser(url: &str) -> Result<(), String> {
 
 #[cfg(not(any(unix, windows)))]
 mod platform {
-    pub fn no_launcher_for(_desktop: &super::desktop::Desktop) -> Option<String> {
+    pub fn no_launcher_for(_desktop: &super::Desktop) -> Option<String> {
         Some("kubecred does not know how to open a browser on this platform".into())
     }
 }
 
 #[cfg(not(any(unix, windows)))]
-fn open_with_system_browser(_url: &str) -> Result<(), String> {
+fn open_with_system_browser(_url: &str, _presence: &Presence) -> Result<(), String> {
     Err("kubecred does not know how to open a browser on this platform".into())
 }
 
@@ -375,7 +372,7 @@ mod tests {
             "-c".into(),
             "echo BROWSER-NOISE; echo \"url=$0\"".into(),
         ]);
-        open(URL, &noisy).unwrap();
+        open(URL, &noisy, &Presence::of_this_run(false)).unwrap();
         // The launcher runs detached; give it time to write before this process exits (the
         // parent's pipes stay open until the launcher exits anyway).
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -420,7 +417,7 @@ mod tests {
             "/nonexistent/kubecred-browser".into(),
             "--new-tab".into(),
         ]);
-        let err = open(URL, &missing).unwrap_err();
+        let err = open(URL, &missing, &Presence::of_this_run(false)).unwrap_err();
         assert_eq!(exit_code_of(&err), Exit::Input);
         let message = err.to_string();
         assert!(
@@ -434,9 +431,9 @@ mod tests {
     fn skip_and_non_web_urls_start_nothing() {
         // A command that would fail the test by failing to spawn, were it run.
         let never = BrowserChoice::Command(vec!["/nonexistent/never-run".into()]);
-        open(URL, &BrowserChoice::Skip).unwrap();
-        open("file:///etc/passwd", &never).unwrap();
-        open("--help", &never).unwrap();
+        open(URL, &BrowserChoice::Skip, &Presence::of_this_run(false)).unwrap();
+        open("file:///etc/passwd", &never, &Presence::of_this_run(false)).unwrap();
+        open("--help", &never, &Presence::of_this_run(false)).unwrap();
     }
 
     #[cfg(not(target_os = "macos"))]

@@ -17,11 +17,10 @@
 //!   service's or a scheduled task's hidden one).
 //!
 //! Each OS's rule is a function of the facts it reads (the environment, whether a socket
-//! answers, the session's attributes), so that every rule is tested on any OS; [`here`] reads
-//! the live facts once per run.
+//! answers, the session's attributes), so that every rule is tested on any OS; [`probe`] reads
+//! the live facts (`Presence` asks it once per run).
 
 use crate::env_vars;
-use std::sync::OnceLock;
 
 /// A desktop where a browser tab or a notification reaches the person running kubecred.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,11 +50,10 @@ impl std::fmt::Display for NoDesktop {
     }
 }
 
-/// Whether a person's desktop is in this session, read once per run (a display's socket is
-/// asked at most once each, within a fraction of a second).
-pub fn here() -> Result<Desktop, NoDesktop> {
-    static DECIDED: OnceLock<Result<Desktop, NoDesktop>> = OnceLock::new();
-    DECIDED.get_or_init(platform::decide).clone()
+/// Whether a person's desktop is in this session, read from the live facts (a display's socket
+/// is asked, within a fraction of a second). `Presence::desktop` asks once per run.
+pub fn probe() -> Result<Desktop, NoDesktop> {
+    platform::decide()
 }
 
 /// A non-empty environment variable (an empty one is unset, as xdg-open and sshd mean it).

@@ -78,11 +78,12 @@ pub fn show_in_browser(
     verification_uri_complete: Option<&str>,
     deadline: Instant,
     choice: &BrowserChoice,
+    presence: &super::Presence,
 ) -> anyhow::Result<DevicePage> {
     if let Some(complete) = verification_uri_complete {
         return Ok(DevicePage {
             url: None,
-            opened: browser::open(complete, choice)?,
+            opened: browser::open(complete, choice, presence)?,
             stop: None,
             serving: None,
         });
@@ -109,7 +110,7 @@ pub fn show_in_browser(
         stop: Some(stop),
         serving: Some(serving),
     };
-    page.opened = browser::open(page.url.as_deref().unwrap_or_default(), choice)?;
+    page.opened = browser::open(page.url.as_deref().unwrap_or_default(), choice, presence)?;
     Ok(page)
 }
 

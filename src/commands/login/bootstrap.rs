@@ -47,7 +47,11 @@ pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     };
     // Not opened: browser::open has said to open the URL by hand (here: the redirect must
     // reach this machine's listener).
-    browser::open(url.as_str(), &login.browser)?;
+    browser::open(
+        url.as_str(),
+        &login.browser,
+        &crate::presence::Presence::of_this_run(false),
+    )?;
     let spinner = progress::Spinner::start("waiting for the login in the browser", deadline);
     let response = wait::for_code(
         listener,

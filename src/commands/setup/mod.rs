@@ -24,7 +24,6 @@ mod write;
 use super::claims_table;
 use crate::acquire;
 use crate::authn_config::{self, AuthenticatedUser, AuthenticationConfiguration};
-use crate::cache::{Entries, TokenCache};
 use crate::cli::{SetupArgs, TokenArgs};
 use crate::clock::Clock;
 use crate::commands::command_on_path::ExecCommand;
@@ -125,7 +124,7 @@ fn warn_of_what_was_held_back(
             left_out.join(", ")
         ));
     }
-    if config.grant.is_user_login() && !refresh_token_issued(config, tokens)? {
+    if config.grant.is_user_login() && !acquire::login_renews(config, tokens)? {
         let hint = if left_out.contains(&"offline_access") {
             "the provider did not grant offline_access; allow offline access (refresh tokens) for this client at the provider"
         } else if diagnosis.offline_access_listed {
@@ -153,18 +152,6 @@ fn scopes_left_out<'a>(config: &'a Config, tokens: &Tokens) -> Vec<&'a str> {
             .collect(),
         None => Vec::new(),
     }
-}
-
-/// Whether the login brought a refresh token. A shared login hands out the cluster's token
-/// alone; its refresh token is the login entry's, where every other cluster's token will be
-/// derived from.
-fn refresh_token_issued(config: &Config, tokens: &Tokens) -> anyhow::Result<bool> {
-    Ok(match Entries::of(config).login {
-        None => tokens.refresh_token.is_some(),
-        Some(login) => TokenCache::new(login)
-            .load()?
-            .is_some_and(|login| login.has_refresh_token()),
-    })
 }
 
 /// Each cluster's API server side, each checked against the token it will be sent: the first

@@ -35,7 +35,15 @@ fn soon() -> Instant {
 
 #[test]
 fn without_a_complete_uri_a_local_page_shows_the_code_its_qr_and_the_link() {
-    let page = show_in_browser(URI, CODE, None, soon(), &BrowserChoice::Skip).unwrap();
+    let page = show_in_browser(
+        URI,
+        CODE,
+        None,
+        soon(),
+        &BrowserChoice::Skip,
+        &crate::presence::callers::ci(),
+    )
+    .unwrap();
     assert!(!page.opened(), "--skip-open-browser starts nothing");
     let url = page.url().unwrap().to_string();
     let (address, path) = split(&url);
@@ -71,7 +79,15 @@ fn without_a_complete_uri_a_local_page_shows_the_code_its_qr_and_the_link() {
 
 #[test]
 fn another_path_or_host_gets_nothing() {
-    let page = show_in_browser(URI, CODE, None, soon(), &BrowserChoice::Skip).unwrap();
+    let page = show_in_browser(
+        URI,
+        CODE,
+        None,
+        soon(),
+        &BrowserChoice::Skip,
+        &crate::presence::callers::ci(),
+    )
+    .unwrap();
     let (address, path) = split(page.url().unwrap());
     for (path, host) in [
         ("/device/", address.as_str()),
@@ -89,7 +105,15 @@ fn another_path_or_host_gets_nothing() {
 #[test]
 fn the_page_ends_at_the_deadline() {
     let deadline = Instant::now() + Duration::from_millis(300);
-    let page = show_in_browser(URI, CODE, None, deadline, &BrowserChoice::Skip).unwrap();
+    let page = show_in_browser(
+        URI,
+        CODE,
+        None,
+        deadline,
+        &BrowserChoice::Skip,
+        &crate::presence::callers::ci(),
+    )
+    .unwrap();
     let (address, path) = split(page.url().unwrap());
     std::thread::sleep(Duration::from_millis(600));
     assert!(get(&address, &path, &address).is_err());
@@ -106,7 +130,15 @@ fn with_a_complete_uri_the_browser_goes_there_and_nothing_is_served() {
         format!("printf '%s\\n' \"$0\" > '{}'", opened.display()),
     ]);
     let complete = format!("{URI}?user_code={CODE}");
-    let page = show_in_browser(URI, CODE, Some(&complete), soon(), &record).unwrap();
+    let page = show_in_browser(
+        URI,
+        CODE,
+        Some(&complete),
+        soon(),
+        &record,
+        &crate::presence::callers::ci(),
+    )
+    .unwrap();
     assert!(page.opened());
     assert_eq!(page.url(), None);
     let started = Instant::now();
