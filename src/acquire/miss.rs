@@ -217,3 +217,6 @@ fn remove_if_dead(config: &Config, entry: &Locked, clock: &dyn Clock) {
         ));
     }
 }
+
+#[cfg(test)]
+pub(super) mod tests;

@@ -196,8 +196,20 @@ pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::
     let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
-    let entry = Locked::read_as_held(&cache, lock);
-    match renew(config, &entry, &source, clock) {
+    renew_and_note(config, &Locked::read_as_held(&cache, lock), &source, clock)
+}
+
+/// Renews `entry` (under the lock the renewal took over) if it is still due, and notes how that
+/// went in the entry's state: nothing after a success (saving the tokens cleared the notes), the
+/// failure and when the next renewal may start otherwise.
+fn renew_and_note(
+    config: &Config,
+    entry: &Locked,
+    source: &Source,
+    clock: &dyn Clock,
+) -> anyhow::Result<()> {
+    let cache = entry.cache;
+    match renew(config, entry, source, clock) {
         Ok(Renewed::Yes) => Ok(()), // Saving the tokens cleared the notes.
         Ok(Renewed::NotDue) => {
             cache.update_state(&entry.lock, |state| {
@@ -422,5 +434,101 @@ mod tests {
         assert_eq!(backing_off(&later, at(10)), None);
         let never = backing_off(&failure(None), at(100_000)).unwrap();
         assert!(never.ends_with("not again for this token (it is renewed when it runs out)"));
+    }
+
+    /// The background renewal's arms, against a loopback provider (the miss path's test bed).
+    mod renewal {
+        use super::super::super::locked::Locked;
+        use super::super::super::miss::tests::*;
+        use super::super::*;
+        use crate::http::test_server::Answer;
+
+        /// Runs the background renewal of `config`'s entry as `run` does, after the lock.
+        fn in_background(bed: &Bed, config: &Config) -> anyhow::Result<()> {
+            let (cache, source) = Source::of(config);
+            let entry = Locked::open(&cache, std::time::Duration::from_secs(5)).unwrap();
+            renew_and_note(config, &entry, &source, &bed.clock)
+        }
+
+        /// An hour's token in its last quarter (a quarter of an hour left, 10 minutes).
+        fn late(access: &str, refresh: Option<&str>) -> crate::tokens::Tokens {
+            hour_tokens(access, refresh, 3000)
+        }
+
+        fn renewal_note(config: &Config) -> Option<RenewalNote> {
+            let cache = Source::of(config).0;
+            let obtained = cache.load().unwrap().map(|c| c.tokens.obtained_at);
+            cache.state(obtained).renewal
+        }
+
+        #[test]
+        fn a_token_in_its_window_is_refreshed_and_saved_with_no_note() {
+            let bed = Bed::new();
+            let config = bed.config(&[]);
+            seed(&config, &late("old", Some("rt1")));
+            bed.answers(vec![answer("new", Some("rt2"))]);
+            in_background(&bed, &config).unwrap();
+            assert_eq!(access(&cached(&config).unwrap()), "new");
+            assert!(renewal_note(&config).is_none());
+        }
+
+        #[test]
+        fn a_grant_that_needs_nobody_renews_and_leaves_no_cool_down() {
+            let bed = Bed::new();
+            let config = bed.config(&["--grant-type=client-credentials", "--client-secret=s"]);
+            seed(&config, &late("old", None));
+            bed.answers(vec![
+                Answer::with(401, r#"{"error":"invalid_client"}"#)
+                    .header("Content-Type", "application/json"),
+            ]);
+            let err = in_background(&bed, &config).unwrap_err();
+            assert_eq!(crate::error::exit_code_of(&err), Exit::Provider);
+            // Noted as the renewal's failure, not again for these tokens; no login cool-down,
+            // and the token kubectl gets is the same.
+            let failed = renewal_note(&config).unwrap().failed.unwrap();
+            assert_eq!(failed.retry_at, None);
+            let cache = Source::of(&config).0;
+            assert!(cache.state(None).login_failed.is_none());
+            assert_eq!(access(&cached(&config).unwrap()), "old");
+            bed.answers(vec![answer("anew", None)]);
+            // Backing off: nothing is asked until these tokens are replaced.
+            in_background(&bed, &config).unwrap();
+            assert_eq!(bed.server.hits(TOKEN), 1);
+        }
+
+        #[test]
+        fn a_refused_refresh_token_is_dropped_and_the_valid_token_stays() {
+            let bed = Bed::new();
+            let config = bed.config(&[]);
+            seed(&config, &late("valid", Some("rt")));
+            bed.answers(vec![refused("invalid_grant")]);
+            let err = in_background(&bed, &config).unwrap_err();
+            assert!(
+                crate::error::one_line(&err)
+                    .starts_with("the provider refused the refresh token (invalid_grant")
+            );
+            let kept = Source::of(&config).0.load().unwrap().unwrap();
+            assert!(!kept.has_refresh_token());
+            assert_eq!(access(&kept.tokens), "valid");
+        }
+
+        #[test]
+        fn a_shared_login_another_run_holds_is_left_to_it() {
+            let bed = Bed::new();
+            let config = cluster(&bed, A, &[]);
+            seed_login(&config, &hour_tokens("login", Some("rt"), 3600), &[A]);
+            seed(&config, &late(&jwt_for(A), None));
+            let Source::SharedLogin { login, .. } = Source::of(&config).1 else {
+                panic!("not a shared login's settings")
+            };
+            let held = login.lock(std::time::Duration::from_secs(5)).unwrap();
+            in_background(&bed, &config).unwrap();
+            assert_eq!(bed.server.hits(TOKEN), 0);
+            drop(held);
+            let derived = jwt_for(A);
+            bed.answers(vec![answer(&derived, Some("rt2"))]);
+            in_background(&bed, &config).unwrap();
+            assert_eq!(bed.server.hits(TOKEN), 1);
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! A loopback HTTP/1.1 server for unit tests: canned answers by path (a queue per path, whose
-//! last answer repeats), a request count per path, and misbehaviour on demand: a body trickled
+//! last answer repeats), a request count and the bodies per path, and misbehaviour on demand: a body trickled
 //! a byte at a time, or a huge body streamed until the client hangs up.
 
 use std::collections::HashMap;
@@ -44,6 +44,8 @@ impl Answer {
 struct State {
     answers: HashMap<String, Vec<Answer>>,
     hits: HashMap<String, usize>,
+    /// Each request's body, by path, in order.
+    bodies: HashMap<String, Vec<String>>,
 }
 
 pub struct TestServer {
@@ -81,6 +83,17 @@ impl TestServer {
             .unwrap()
             .answers
             .insert(path.to_string(), answers);
+    }
+
+    /// The bodies of the requests to `path` so far, in order (a token POST's form).
+    pub fn bodies(&self, path: &str) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap()
+            .bodies
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn hits(&self, path: &str) -> usize {
@@ -125,6 +138,11 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
         .to_string();
     let answer = {
         let mut state = shared.lock().unwrap();
+        state
+            .bodies
+            .entry(path.clone())
+            .or_default()
+            .push(String::from_utf8_lossy(&body).into_owned());
         let turn = {
             let hits = state.hits.entry(path.clone()).or_default();
             *hits += 1;
