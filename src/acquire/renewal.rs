@@ -126,7 +126,14 @@ pub(super) fn derive<'a>(
     } else {
         match refresh(config, login, provider, clock) {
             Refreshed::Renewed(tokens) => {
-                login.keep(&tokens);
+                // The login's own tokens are not what is handed out (the cluster's derived one
+                // is): a failed save loses the rotated refresh token, and the next run logs in.
+                if let Err(err) = login.cache.save(&tokens, &login.lock) {
+                    crate::log::notice(format!(
+                        "warning: the shared login's renewed tokens are not cached, so the next run logs in again: {}",
+                        crate::error::one_line(&err)
+                    ));
+                }
                 tokens
             }
             // A shared login's grant always needs a person.

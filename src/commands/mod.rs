@@ -96,8 +96,7 @@ fn resolve(args: &TokenArgs, run: Run, argv: &[OsString]) -> anyhow::Result<Conf
     };
     let mut exec = ExecInfo::parse(raw.as_deref())?;
     if run == Run::ByPerson && raw.is_none() {
-        use std::io::IsTerminal;
-        exec.interactive = std::io::stdin().is_terminal();
+        exec.interactive = crate::presence::stdin_is_a_terminal();
     }
     let config = Config::resolve(args, &Environment::of_process(argv), exec)?;
     crate::log::set_level(config.verbose);

@@ -115,14 +115,13 @@ fn settings(args: &WhoamiArgs, command_line: &[OsString]) -> anyhow::Result<(Con
 /// What kubectl would put in KUBERNETES_EXEC_INFO for this stanza (a person runs whoami, so a
 /// terminal on stdin makes the session interactive, as with `login`).
 fn exec_info(stanza: &kubeconfig::ContextExec) -> ExecInfo {
-    use std::io::IsTerminal;
     ExecInfo {
         api_version: if stanza.exec.api_version.as_deref() == Some(V1) {
             V1
         } else {
             V1BETA1
         },
-        interactive: std::io::stdin().is_terminal(),
+        interactive: crate::presence::stdin_is_a_terminal(),
         // A person runs whoami: no client re-run to recognise (401 recovery).
         from_client: false,
         cluster: stanza

@@ -178,9 +178,9 @@ impl ProviderClient<'_> {
             }
         }
         // No spinner while stdin takes a pasted code: its redraws would garble the typed line.
-        let _spinner = paste
-            .is_none()
-            .then(|| progress::Spinner::start("waiting for the login in the browser", deadline));
+        let _spinner = paste.is_none().then(|| {
+            progress::Spinner::start("waiting for the login in the browser", deadline, presence)
+        });
         let response = wait::for_code(listener, paste, expected, deadline)?;
         self.exchange_code(&client, &response, verifier, &nonce)
     }

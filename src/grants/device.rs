@@ -59,7 +59,7 @@ impl ProviderClient<'_> {
         }
         // The local page (if any) is served until the poll is done.
         let _page = self.show_device_code(&details, presence)?;
-        self.poll_device_flow(&client, &details, verifier.as_ref())
+        self.poll_device_flow(&client, &details, verifier.as_ref(), presence)
     }
 
     /// The device authorization request: the code to show, and the PKCE verifier the polls
@@ -190,6 +190,7 @@ impl ProviderClient<'_> {
         client: &super::OAuthClient,
         details: &StandardDeviceAuthorizationResponse,
         verifier: Option<&PkceCodeVerifier>,
+        presence: &Presence,
     ) -> Result<Tokens, DeviceFlowFailure> {
         let mut poll = client.exchange_device_access_token(details);
         for (name, value) in self.targets.token.clone() {
@@ -211,6 +212,7 @@ impl ProviderClient<'_> {
         let spinner = crate::presence::progress::Spinner::start(
             "waiting for the login to be approved",
             give_up_at,
+            presence,
         );
         let response = poll
             .request(

@@ -1,7 +1,7 @@
 //! When the provider refuses the device flow itself: not a person who said no, not an outage,
 //! but a client the device authorization grant is not allowed for, or a policy that blocks it
 //! (identity teams switch it off: device-code phishing). `--grant-type auto` then goes on with
-//! the browser login whose code is pasted, and remembers the refusal (`oidc::DeviceFlowMemory`);
+//! the browser login whose code is pasted, and remembers the refusal (`oidc::device_flow_memory`);
 //! `--grant-type device-code` says what happened and what works instead.
 //!
 //! What counts, at the device authorization request and at the poll after the person signed

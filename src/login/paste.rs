@@ -34,7 +34,8 @@ pub(crate) enum Pasted {
 }
 
 impl PasteSource {
-    /// Reads the process's stdin. Call only when [`stdin_is_interactive`] says so.
+    /// Reads the process's stdin. Call only when the run's presence says it may
+    /// (`crate::presence::Presence::stdin`).
     pub fn spawn_stdin() -> Self {
         Self::from_reader(io::BufReader::new(io::stdin()))
     }

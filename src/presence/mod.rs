@@ -36,6 +36,8 @@ pub struct Presence {
     /// stdin or stderr is a terminal: a person may be reading this run's stderr (kubectl hands
     /// the plugin its stderr always, its stdin only in interactive mode).
     terminal: bool,
+    /// stderr itself is a terminal: what may be redrawn there (the spinner).
+    stderr: bool,
     /// stdin is ours to read a pasted code or a password from: client-go said the session is
     /// interactive, stdin is a terminal, and this process is in its foreground.
     stdin: bool,
@@ -64,8 +66,10 @@ impl Presence {
     /// This run's presence: the terminal facts now, the desktop and launchers when first asked.
     /// `exec_interactive`: client-go's `spec.interactive` (it handed us its stdin).
     pub fn of_this_run(exec_interactive: bool) -> Presence {
+        let stderr = io::stderr().is_terminal();
         Presence {
-            terminal: io::stdin().is_terminal() || io::stderr().is_terminal(),
+            terminal: stdin_is_a_terminal() || stderr,
+            stderr,
             stdin: stdin_is_interactive(exec_interactive),
             desktop: OnceLock::new(),
             no_launcher: OnceLock::new(),
@@ -77,6 +81,7 @@ impl Presence {
     pub fn nobody() -> Presence {
         Presence {
             terminal: false,
+            stderr: false,
             stdin: false,
             desktop: OnceLock::from(Err(NoDesktop("the background renewal asks nobody".into()))),
             no_launcher: OnceLock::new(),
@@ -93,6 +98,7 @@ impl Presence {
     ) -> Presence {
         Presence {
             terminal,
+            stderr: terminal,
             stdin,
             desktop: OnceLock::from(desktop),
             no_launcher: OnceLock::from(no_launcher.map(str::to_string)),
@@ -108,6 +114,11 @@ impl Presence {
     /// Whether a person may be at a terminal reading this run's stderr.
     pub fn terminal(&self) -> bool {
         self.terminal
+    }
+
+    /// Whether stderr itself is a terminal, where a line may be redrawn (the spinner).
+    pub fn stderr(&self) -> bool {
+        self.stderr
     }
 
     /// Whether stdin is ours to read (a pasted code, a password): see [`stdin_is_interactive`].
@@ -157,10 +168,16 @@ impl Presence {
     }
 }
 
+/// Whether stdin is a terminal: what a command a person runs (`login`, `whoami`) takes for
+/// client-go's `spec.interactive`, which no client-go set for it.
+pub fn stdin_is_a_terminal() -> bool {
+    io::stdin().is_terminal()
+}
+
 /// Whether kubecred may read stdin: client-go sets `spec.interactive` only when it passed its
 /// own stdin to the plugin, and a pipe is not a person who could paste anything.
 fn stdin_is_interactive(exec_interactive: bool) -> bool {
-    exec_interactive && io::stdin().is_terminal() && stdin_may_be_read_without_stopping()
+    exec_interactive && stdin_is_a_terminal() && stdin_may_be_read_without_stopping()
 }
 
 /// A background job that reads its controlling terminal is stopped by SIGTTIN: `kubectl … &`

@@ -8,7 +8,7 @@
 //! The drawing thread stops at the deadline or when the [`Spinner`] is dropped, and clears its
 //! line; it never outlives the wait it decorates by more than one tick.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -40,14 +40,14 @@ pub struct Spinner {
 }
 
 impl Spinner {
-    /// Starts a spinner until `deadline`, if stderr is a terminal; otherwise does nothing.
-    pub fn start(label: &str, deadline: Instant) -> Spinner {
+    /// Starts a spinner until `deadline`, if stderr is a terminal (as `presence` found it);
+    /// otherwise does nothing.
+    pub fn start(label: &str, deadline: Instant, presence: &super::Presence) -> Spinner {
         let idle = Spinner {
             stop: None,
             thread: None,
         };
-        let stderr = std::io::stderr();
-        if !stderr.is_terminal() {
+        if !presence.stderr() {
             return idle;
         }
         let colour = colour_allowed(
@@ -127,10 +127,14 @@ mod tests {
     #[test]
     fn without_a_terminal_nothing_is_started() {
         // The test harness captures stderr: not a terminal.
-        if std::io::stderr().is_terminal() {
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             return;
         }
-        let spinner = Spinner::start("x", Instant::now() + Duration::from_secs(60));
+        let spinner = Spinner::start(
+            "x",
+            Instant::now() + Duration::from_secs(60),
+            &super::super::Presence::of_this_run(false),
+        );
         assert!(spinner.thread.is_none());
     }
 }

@@ -47,12 +47,10 @@ pub fn relay(bootstrap: &str, login: &LoginSettings) -> anyhow::Result<String> {
     };
     // Not opened: browser::open has said to open the URL by hand (here: the redirect must
     // reach this machine's listener).
-    browser::open(
-        url.as_str(),
-        &login.browser,
-        &crate::presence::Presence::of_this_run(false),
-    )?;
-    let spinner = progress::Spinner::start("waiting for the login in the browser", deadline);
+    let presence = crate::presence::Presence::of_this_run(false);
+    browser::open(url.as_str(), &login.browser, &presence)?;
+    let spinner =
+        progress::Spinner::start("waiting for the login in the browser", deadline, &presence);
     let response = wait::for_code(
         listener,
         None,
