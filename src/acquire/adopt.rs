@@ -79,7 +79,7 @@ fn take(
         Ok(kept) => kept,
         Err(nothing) => return Ok(nothing),
     };
-    let (cache, _) = super::source::Source::of(config);
+    let cache = super::source::Source::of(config).cache;
     let lock = match mode {
         Mode::Save => Some(cache.lock(config.cache.lock_timeout)?),
         Mode::Preview => None,

@@ -3,6 +3,7 @@
 //! and what was noted about them), all under the entry's lock so that no parallel run refreshes
 //! (and saves) in between.
 
+use super::source::{Source, Sourced};
 use crate::cache::TokenCache;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -76,9 +77,15 @@ pub struct LoggedOut {
 /// another `--cache-storage`) goes too, so that no copy of a token stays behind. One revocation
 /// is sent: by the first entry that holds a refresh token.
 pub fn log_out(config: &Config, clock: &dyn Clock) -> anyhow::Result<LoggedOut> {
-    let cache = match super::source::Source::of(config) {
-        (cache, super::source::Source::Own(_)) => cache,
-        (_, super::source::Source::SharedLogin { login, .. }) => login,
+    let cache = match Source::of(config) {
+        Sourced {
+            cache,
+            source: Source::Own(_),
+        } => cache,
+        Sourced {
+            source: Source::SharedLogin { login, .. },
+            ..
+        } => login,
     };
     let timeout = config.cache.lock_timeout;
     let first = forget(&cache, timeout, Some(config), clock)?;

@@ -51,7 +51,7 @@ use crate::exec_credential;
 use crate::presence::Presence;
 use crate::tokens::{Tokens, printed_expiry};
 use miss::obtain_under_lock;
-use source::Source;
+use source::{Source, Sourced};
 
 /// Why tokens are being obtained: the one reason a miss (or the renewal step) runs, which
 /// decides what it may do — take a token a parallel run obtained, renew before logging in,
@@ -100,7 +100,7 @@ pub fn credential(
     renewal_arguments: &RenewalArguments,
     clock: &dyn Clock,
 ) -> anyhow::Result<String> {
-    let (cache, source) = Source::of(config);
+    let Sourced { cache, source } = Source::of(config);
     let parent = hand_out::parent(config.exec.from_client);
     let mut occasion = if config.force_refresh {
         Occasion::ForceRefresh
@@ -241,7 +241,7 @@ fn from_cache<'a>(
 
 /// A new login (or grant) now, never a refresh, bypassing the cool-down.
 pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
-    let (cache, source) = Source::of(config);
+    let Sourced { cache, source } = Source::of(config);
     let presence = Presence::of_this_run(config.exec.interactive);
     obtain_under_lock(config, &cache, &source, Occasion::Login, &presence, clock)
 }
@@ -250,7 +250,7 @@ pub fn login(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
 /// its own, or for a `--shared-login` cluster the login entry's, from which every cluster's token
 /// is derived (`setup`'s warning).
 pub fn login_renews(config: &Config, tokens: &Tokens) -> anyhow::Result<bool> {
-    Ok(match Source::of(config).1 {
+    Ok(match Source::of(config).source {
         Source::Own(_) => tokens.refresh_token.is_some(),
         Source::SharedLogin { login, .. } => {
             login.load()?.is_some_and(|login| login.has_refresh_token())
@@ -262,7 +262,7 @@ pub fn login_renews(config: &Config, tokens: &Tokens) -> anyhow::Result<bool> {
 /// otherwise refreshed or obtained as `get-token` would. Not the cache-hit path: that one
 /// renders straight from the file ([`credential`]).
 pub fn tokens(config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
-    let (cache, source) = Source::of(config);
+    let Sourced { cache, source } = Source::of(config);
     let occasion = if config.force_refresh {
         Occasion::ForceRefresh
     } else {

@@ -28,7 +28,7 @@
 
 use super::locked::Locked;
 use super::renewal::{self, Renewal, Stop};
-use super::source::{Grantor, LazyProvider, Source};
+use super::source::{Grantor, LazyProvider, Source, Sourced};
 use super::{Presence, RenewalArguments, detach, login_step};
 use crate::cache::{EntryState, Note, RenewalFailure, RenewalNote, TokenCache};
 use crate::clock::Clock;
@@ -192,7 +192,7 @@ pub(super) fn start(
 /// (`lock_fd`, on unix) or takes it, renews the entry if it is still due, and notes how that
 /// went. Prints nothing.
 pub fn run(config: &Config, lock_fd: Option<i32>, clock: &dyn Clock) -> anyhow::Result<()> {
-    let (cache, source) = Source::of(config);
+    let Sourced { cache, source } = Source::of(config);
     let Some(lock) = detach::take_over_lock(&cache, lock_fd)? else {
         return Ok(()); // Another renewal or a login holds the entry.
     };
@@ -445,7 +445,7 @@ mod tests {
 
         /// Runs the background renewal of `config`'s entry as `run` does, after the lock.
         fn in_background(bed: &Bed, config: &Config) -> anyhow::Result<()> {
-            let (cache, source) = Source::of(config);
+            let Sourced { cache, source } = Source::of(config);
             let entry = Locked::open(&cache, std::time::Duration::from_secs(5)).unwrap();
             renew_and_note(config, &entry, &source, &bed.clock)
         }
@@ -456,7 +456,7 @@ mod tests {
         }
 
         fn renewal_note(config: &Config) -> Option<RenewalNote> {
-            let cache = Source::of(config).0;
+            let cache = Source::of(config).cache;
             let obtained = cache.load().unwrap().map(|c| c.tokens.obtained_at);
             cache.state(obtained).renewal
         }
@@ -487,7 +487,7 @@ mod tests {
             // and the token kubectl gets is the same.
             let failed = renewal_note(&config).unwrap().failed.unwrap();
             assert_eq!(failed.retry_at, None);
-            let cache = Source::of(&config).0;
+            let cache = Source::of(&config).cache;
             assert!(cache.state(None).login_failed.is_none());
             assert_eq!(access(&cached(&config).unwrap()), "old");
             bed.answers(vec![answer("anew", None)]);
@@ -507,7 +507,7 @@ mod tests {
                 crate::error::one_line(&err)
                     .starts_with("the provider refused the refresh token (invalid_grant")
             );
-            let kept = Source::of(&config).0.load().unwrap().unwrap();
+            let kept = Source::of(&config).cache.load().unwrap().unwrap();
             assert!(!kept.has_refresh_token());
             assert_eq!(access(&kept.tokens), "valid");
         }
@@ -518,7 +518,7 @@ mod tests {
             let config = cluster(&bed, A, &[]);
             seed_login(&config, &hour_tokens("login", Some("rt"), 3600), &[A]);
             seed(&config, &late(&jwt_for(A), None));
-            let Source::SharedLogin { login, .. } = Source::of(&config).1 else {
+            let Source::SharedLogin { login, .. } = Source::of(&config).source else {
                 panic!("not a shared login's settings")
             };
             let held = login.lock(std::time::Duration::from_secs(5)).unwrap();

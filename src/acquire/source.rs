@@ -43,6 +43,13 @@ pub(super) enum Source<'a> {
     },
 }
 
+/// A run's entry (the cache kubectl's token is read from) and where its tokens come from,
+/// decided together by [`Source::of`].
+pub(super) struct Sourced<'a> {
+    pub(super) cache: TokenCache,
+    pub(super) source: Source<'a>,
+}
+
 /// A source under the locks a miss (or the background renewal) took: the shared login's entry
 /// locked and read after the cluster's.
 #[allow(
@@ -60,22 +67,25 @@ pub(super) enum Renewing<'s> {
 impl<'a> Source<'a> {
     /// The cache of the entry kubectl's token is read from, and where its tokens come from. On
     /// the hit path: no I/O (one key for an entry of its own, two for a shared login's cluster).
-    pub(super) fn of(config: &'a Config) -> (TokenCache, Source<'a>) {
+    pub(super) fn of(config: &'a Config) -> Sourced<'a> {
         match &config.shared_login {
             Some(shared) => {
                 let (derived, login) = Entry::shared(config, shared);
                 let login = TokenCache::new(login);
-                (
-                    TokenCache::new(derived),
-                    Source::SharedLogin { shared, login },
-                )
+                Sourced {
+                    cache: TokenCache::new(derived),
+                    source: Source::SharedLogin { shared, login },
+                }
             }
             None => {
                 let grantor = match config.grant {
                     Grant::FederatedToken => Grantor::Federated,
                     _ => Grantor::Provider,
                 };
-                (TokenCache::new(Entry::of(config)), Source::Own(grantor))
+                Sourced {
+                    cache: TokenCache::new(Entry::of(config)),
+                    source: Source::Own(grantor),
+                }
             }
         }
     }

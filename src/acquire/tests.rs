@@ -37,7 +37,7 @@ fn a_cached_token_is_served_until_min_validity_before_its_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let start = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
-    let (cache, source) = Source::of(&config);
+    let Sourced { cache, source } = Source::of(&config);
     let tokens = Tokens {
         id_token: Some(Secret::new("id-token")),
         id_token_expiry: Some(start + chrono::Duration::seconds(90)),
@@ -124,14 +124,14 @@ fn a_hit_in_the_last_quarter_asks_for_a_renewal_only_when_one_needs_no_person() 
     let start = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
     let renew_at = |config: &Config, seconds: i64| {
         let clock = FixedClock::at(start + chrono::Duration::seconds(seconds));
-        let (cache, source) = Source::of(config);
+        let Sourced { cache, source } = Source::of(config);
         cached_credential(config, &cache, &source, &clock)
             .unwrap()
             .map(|hit| hit.renew_ahead)
     };
 
     let config = config(dir.path());
-    save_hour_token(&Source::of(&config).0, start, true);
+    save_hour_token(&Source::of(&config).cache, start, true);
     assert_eq!(renew_at(&config, 2699), Some(false));
     assert_eq!(
         renew_at(&config, 2701),
@@ -145,7 +145,7 @@ fn a_hit_in_the_last_quarter_asks_for_a_renewal_only_when_one_needs_no_person() 
     );
 
     // Without a refresh token, a browser login would be the only renewal: none in the background.
-    save_hour_token(&Source::of(&config).0, start, false);
+    save_hour_token(&Source::of(&config).cache, start, false);
     assert_eq!(renew_at(&config, 2701), Some(false));
 
     // A grant that needs nobody renews without a refresh token; --refresh-ahead sets the window.
@@ -158,7 +158,7 @@ fn a_hit_in_the_last_quarter_asks_for_a_renewal_only_when_one_needs_no_person() 
             "--refresh-ahead=5m",
         ],
     );
-    save_hour_token(&Source::of(&machine).0, start, false);
+    save_hour_token(&Source::of(&machine).cache, start, false);
     assert_eq!(renew_at(&machine, 3299), Some(false));
     assert_eq!(renew_at(&machine, 3301), Some(true));
     let off = config_with(
@@ -177,7 +177,7 @@ fn after_an_outage_the_cached_token_serves_until_its_printed_expiry_and_never_af
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let start = Utc.with_ymd_and_hms(2026, 11, 22, 12, 0, 0).unwrap();
-    let cache = Source::of(&config).0;
+    let cache = Source::of(&config).cache;
     save_hour_token(&cache, start, true);
     let outage = crate::error::outage("connection refused");
     let at = |seconds| FixedClock::at(start + chrono::Duration::seconds(seconds));

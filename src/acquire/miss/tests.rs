@@ -4,6 +4,7 @@
 //! preflight before any request, which is how these tests see that the miss went on to log in.
 //! Access tokens are the credential (`--use-access-token`): no ID token to sign.
 
+use super::super::source::Sourced;
 use super::*;
 use crate::cache::{EntryAbout, TokenCache};
 use crate::clock::FixedClock;
@@ -83,7 +84,7 @@ impl Bed {
         config: &Config,
         occasion: Occasion,
     ) -> anyhow::Result<Tokens> {
-        let (cache, source) = Source::of(config);
+        let Sourced { cache, source } = Source::of(config);
         obtain_under_lock(config, &cache, &source, occasion, &ci(), &self.clock)
     }
 }
@@ -114,12 +115,12 @@ pub(in crate::acquire) fn save(cache: &TokenCache, tokens: &Tokens) {
 
 /// Seeds `config`'s own entry (a shared login's cluster: its derived entry).
 pub(in crate::acquire) fn seed(config: &Config, tokens: &Tokens) {
-    save(&Source::of(config).0, tokens);
+    save(&Source::of(config).cache, tokens);
 }
 
 /// Seeds a shared login's entry, recording `granted` as what its login holds.
 pub(in crate::acquire) fn seed_login(config: &Config, tokens: &Tokens, granted: &[&str]) {
-    let Source::SharedLogin { login, .. } = Source::of(config).1 else {
+    let Source::SharedLogin { login, .. } = Source::of(config).source else {
         panic!("not a shared login's settings");
     };
     let record = login.record().unwrap();
@@ -132,14 +133,14 @@ pub(in crate::acquire) fn seed_login(config: &Config, tokens: &Tokens, granted: 
 
 pub(in crate::acquire) fn cached(config: &Config) -> Option<Tokens> {
     Source::of(config)
-        .0
+        .cache
         .load()
         .unwrap()
         .map(|cached| cached.tokens)
 }
 
 pub(in crate::acquire) fn login_entry(config: &Config) -> Option<crate::cache::Cached> {
-    let Source::SharedLogin { login, .. } = Source::of(config).1 else {
+    let Source::SharedLogin { login, .. } = Source::of(config).source else {
         panic!("not a shared login's settings");
     };
     login.load().unwrap()
@@ -282,10 +283,12 @@ fn a_refused_refresh_token_hands_out_the_valid_token_and_is_dropped_and_noted() 
     let handed = bed.miss(&config, Occasion::Expired).unwrap();
     assert_eq!(access(&handed), "still-valid");
     assert!(handed.refresh_token.is_none());
-    let kept = Source::of(&config).0.load().unwrap().unwrap();
+    let kept = Source::of(&config).cache.load().unwrap().unwrap();
     assert!(!kept.has_refresh_token(), "never sent again");
     assert_eq!(access(&kept.tokens), "still-valid");
-    let state = Source::of(&config).0.state(Some(kept.tokens.obtained_at));
+    let state = Source::of(&config)
+        .cache
+        .state(Some(kept.tokens.obtained_at));
     assert!(
         state
             .refresh_refused
@@ -324,7 +327,7 @@ fn another_refusal_fails_the_miss_and_leaves_the_entry_as_it_was() {
     ]);
     let err = bed.miss(&config, Occasion::Expired).unwrap_err();
     assert_eq!(exit_code_of(&err), Exit::Provider);
-    let kept = Source::of(&config).0.load().unwrap().unwrap();
+    let kept = Source::of(&config).cache.load().unwrap().unwrap();
     assert!(kept.has_refresh_token());
     assert_eq!(access(&kept.tokens), "old");
 }
@@ -333,7 +336,7 @@ fn another_refusal_fails_the_miss_and_leaves_the_entry_as_it_was() {
 fn a_failed_login_holds_the_next_off_unless_forced() {
     let bed = Bed::new();
     let config = bed.config(&["--grant-type=device-code"]);
-    let cache = Source::of(&config).0;
+    let cache = Source::of(&config).cache;
     let lock = cache.lock(std::time::Duration::from_secs(5)).unwrap();
     cache.update_state(&lock, |state| {
         state.login_failed = Some(crate::cache::Note::new(
