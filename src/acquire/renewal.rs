@@ -18,10 +18,10 @@
 
 use super::locked::Locked;
 use super::shared;
-use super::source::{Grantor, LazyProvider, Renewing};
+use super::source::{Grantor, LazyProvider, Renewing, grant_needs_no_person};
 use crate::cache::{Cached, Note};
 use crate::clock::Clock;
-use crate::config::{Config, Derive, Grant, SharedLogin, TokenKind};
+use crate::config::{Config, Derive, SharedLogin, TokenKind};
 use crate::grants::RefreshOutcome;
 use crate::secret::Secret;
 use crate::tokens::Tokens;
@@ -307,21 +307,5 @@ fn without_refresh_token(config: &Config, why: &str) -> Renewal {
         Renewal::Stopped(Stop::NeedsPerson(format!(
             "{why} and its grant needs a person"
         )))
-    }
-}
-
-/// Whether the configured grant yields a new token without a person.
-pub(super) fn grant_needs_no_person(config: &Config) -> bool {
-    match config.grant {
-        Grant::ClientCredentials | Grant::TokenExchange => true,
-        Grant::Password => config
-            .password
-            .as_ref()
-            .is_some_and(|password| !password.needs_a_person()),
-        // A login needs a person; a federated token is the subject token itself, renewed by
-        // whoever rotates its file.
-        Grant::Authcode | Grant::AuthcodeKeyboard | Grant::DeviceCode | Grant::FederatedToken => {
-            false
-        }
     }
 }
