@@ -18,7 +18,7 @@
 
 use super::locked::Locked;
 use super::shared;
-use super::source::{Grantor, LazyProvider, Renewing, grant_needs_no_person};
+use super::source::{Grantor, LazyProvider, Renewing};
 use crate::cache::{Cached, Note};
 use crate::clock::Clock;
 use crate::config::{Config, Derive, SharedLogin, TokenKind};
@@ -301,7 +301,7 @@ fn no_refresh_token(entry: &Locked, cached: &Cached) -> Refreshed {
 /// How an entry without a refresh token renews: by a new grant when it needs nobody, else by a
 /// login (`why` not).
 fn without_refresh_token(config: &Config, why: &str) -> Renewal {
-    if grant_needs_no_person(config) {
+    if config.grant_needs_no_person() {
         Renewal::NewGrant(Grantor::Provider)
     } else {
         Renewal::Stopped(Stop::NeedsPerson(format!(

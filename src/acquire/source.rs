@@ -96,7 +96,7 @@ impl<'a> Source<'a> {
     pub(super) fn renews_alone(&self, config: &Config, cached: &Cached) -> bool {
         match self {
             Source::Own(Grantor::Provider) => {
-                cached.has_refresh_token() || grant_needs_no_person(config)
+                cached.has_refresh_token() || config.grant_needs_no_person()
             }
             // Renewed by whoever rotates the subject token's file.
             Source::Own(Grantor::Federated) => false,
@@ -155,21 +155,5 @@ impl<'a> LazyProvider<'a> {
             None => ProviderClient::new(self.config, self.clock)?,
         };
         Ok(self.built.insert(provider))
-    }
-}
-
-/// Whether the configured grant yields a new token without a person.
-pub(super) fn grant_needs_no_person(config: &Config) -> bool {
-    match config.grant {
-        Grant::ClientCredentials | Grant::TokenExchange => true,
-        Grant::Password => config
-            .password
-            .as_ref()
-            .is_some_and(|password| !password.needs_a_person()),
-        // A login needs a person; a federated token is the subject token itself, renewed by
-        // whoever rotates its file.
-        Grant::Authcode | Grant::AuthcodeKeyboard | Grant::DeviceCode | Grant::FederatedToken => {
-            false
-        }
     }
 }

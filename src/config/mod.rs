@@ -46,6 +46,24 @@ use std::time::Duration;
 use url::Url;
 
 impl Config {
+    /// Whether the configured grant yields a new token without a person: what a token renews
+    /// by when it has no refresh token, in the foreground and the background alike.
+    pub fn grant_needs_no_person(&self) -> bool {
+        match self.grant {
+            Grant::ClientCredentials | Grant::TokenExchange => true,
+            Grant::Password => self
+                .password
+                .as_ref()
+                .is_some_and(|password| !password.needs_a_person()),
+            // A login needs a person; a federated token is the subject token itself, renewed
+            // by whoever rotates its file.
+            Grant::Authcode
+            | Grant::AuthcodeKeyboard
+            | Grant::DeviceCode
+            | Grant::FederatedToken => false,
+        }
+    }
+
     pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
         let ext = Extension(exec.cluster_config());
         let kubelogin = kubelogin::resolve(&args.kubelogin)?;
