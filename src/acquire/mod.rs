@@ -1,21 +1,23 @@
 //! Acquiring a credential: answer from the cache when the token is fresh, otherwise take the
-//! entry's lock, look again, refresh or run the grant once, save, and hand the tokens back.
-//! `get-token`, `login` and `logout` ([`forget`](forget::forget)) are built on it (see `commands/`), and
-//! `convert-kubeconfig` saves the tokens it carries over from other programs through it
-//! ([`adopt`]).
+//! entry's lock, look again, renew or log in once, save, and hand the tokens back. `get-token`,
+//! `login`, `whoami` and `setup` are built on it, `logout` forgets through it ([`log_out`]: a
+//! shared login ends with every cluster token derived from it), and `convert-kubeconfig` saves
+//! the tokens it carries over from other programs through it ([`adopt`]).
 //!
-//! The cache-hit path ([`cached_credential`]) reads one small file and renders JSON: it builds no
-//! HTTP or TLS client, does no discovery, reads no JWKS and calls no keyring (in `auto` and
-//! `disk` storage). Everything slow happens under the lock, on the one miss path (`miss.rs`), so
-//! N parallel kubectl processes cause one request to the identity provider, and one browser tab.
-//! The miss takes two steps, each written once for every kind of entry: renewing without a
-//! person (`renewal.rs`: [`renewal::renew`] and its one outcome, [`renewal::Renewal`] — a
-//! refresh, a grant that needs nobody, or a `--shared-login` cluster's derivation from the one
-//! login, `shared.rs`), which the background renewal of refresh-ahead (`renew_ahead.rs`) takes
-//! too, and the login (`login_step.rs`: the checks that fail fast, the cool-down of
-//! `cooldown.rs`, the grant). What is remembered about an entry besides its tokens is its
-//! state, which the cache keeps (`cache/entry_state.rs`); which entries a configuration uses is
-//! described once (`cache::Entries::of`).
+//! Where a run's tokens come from is decided once (`source.rs`: an entry's own grantor — the
+//! provider, a federated token — or a `--shared-login` cluster's login), and why it runs is one
+//! [`Occasion`]. The cache-hit path ([`cached_credential`]) reads one small file and renders
+//! JSON: it builds no HTTP or TLS client, does no discovery, reads no JWKS and calls no keyring
+//! (in `auto` and `disk` storage). Everything slow happens under the lock (`locked.rs`, one type
+//! for every entry), on the one miss path (`miss.rs`), so N parallel kubectl processes cause one
+//! request to the identity provider, and one browser tab. The miss takes two steps, each written
+//! once for every source: renewing without a person (`renewal.rs`: [`renewal::renew`] and its one
+//! outcome — a refresh, a grant that needs nobody, or a shared login's derivation,
+//! `shared.rs`), which the background renewal of refresh-ahead (`renew_ahead.rs`) takes too, and
+//! the login (`login_step.rs`: who is here, from the run's [`Presence`]; the cool-down of
+//! `cooldown.rs`; the grant). A failure a person must act on, where no terminal shows it, raises
+//! a desktop notification (`desktop_notice.rs`). What is remembered about an entry besides its
+//! tokens is its state, which the cache keeps (`cache/entry_state.rs`).
 
 mod adopt;
 mod cooldown;

@@ -1,8 +1,8 @@
 //! Whether a person's desktop is in this session: a screen on which a browser tab opened or a
 //! notification raised reaches the person who ran kubecred, whether or not a terminal is there
-//! too (an IDE, a dashboard). The one owner of that question: `browser.rs` asks it before it
-//! opens a browser (and adds whether a launcher is installed), the token path asks it before a
-//! login without a terminal, `notify.rs`'s caller before a notification.
+//! too (an IDE, a dashboard). The run's `Presence` asks it once, on first need: before a browser
+//! opens (adding whether a launcher is installed), before a login without a terminal, before a
+//! notification.
 //!
 //! - Linux and the BSDs: an X11 or Wayland display that answers (`DISPLAY`, `WAYLAND_DISPLAY`: a
 //!   non-blocking connect to its socket, so a variable left behind by a display that is gone
