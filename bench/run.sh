@@ -381,7 +381,7 @@ not as static-pie, rustc's default for musl: a static-pie binary writes every po
 constant data at each start (what "relative relocations" counts below), and musl never makes
 those pages read-only again, so the vtables stay writable for the whole run; at a fixed address
 they are read-only, and the executable's own addresses (not the stack's, the heap's or mmap's)
-are the same in every run, as in kubectl and the Go exec plugins. ARCHITECTURE.md ("What keeps
+are the same in every run, as in kubectl and the Go exec plugins. DECISIONS.md ("What keeps
 the cache hit fast") has the weighing. \`bench/linking.sh\` builds the alternatives from one tree
 and measures their hits side by side; its last run (this section is bench/linking.md, rewritten
 only by that script, which takes most of an hour):

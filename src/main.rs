@@ -1,6 +1,6 @@
 //! The `kubecred` binary, the one kubectl runs: a plain `main` around [`kubecred::main`], which
 //! parses the command line, runs the command and turns its outcome into the exit code. Every
-//! command, the cache hit included, runs in this one binary (ARCHITECTURE.md, "What keeps the
+//! command, the cache hit included, runs in this one binary (DECISIONS.md, "What keeps the
 //! cache hit fast", says why one binary is enough).
 
 /// The first allocations from a fixed arena, the rest from the system allocator: a cache hit

@@ -4,7 +4,7 @@
 //! decrypt it — with a key Windows derives from their logon, as it does for the Credential
 //! Manager's own items).
 //!
-//! Why not the Credential Manager (ARCHITECTURE.md, "Secrets on Windows"): one item holds at
+//! Why not the Credential Manager (DECISIONS.md, "Secrets on Windows"): one item holds at
 //! most 2560 bytes, and an ordinary login's entry (an ID token of a few KB, an Entra ID refresh
 //! token of 1–2 KB) is larger; splitting a secret over several items makes every save several
 //! writes that a killed process can leave half done, and the keyring crate's items roam with the

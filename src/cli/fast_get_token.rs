@@ -3,7 +3,7 @@
 //! kubectl runs `kubecred get-token` before its requests, and a hit costs little more than
 //! starting a process, so the parse is a large share of it: building clap's command for
 //! get-token's flags (each with its help text and environment variable) and matching against it
-//! added about a third to a hit's instructions when this parser came in (ARCHITECTURE.md, "What
+//! added about a third to a hit's instructions when this parser came in (DECISIONS.md, "What
 //! keeps the cache hit fast"). This parser reads the plain command lines a kubeconfig holds
 //! (`--flag=value`, `--flag value`, `--switch`, `--switch=false`, `-v`) and the flags' `KUBECRED_*` variables, and
 //! returns `None` for anything else: help, an unknown flag, a value clap would refuse, an empty

@@ -2,7 +2,7 @@
 //!
 //! reqwest's own native-roots support reads the whole system store (on Debian: the bundle file,
 //! then every file of `/etc/ssl/certs`) each time a client is built: about half of a grant's
-//! time (ARCHITECTURE.md, "Why these dependencies"), paid even when the provider's CA is the one given
+//! time (DECISIONS.md, "Why these dependencies"), paid even when the provider's CA is the one given
 //! with `--certificate-authority`. We write our own verifier because no crate offers the lazy order
 //! we want; the verification itself stays rustls' (`WebPkiServerVerifier`). Tiers, each built
 //! only when the previous one does not know the certificate's issuer:

@@ -7,7 +7,7 @@
 //! `conformance-op.mjs follow`, which follows the provider's redirect to kubecred's loopback
 //! listener: no Chromium needed), and checks the verdict the spec asks for: accepted and cached,
 //! or refused with one line naming the failed check and nothing cached from the bad answer.
-//! The module → test → expectation table is ARCHITECTURE.md's "ID-token checks".
+//! The module → test → expectation table is DECISIONS.md's "ID-token checks".
 
 use crate::support::*;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! generated, `settings_reference.rs`; this reads what was committed), every "(the default)" is
 //! clap's default, `get-token --help` says what `auto` does, README's Quick start binds the
 //! username `setup` configures, a figure in the benchmark prose (docs/benchmarks.md, README's
-//! From source, ARCHITECTURE.md) is one bench/RESULTS.md holds, the cache directory without
+//! From source, ARCHITECTURE.md, DECISIONS.md) is one bench/RESULTS.md holds, the cache directory without
 //! `HOME` is where docs/settings.md says, the exit codes page lists kubecred's exit codes, and
 //! every relative link and anchor of README.md and docs/ resolves.
 
@@ -505,6 +505,7 @@ fn benchmark_figures_in_prose_are_the_ones_bench_results_holds() {
     let readme = read("README.md");
     let benchmarks = read("docs/benchmarks.md");
     let architecture = read("ARCHITECTURE.md");
+    let decisions = read("DECISIONS.md");
     let from_source = readme
         .lines()
         .skip_while(|line| !line.starts_with("- **From source**"))
@@ -521,6 +522,10 @@ fn benchmark_figures_in_prose_are_the_ones_bench_results_holds() {
         (
             "ARCHITECTURE, Figures",
             section(&architecture, "## Figures").to_string(),
+        ),
+        (
+            "DECISIONS, The cache hit",
+            section(&decisions, "## The cache hit").to_string(),
         ),
     ] {
         assert!(
