@@ -40,10 +40,30 @@ impl Answer {
     }
 }
 
+/// A request the server received: its method, its headers (names in lower case) and its body.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Received {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
 #[derive(Default)]
 struct State {
     answers: HashMap<String, Vec<Answer>>,
     hits: HashMap<String, usize>,
+    received: HashMap<String, Vec<Received>>,
 }
 
 pub struct TestServer {
@@ -83,6 +103,17 @@ impl TestServer {
             .insert(path.to_string(), answers);
     }
 
+    /// Every request for `path` so far, in order.
+    pub fn received(&self, path: &str) -> Vec<Received> {
+        self.state
+            .lock()
+            .unwrap()
+            .received
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     pub fn hits(&self, path: &str) -> usize {
         self.state
             .lock()
@@ -101,16 +132,18 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
         return;
     }
     let mut content_length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         match reader.read_line(&mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) if line == "\r\n" => break,
             Ok(_) => {
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    content_length = value.trim().parse().unwrap_or(0);
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        content_length = value.trim().parse().unwrap_or(0);
+                    }
+                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
                 }
             }
         }
@@ -125,6 +158,19 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
         .to_string();
     let answer = {
         let mut state = shared.lock().unwrap();
+        state
+            .received
+            .entry(path.clone())
+            .or_default()
+            .push(Received {
+                method: request_line
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+                headers,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            });
         let turn = {
             let hits = state.hits.entry(path.clone()).or_default();
             *hits += 1;
