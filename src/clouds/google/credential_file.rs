@@ -3,8 +3,9 @@
 //! under `CLOUDSDK_CONFIG`, `~/.config/gcloud` or Windows' `%APPDATA%\gcloud`), what kind it is
 //! (its `type`), and the token each kind gets, at the endpoints the file names.
 
+use super::IAM_SCOPE;
 use super::endpoints::{self, Request, StsClient, StsExchange};
-use super::{CLOUD_PLATFORM, CloudToken, Context, DEFAULT_STS_URL, DEFAULT_TOKEN_URI, Net};
+use super::{CloudToken, Context, DEFAULT_STS_URL, DEFAULT_TOKEN_URI, Net};
 use crate::error::{Exit, fail};
 use crate::secret::Secret;
 use serde::Deserialize;
@@ -421,6 +422,14 @@ fn external_account(
         secret: client_secret.as_ref(),
     });
     let workforce = is_workforce_pool(audience);
+    // With impersonation, STS's token only calls the IAM Credentials API: google-auth asks for
+    // that API's scope, and the impersonated token gets the scopes asked for.
+    let iam_scope = [IAM_SCOPE.to_string()];
+    let sts_scopes = if impersonation.is_some() {
+        &iam_scope[..]
+    } else {
+        scopes
+    };
     let what = format!("the token exchange of the external account {found}");
     let exchanged = endpoints::sts_exchange(
         net,
@@ -429,7 +438,7 @@ fn external_account(
             audience,
             subject_token: &subject,
             subject_token_type,
-            scopes,
+            scopes: sts_scopes,
             user_project: file
                 .workforce_pool_user_project
                 .as_deref()
@@ -512,9 +521,7 @@ fn impersonated(
         .ok_or_else(|| missing(found, kind, "source_credentials"))?;
     let source_token = match source.kind.as_deref() {
         Some("authorized_user") => authorized_user(source, found, net)?,
-        Some("service_account") => {
-            service_account(source, found, &[CLOUD_PLATFORM.to_string()], net)?
-        }
+        Some("service_account") => service_account(source, found, &[IAM_SCOPE.to_string()], net)?,
         other => {
             return Err(fail(
                 Exit::Input,

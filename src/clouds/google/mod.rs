@@ -36,8 +36,9 @@ pub const DEFAULT_SCOPES: [&str; 2] = [
     "https://www.googleapis.com/auth/userinfo.email",
 ];
 
-/// The scope a source credential needs to impersonate a service account (IAM Credentials API).
-const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
+/// The scope google-auth gives a source credential that impersonates a service account (the
+/// IAM Credentials API's; Google's Go library asks for cloud-platform, which serves as well).
+const IAM_SCOPE: &str = "https://www.googleapis.com/auth/iam";
 
 /// Google's STS token endpoint, the default of `--google-sts-url` and of a credential file's
 /// `token_url`.

@@ -57,6 +57,8 @@ pub enum Need {
     Browser,
     /// The official Python Kubernetes client in `target/python-venv`.
     PythonClient,
+    /// Google's auth library (PyPI google-auth) in `target/google-venv`.
+    GoogleAuth,
     /// `strace`, to watch what a process does.
     Strace,
     /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
@@ -99,6 +101,13 @@ pub fn have(need: Need) -> bool {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("python-deps.sh", "ensure_python_deps"))
+                .clone()
+                .err()
+        }
+        Need::GoogleAuth => {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            INSTALLED
+                .get_or_init(|| run_setup("google-deps.sh", "ensure_google_deps"))
                 .clone()
                 .err()
         }
