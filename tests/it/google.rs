@@ -6,7 +6,8 @@
 //! headers that matter). Where the two differ on purpose, the test says so and checks both.
 
 use crate::support::{Need, have, repo_root};
-use kubecred::clouds::google::{Context, DEFAULT_SCOPES, GoogleSettings, token};
+use kubecred::clouds::CloudToken;
+use kubecred::clouds::google::{Context, DEFAULT_SCOPES, GoogleSettings, Source, token};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -146,8 +147,15 @@ impl World {
 
     /// kubecred's token for the same variables, and the requests it sent.
     fn kubecred(&self) -> (String, Vec<Value>) {
+        let (issued, requests) = self.kubecred_with(&GoogleSettings::default());
+        (issued.token.expose().to_string(), requests)
+    }
+
+    /// kubecred's token for `settings` and these variables, and the requests it sent.
+    fn kubecred_with(&self, settings: &GoogleSettings) -> (CloudToken, Vec<Value>) {
         self.take();
         let vars = self.vars.clone();
+        let command_env: Vec<(String, String)> = vars.clone().into_iter().collect();
         let env = move |name: &str| vars.get(name).cloned();
         let home = self.path("home");
         let http = kubecred::config::HttpSettings {
@@ -162,9 +170,77 @@ impl World {
             now: chrono::Utc::now(),
             http: &http,
             retry_window: Duration::ZERO,
+            command_env: Some(&command_env),
         };
-        let issued = token(&GoogleSettings::default(), &cx).unwrap();
-        (issued.token.expose().to_string(), self.take())
+        let issued = token(settings, &cx).unwrap();
+        (issued, self.take())
+    }
+
+    /// A command with exactly the world's variables.
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command.env_clear().envs(&self.vars).stdin(Stdio::null());
+        command
+    }
+
+    /// gke-gcloud-auth-plugin's ExecCredential for `args`, and the requests made meanwhile.
+    fn plugin(&self, args: &[&str]) -> (Value, Vec<Value>) {
+        self.take();
+        let output = self
+            .command("gke-gcloud-auth-plugin")
+            .args(args)
+            .env("KUBECONFIG", self.path("kubeconfig"))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "gke-gcloud-auth-plugin failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (serde_json::from_slice(&output.stdout).unwrap(), self.take())
+    }
+
+    /// gcloud logged in offline, in a configuration directory of the test's own: a service account
+    /// activated from a key whose token endpoint is the stand-in (gcloud's `auth/token_host`).
+    fn gcloud_logged_in(&mut self) {
+        let key = self.service_account_key();
+        self.set("CLOUDSDK_CONFIG", self.path("gcloud").display().to_string());
+        self.set("CLOUDSDK_CORE_DISABLE_PROMPTS", "1");
+        self.set("CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK", "1");
+        self.set("CLOUDSDK_CORE_DISABLE_USAGE_REPORTING", "1");
+        let token_host = format!("{}/token", self.base);
+        let key_arg = format!("--key-file={}", key.display());
+        for args in [
+            vec!["auth", "activate-service-account", key_arg.as_str()],
+            vec!["config", "set", "auth/token_host", token_host.as_str()],
+        ] {
+            let output = self.command("gcloud").args(&args).output().unwrap();
+            assert!(
+                output.status.success(),
+                "gcloud {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        self.take();
+    }
+
+    /// A service account key file whose token_uri is the stand-in.
+    fn service_account_key(&self) -> PathBuf {
+        let key =
+            std::fs::read_to_string(repo_root().join("tests/support/google/test-key.pem")).unwrap();
+        self.write(
+            "sa.json",
+            &serde_json::json!({
+                "type": "service_account",
+                "project_id": "p",
+                "private_key_id": "kid-1",
+                "private_key": key,
+                "client_email": "deployer@p.iam.gserviceaccount.com",
+                "client_id": "123",
+                "token_uri": format!("{}/token", self.base),
+            })
+            .to_string(),
+        )
     }
 }
 
@@ -515,4 +591,70 @@ fn google_metadata_server_is_asked_for_what_google_auth_asks() {
             "{token_path}?scopes=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fcloud-platform%2Chttps%3A%2F%2Fwww.googleapis.com%2Fauth%2Fuserinfo.email"
         )
     );
+}
+
+// ---- beside gke-gcloud-auth-plugin (Go, on Google's Go library) and the real gcloud ----
+
+#[test]
+fn google_gcloud_source_gives_what_gke_gcloud_auth_plugin_gives() {
+    if !have(Need::GoogleAuth) || !have(Need::Gcloud) {
+        return;
+    }
+    let mut world = World::start();
+    world.gcloud_logged_in();
+    let (credential, _) = world.plugin(&[]);
+    let settings = GoogleSettings {
+        source: Source::Gcloud,
+        ..GoogleSettings::default()
+    };
+    let (ours, _) = world.kubecred_with(&settings);
+    assert_eq!(credential["status"]["token"], "ya29.user");
+    assert_eq!(ours.token.expose(), "ya29.user");
+    let theirs = chrono::DateTime::parse_from_rfc3339(
+        credential["status"]["expirationTimestamp"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ours.expires_at, theirs);
+    assert_eq!(
+        ours.who.as_deref(),
+        Some("deployer@p.iam.gserviceaccount.com")
+    );
+}
+
+#[test]
+fn google_adc_sends_what_gke_gcloud_auth_plugins_go_library_sends() {
+    if !have(Need::GoogleAuth) || !have(Need::Gcloud) {
+        return;
+    }
+    // A user's refresh token: Google's Go library, too, honours the file's token_uri.
+    let mut world = World::start();
+    let file = world.write("adc.json", &user_file(&world.base).to_string());
+    world.set("GOOGLE_APPLICATION_CREDENTIALS", file.display().to_string());
+    let (credential, go_requests) = world.plugin(&["--use_application_default_credentials"]);
+    let (ours, our_requests) = world.kubecred();
+    assert_eq!(credential["status"]["token"], "ya29.user");
+    assert_eq!(ours, "ya29.user");
+    let theirs = on(&go_requests, "/token");
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(on(&our_requests, "/token"), theirs);
+
+    // A service account's key: the same grant, the JWT signed for the file's token_uri.
+    let file = world.service_account_key();
+    world.set("GOOGLE_APPLICATION_CREDENTIALS", file.display().to_string());
+    let (_, go_requests) = world.plugin(&["--use_application_default_credentials"]);
+    let (_, our_requests) = world.kubecred();
+    let (mut theirs, mut ours) = (on(&go_requests, "/token"), on(&our_requests, "/token"));
+    let their_assertion = theirs[0].form.remove("assertion").unwrap();
+    let our_assertion = ours[0].form.remove("assertion").unwrap();
+    // Go's client sets no Content-Type charset either; compare the rest as sent.
+    assert_eq!(ours, theirs);
+    let (their_header, their_claims) = jwt_parts(&their_assertion);
+    let (our_header, our_claims) = jwt_parts(&our_assertion);
+    assert_eq!(our_header, their_header);
+    for claim in ["iss", "scope", "aud"] {
+        assert_eq!(our_claims[claim], their_claims[claim], "{claim}");
+    }
+    assert_eq!(our_claims["aud"], format!("{}/token", world.base));
 }

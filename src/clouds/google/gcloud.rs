@@ -11,7 +11,7 @@ use crate::error::{Exit, fail, outage};
 use crate::secret::Secret;
 use serde::Deserialize;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// gcloud is a Python program that may refresh its token: a few seconds, rarely more.
@@ -79,7 +79,7 @@ pub fn token(args: &GcloudArgs, cx: &Context) -> anyhow::Result<Option<CloudToke
     };
     let words = arguments(args);
     let shown = format!("`gcloud {}`", words.join(" "));
-    let mut command = Command::new(&gcloud);
+    let mut command = cx.command(&gcloud);
     command
         .args(&words)
         .stdin(Stdio::null())

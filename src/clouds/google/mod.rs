@@ -112,11 +112,26 @@ pub struct Context<'a> {
     pub http: &'a HttpSettings,
     /// No retry starts later than this from now (what is left of the lock timeout).
     pub retry_window: Duration,
+    /// The environment of the commands kubecred runs (gcloud, an executable credential source):
+    /// `None`, this process's (which is the one `env` reads, as kubectl gives it: the stanza's
+    /// `env` over its own); `Some`, exactly these variables — for a caller whose `env` is not
+    /// this process's (a stanza resolved without running it, a test).
+    pub command_env: Option<&'a [(String, String)]>,
 }
 
 impl Context<'_> {
     fn var(&self, name: &str) -> Option<String> {
         (self.env)(name).filter(|value| !value.is_empty())
+    }
+
+    /// A command to run, with the environment `command_env` says.
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        let mut command = std::process::Command::new(program);
+        if let Some(vars) = self.command_env {
+            command.env_clear();
+            command.envs(vars.iter().map(|(name, value)| (name, value)));
+        }
+        command
     }
 }
 

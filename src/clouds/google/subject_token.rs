@@ -300,7 +300,7 @@ fn run_executable(
     {
         return Ok(token);
     }
-    let mut child = Command::new(program);
+    let mut child = cx.command(program);
     child
         .args(&words[1..])
         .env(

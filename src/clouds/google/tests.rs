@@ -61,6 +61,17 @@ impl World {
         path
     }
 
+    /// The commands' environment: the world's variables, and the system's tools.
+    fn command_env(&self) -> Vec<(String, String)> {
+        let mut vars: Vec<(String, String)> = self.vars.clone().into_iter().collect();
+        for var in &mut vars {
+            if var.0 == "PATH" {
+                var.1 = format!("{}:/usr/bin:/bin", var.1);
+            }
+        }
+        vars
+    }
+
     fn run(&self, settings: &GoogleSettings) -> anyhow::Result<CloudToken> {
         let vars = self.vars.clone();
         let env = move |name: &str| vars.get(name).cloned();
@@ -71,6 +82,7 @@ impl World {
             now: now(),
             http: &self.http,
             retry_window: Duration::ZERO,
+            command_env: Some(&self.command_env()),
         };
         token(settings, &cx)
     }
@@ -84,6 +96,7 @@ impl World {
             now: now(),
             http: &self.http,
             retry_window: Duration::ZERO,
+            command_env: None,
         };
         exchange_workforce_id_token(settings, &Secret::new(id_token), &cx)
     }

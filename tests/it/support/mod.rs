@@ -59,6 +59,9 @@ pub enum Need {
     PythonClient,
     /// Google's auth library (PyPI google-auth) in `target/google-venv`.
     GoogleAuth,
+    /// Google's Cloud CLI (`gcloud`, Google's google-cloud-cli package, on the machine image) and
+    /// gke-gcloud-auth-plugin beside it.
+    Gcloud,
     /// `strace`, to watch what a process does.
     Strace,
     /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
@@ -96,6 +99,10 @@ pub fn have(need: Need) -> bool {
         }
         Need::Keyctl => (!on_path("keyctl")).then(|| "keyctl (Debian's keyutils)".to_string()),
         Need::Glewlwyd => first_missing(&["glewlwyd", "sqlite3"]),
+        Need::Gcloud => ["gcloud", "gke-gcloud-auth-plugin"]
+            .iter()
+            .find(|program| !on_path(program))
+            .map(|program| format!("{program} (Google's google-cloud-cli packages)")),
         Need::ProxyServers => first_missing(&["tinyproxy", "microsocks"]),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
