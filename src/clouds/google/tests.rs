@@ -796,3 +796,74 @@ fn an_impersonation_url_names_its_service_account() {
     );
     assert_eq!(endpoints::impersonated_email("https://example.com/x"), None);
 }
+
+#[test]
+fn the_gcloud_source_without_gcloud_says_what_to_install() {
+    let settings = GoogleSettings {
+        source: Source::Gcloud,
+        ..GoogleSettings::default()
+    };
+    let err = World::new().run(&settings).unwrap_err();
+    assert_eq!(exit_code_of(&err), Exit::Input);
+    assert_eq!(
+        one_line(&err),
+        "gcloud is not on PATH, and these settings take gcloud's own credentials (as gke-gcloud-auth-plugin does); install the Google Cloud CLI, or use application default credentials (`gcloud auth application-default login`, or --google-credentials)"
+    );
+}
+
+#[test]
+fn a_refused_impersonation_names_the_role_it_needs_and_an_overloaded_sts_is_an_outage() {
+    let server = TestServer::start();
+    let path = "/v1/projects/-/serviceAccounts/gke@p.iam.gserviceaccount.com:generateAccessToken";
+    server.answer("/v1/token", token_answer("ya29.federated", 3600));
+    server.answer(
+        path,
+        Answer::with(
+            403,
+            r#"{"error":{"code":403,"message":"Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist).","status":"PERMISSION_DENIED"}}"#,
+        ),
+    );
+    let world = World::new();
+    let subject = world.write("subject.jwt", "eyJ.subject");
+    let file = world.write(
+        "wl.json",
+        &serde_json::json!({
+            "type": "external_account",
+            "audience": "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/x",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": format!("{}/v1/token", server.base),
+            "service_account_impersonation_url": format!("{}{path}", server.base),
+            "credential_source": { "file": subject },
+        })
+        .to_string(),
+    );
+    let settings = GoogleSettings {
+        credentials_file: Some(file.clone()),
+        ..GoogleSettings::default()
+    };
+    let err = world.run(&settings).unwrap_err();
+    assert_eq!(exit_code_of(&err), Exit::Provider);
+    assert!(!is_transient(&err));
+    assert_eq!(
+        one_line(&err),
+        format!(
+            "the impersonation of gke@p.iam.gserviceaccount.com by the external account {} (--google-credentials) at {}{path} answered HTTP 403 Forbidden: PERMISSION_DENIED: Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist).; the source identity needs the Service Account Token Creator role (iam.serviceAccounts.getAccessToken) on that service account",
+            file.display(),
+            server.base
+        )
+    );
+    assert!(!one_line(&err).contains("ya29.federated"));
+
+    server.answer("/v1/token", Answer::with(503, "<html>down</html>"));
+    let err = world.run(&settings).unwrap_err();
+    assert_eq!(exit_code_of(&err), Exit::Provider);
+    assert!(is_transient(&err));
+    assert_eq!(
+        one_line(&err),
+        format!(
+            "the token exchange of the external account {} (--google-credentials) at {}/v1/token answered HTTP 503 Service Unavailable; Google is failing or overloaded, try again later",
+            file.display(),
+            server.base
+        )
+    );
+}
