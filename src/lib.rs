@@ -11,6 +11,9 @@ pub(crate) mod authn_config;
 pub mod cache;
 pub mod cli;
 pub(crate) mod clock;
+/// Public for the integration tests, which run it beside the clouds' own libraries; not API.
+#[doc(hidden)]
+pub mod clouds;
 pub(crate) mod commands;
 pub mod config;
 pub(crate) mod digest;

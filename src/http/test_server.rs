@@ -1,5 +1,5 @@
 //! A loopback HTTP/1.1 server for unit tests: canned answers by path (a queue per path, whose
-//! last answer repeats), a request count and the bodies per path, and misbehaviour on demand: a body trickled
+//! last answer repeats), a request count per path, and misbehaviour on demand: a body trickled
 //! a byte at a time, or a huge body streamed until the client hangs up.
 
 use std::collections::HashMap;
@@ -40,12 +40,30 @@ impl Answer {
     }
 }
 
+/// A request the server received: its method, its headers (names in lower case) and its body.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Received {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
 #[derive(Default)]
 struct State {
     answers: HashMap<String, Vec<Answer>>,
     hits: HashMap<String, usize>,
-    /// Each request's body, by path, in order.
-    bodies: HashMap<String, Vec<String>>,
+    received: HashMap<String, Vec<Received>>,
 }
 
 pub struct TestServer {
@@ -87,10 +105,15 @@ impl TestServer {
 
     /// The bodies of the requests to `path` so far, in order (a token POST's form).
     pub fn bodies(&self, path: &str) -> Vec<String> {
+        self.received(path).into_iter().map(|r| r.body).collect()
+    }
+
+    /// Every request for `path` so far, in order.
+    pub fn received(&self, path: &str) -> Vec<Received> {
         self.state
             .lock()
             .unwrap()
-            .bodies
+            .received
             .get(path)
             .cloned()
             .unwrap_or_default()
@@ -114,16 +137,18 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
         return;
     }
     let mut content_length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         match reader.read_line(&mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) if line == "\r\n" => break,
             Ok(_) => {
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    content_length = value.trim().parse().unwrap_or(0);
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        content_length = value.trim().parse().unwrap_or(0);
+                    }
+                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
                 }
             }
         }
@@ -139,10 +164,18 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
     let answer = {
         let mut state = shared.lock().unwrap();
         state
-            .bodies
+            .received
             .entry(path.clone())
             .or_default()
-            .push(String::from_utf8_lossy(&body).into_owned());
+            .push(Received {
+                method: request_line
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+                headers,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            });
         let turn = {
             let hits = state.hits.entry(path.clone()).or_default();
             *hits += 1;

@@ -28,6 +28,7 @@ mod faults_local;
 mod faults_network;
 mod federation;
 mod glewlwyd;
+mod google;
 mod js_client;
 mod kube_rs_client;
 mod kubectl;

@@ -29,6 +29,7 @@
 //! kubecred stanzas and changes nothing.
 
 mod azure;
+mod gke;
 mod kubelogin_cache;
 mod plan;
 #[cfg(test)]

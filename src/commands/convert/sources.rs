@@ -2,12 +2,14 @@
 //! `auth-provider: oidc` (its settings and tokens are in the kubeconfig), int128/kubelogin (`kubectl
 //! oidc-login get-token …`, `kubelogin get-token …`, `kubectl-oidc_login get-token …`: its flags
 //! read by kubecred's own parser, which knows kubelogin's names, and written back in kubecred's),
-//! and Azure's kubelogin (`azure.rs`). Everything else is left alone, with the reason.
+//! Azure's kubelogin (`azure.rs`) and gke-gcloud-auth-plugin (`gke.rs`). Everything else is left
+//! alone, with the reason.
 //!
 //! No I/O here but reading nothing: a plan (`plan.rs`) is made from the user's entry alone; the
 //! tokens are found and carried by the caller.
 
 use super::azure;
+use super::gke;
 use super::plan::{Conversion, KubeloginCache, Plan, Tokens};
 use crate::acquire::Carried;
 use crate::cli::{self, TokenArgs};
@@ -158,8 +160,8 @@ fn unread_config_keys(config: Option<&Value>) -> Vec<String> {
     )]
 }
 
-/// An `exec` stanza: kubelogin's (either one) is converted, kubecred's is done already, the
-/// rest is not OIDC.
+/// An `exec` stanza: kubelogin's (either one) and gke-gcloud-auth-plugin's (`gke.rs`) are
+/// converted, kubecred's is done already, the rest is not a login kubecred takes over.
 fn exec_plugin(exec: &Value) -> Plan {
     let command = exec.get("command").and_then(Value::as_str).unwrap_or("");
     let args: Vec<String> = match exec.get("args") {
@@ -200,6 +202,7 @@ fn exec_plugin(exec: &Value) -> Plan {
             return azure::plan(&args, &env);
         }
         "kubelogin" => Some(args.clone()),
+        "gke-gcloud-auth-plugin" => return gke::plan(&args, &env),
         _ => None,
     };
     match kubelogin_words {
@@ -606,6 +609,35 @@ mod tests {
             .starts_with("runs int128/kubelogin setup, not get-token")
         );
         assert!(reason("auth-provider: {name: gcp}").contains("gke-gcloud-auth-plugin"));
+    }
+
+    #[test]
+    fn gke_gcloud_auth_plugin_stanzas_as_gcloud_writes_them_become_the_google_source() {
+        // `gcloud container clusters get-credentials`: the plugin by name on PATH, by the SDK's
+        // path, or the Windows .exe; with `--use_application_default_credentials` when
+        // gcloud's container/use_application_default_credentials is set.
+        for command in [
+            "gke-gcloud-auth-plugin",
+            "/usr/lib/google-cloud-sdk/bin/gke-gcloud-auth-plugin",
+            "C:\\Program Files (x86)\\Google\\Cloud SDK\\google-cloud-sdk\\bin\\gke-gcloud-auth-plugin.exe",
+        ] {
+            let body = yaml(&format!(
+                "exec:\n  apiVersion: client.authentication.k8s.io/v1beta1\n  command: '{command}'\n  installHint: Install gke-gcloud-auth-plugin for use with kubectl by following https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin\n  provideClusterInfo: true\n"
+            ));
+            let converted = conversion(plan(Some(&body)));
+            assert_eq!(
+                converted.args,
+                ["get-token", "--grant-type=google", "--google-source=gcloud"],
+                "{command}"
+            );
+        }
+        let body = yaml(
+            "exec:\n  apiVersion: client.authentication.k8s.io/v1beta1\n  command: gke-gcloud-auth-plugin\n  args: [--use_application_default_credentials]\n  provideClusterInfo: true\n",
+        );
+        assert_eq!(
+            conversion(plan(Some(&body))).args,
+            ["get-token", "--grant-type=google"]
+        );
     }
 
     #[test]

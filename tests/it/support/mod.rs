@@ -57,6 +57,11 @@ pub enum Need {
     Browser,
     /// The official Python Kubernetes client in `target/python-venv`.
     PythonClient,
+    /// Google's auth library (PyPI google-auth) in `target/google-venv`.
+    GoogleAuth,
+    /// Google's Cloud CLI (`gcloud`, Google's google-cloud-cli package, on the machine image) and
+    /// gke-gcloud-auth-plugin beside it.
+    Gcloud,
     /// `strace`, to watch what a process does.
     Strace,
     /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
@@ -94,11 +99,22 @@ pub fn have(need: Need) -> bool {
         }
         Need::Keyctl => (!on_path("keyctl")).then(|| "keyctl (Debian's keyutils)".to_string()),
         Need::Glewlwyd => first_missing(&["glewlwyd", "sqlite3"]),
+        Need::Gcloud => ["gcloud", "gke-gcloud-auth-plugin"]
+            .iter()
+            .find(|program| !on_path(program))
+            .map(|program| format!("{program} (Google's google-cloud-cli packages)")),
         Need::ProxyServers => first_missing(&["tinyproxy", "microsocks"]),
         Need::PythonClient => {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("python-deps.sh", "ensure_python_deps"))
+                .clone()
+                .err()
+        }
+        Need::GoogleAuth => {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            INSTALLED
+                .get_or_init(|| run_setup("google-deps.sh", "ensure_google_deps"))
                 .clone()
                 .err()
         }
