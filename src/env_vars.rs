@@ -78,3 +78,25 @@ pub const NO_PROXY: [&str; 2] = ["no_proxy", "NO_PROXY"];
 
 /// Every proxy variable, in the order they are read.
 pub const PROXY_VARIABLES: [[&str; 2]; 4] = [HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY];
+
+/// Google's Application Default Credentials, as google-auth reads them (`clouds/google`): the
+/// credential file, gcloud's configuration directory (where its ADC file is), gcloud's named
+/// configuration, the metadata server's host, whether to skip the metadata probe, and whether an
+/// external account may run its executable. Windows: `APPDATA` holds gcloud's directory.
+pub const GOOGLE_APPLICATION_CREDENTIALS: &str = "GOOGLE_APPLICATION_CREDENTIALS";
+pub const CLOUDSDK_CONFIG: &str = "CLOUDSDK_CONFIG";
+pub const CLOUDSDK_ACTIVE_CONFIG_NAME: &str = "CLOUDSDK_ACTIVE_CONFIG_NAME";
+pub const GCE_METADATA_HOST: &str = "GCE_METADATA_HOST";
+pub const NO_GCE_CHECK: &str = "NO_GCE_CHECK";
+pub const GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES: &str =
+    "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES";
+pub const APPDATA: &str = "APPDATA";
+
+/// The variables that change which Google credentials `--grant-type google` takes: part of its
+/// cache key (their names and values; no file is read for the key), read with the settings.
+pub const GOOGLE_KEY_VARIABLES: [&str; 4] = [
+    GOOGLE_APPLICATION_CREDENTIALS,
+    CLOUDSDK_CONFIG,
+    CLOUDSDK_ACTIVE_CONFIG_NAME,
+    GCE_METADATA_HOST,
+];

@@ -110,7 +110,14 @@ pub fn display_subject(tokens: &Tokens) -> Option<String> {
     let claims = [&tokens.id_token, &tokens.access_token]
         .into_iter()
         .flatten()
-        .find_map(|token| unverified_jwt_claims(token.expose()))?;
+        .find_map(|token| unverified_jwt_claims(token.expose()));
+    let Some(claims) = claims else {
+        // An opaque token (a cloud's): the identity its source said it is for.
+        return tokens
+            .identity
+            .as_ref()
+            .map(|identity| identity.sub.clone());
+    };
     ["preferred_username", "email", "sub"]
         .iter()
         .find_map(|name| claims.get(*name)?.as_str().map(str::to_string))

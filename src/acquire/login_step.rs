@@ -159,6 +159,8 @@ pub(super) fn run_grant(
     let provider = match grantor {
         // The subject token itself is the credential: no provider, no discovery.
         Grantor::Federated => return crate::grants::federated_token(settings, clock),
+        // The cloud's own credentials: no provider either.
+        Grantor::Cloud(cloud) => return crate::clouds::obtain(cloud, settings, clock),
         Grantor::Provider => provider.get()?,
     };
     let Some(entry) = noted.filter(|_| settings.grant.is_user_login()) else {

@@ -29,13 +29,13 @@ use chrono::{DateTime, Utc};
 
 /// What renewing an entry without a person came to. What had to be kept of the provider's
 /// answer has been: a rotated refresh token, a refused one dropped and the refusal noted.
-pub(super) enum Renewal {
+pub(super) enum Renewal<'a> {
     /// New tokens with the credential kubectl needs, not saved yet: the foreground hands them
     /// out even when the cache cannot keep them, the background fails.
     Renewed(Tokens),
     /// No refresh token to renew with, and the entry's grant needs nobody: a new grant from
     /// this grantor renews the tokens.
-    NewGrant(Grantor),
+    NewGrant(Grantor<'a>),
     /// Not renewed, and why.
     Stopped(Stop),
 }
@@ -63,10 +63,10 @@ pub(super) enum Stop {
 pub(super) fn renew<'a>(
     config: &'a Config,
     entry: &Locked,
-    from: &Renewing,
+    from: &Renewing<'a>,
     provider: &mut LazyProvider<'a>,
     clock: &dyn Clock,
-) -> Renewal {
+) -> Renewal<'a> {
     match from {
         Renewing::Own(Grantor::Provider) => match refresh(config, entry, provider, clock) {
             Refreshed::Renewed(tokens) => Renewal::Renewed(tokens),
@@ -76,8 +76,10 @@ pub(super) fn renew<'a>(
             // provider's refusal like any other.
             Refreshed::TargetRefused(refused) => Renewal::Stopped(Stop::Failed(refused.error)),
         },
-        // The subject token is read again: nobody is needed, no provider asked.
-        Renewing::Own(Grantor::Federated) => Renewal::NewGrant(Grantor::Federated),
+        // The subject token is read again, the cloud asked again: nobody is needed, no provider.
+        Renewing::Own(grantor @ (Grantor::Federated | Grantor::Cloud(_))) => {
+            Renewal::NewGrant(*grantor)
+        }
         Renewing::SharedLogin { shared, login } => {
             match derive(config, shared, login, provider, clock) {
                 Ok(tokens) => Renewal::Renewed(tokens),
@@ -300,7 +302,7 @@ fn no_refresh_token(entry: &Locked, cached: &Cached) -> Refreshed {
 
 /// How an entry without a refresh token renews: by a new grant when it needs nobody, else by a
 /// login (`why` not).
-fn without_refresh_token(config: &Config, why: &str) -> Renewal {
+fn without_refresh_token<'a>(config: &Config, why: &str) -> Renewal<'a> {
     if config.grant_needs_no_person() {
         Renewal::NewGrant(Grantor::Provider)
     } else {

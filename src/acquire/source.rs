@@ -4,8 +4,9 @@
 //! tokens is one more variant here and one more arm there, not branches across `acquire/`.
 //!
 //! - An entry of its own renews by its refresh token, else by a new grant from its [`Grantor`]:
-//!   the OAuth 2.0 / OpenID provider (whose grant may need a person), or the subject token a
-//!   CI system gives (`--grant-type federated-token`, read again; no provider).
+//!   the OAuth 2.0 / OpenID provider (whose grant may need a person), the subject token a CI
+//!   system gives (`--grant-type federated-token`, read again; no provider), or a managed
+//!   cluster's cloud (`clouds/`: its own credentials asked anew; no provider).
 //! - A `--shared-login` cluster's entry is derived from the shared login's entry (`shared.rs`),
 //!   whose lock the miss takes after the cluster's ([`Source::lock`]).
 //!
@@ -16,17 +17,20 @@
 use super::locked::Locked;
 use crate::cache::{Cached, Entry, TokenCache};
 use crate::clock::Clock;
-use crate::config::{Config, Grant, SharedLogin};
+use crate::config::{CloudSettings, Config, Grant, SharedLogin};
 use crate::grants::ProviderClient;
 use std::time::Duration;
 
 /// How an entry of its own obtains new tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Grantor {
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Grantor<'a> {
     /// The OAuth 2.0 / OpenID provider: the configured grant.
     Provider,
     /// `--grant-type federated-token`: the subject token itself is the credential.
     Federated,
+    /// A managed cluster's cloud (`--grant-type google`): its own credentials, asked anew at
+    /// every renewal (`clouds/`); no refresh token, nobody asked.
+    Cloud(&'a CloudSettings),
 }
 
 /// Where an entry's tokens come from (see the module comment).
@@ -35,7 +39,7 @@ pub(super) enum Grantor {
     reason = "one per run, made once and never moved about"
 )]
 pub(super) enum Source<'a> {
-    Own(Grantor),
+    Own(Grantor<'a>),
     /// A `--shared-login` cluster: `shared` says what it derives, `login` is the login's entry.
     SharedLogin {
         shared: &'a SharedLogin,
@@ -57,7 +61,7 @@ pub(super) struct Sourced<'a> {
     reason = "one per miss, made once and never moved about"
 )]
 pub(super) enum Renewing<'s> {
-    Own(Grantor),
+    Own(Grantor<'s>),
     SharedLogin {
         shared: &'s SharedLogin,
         login: Locked<'s>,
@@ -78,9 +82,10 @@ impl<'a> Source<'a> {
                 }
             }
             None => {
-                let grantor = match config.grant {
-                    Grant::FederatedToken => Grantor::Federated,
-                    _ => Grantor::Provider,
+                let grantor = match (&config.cloud, config.grant) {
+                    (Some(cloud), _) => Grantor::Cloud(cloud),
+                    (None, Grant::FederatedToken) => Grantor::Federated,
+                    (None, _) => Grantor::Provider,
                 };
                 Sourced {
                     cache: TokenCache::new(Entry::of(config)),
@@ -100,6 +105,7 @@ impl<'a> Source<'a> {
             }
             // Renewed by whoever rotates the subject token's file.
             Source::Own(Grantor::Federated) => false,
+            Source::Own(Grantor::Cloud(_)) => true,
             Source::SharedLogin { .. } => true,
         }
     }

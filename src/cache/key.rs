@@ -17,7 +17,9 @@
 //! of its clusters' settings), and one per cluster target, keyed by the login's key, the target
 //! and how the token is derived ([`CacheKey::derived`]; `entry.rs` makes both once).
 
-use crate::config::{ClientAuth, Config, PrivateKeyPem, SharedLogin};
+use crate::config::{
+    ClientAuth, CloudSettings, Config, DEFAULT_GOOGLE_SCOPES, PrivateKeyPem, SharedLogin,
+};
 use crate::digest::sha256_hex;
 use serde::Serialize;
 
@@ -70,6 +72,10 @@ struct KeyMaterial<'a> {
     /// cluster it serves; its targets are left out (they are the derived entries').
     #[serde(skip_serializing_if = "Option::is_none")]
     shared_login: Option<bool>,
+    /// A cloud grant's settings (`config::CloudSettings`), canonical; absent for every other
+    /// grant, so their keys are what they were before clouds existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cloud: Option<serde_json::Value>,
 }
 
 /// The key material of a token derived from a shared login: the login's entry, how the token
@@ -183,8 +189,37 @@ fn canonical_key_material(config: &Config) -> String {
         username: config.password.as_ref().and_then(|p| p.username.as_deref()),
         token_endpoint: config.token_endpoint.as_ref().map(|url| url.as_str()),
         shared_login: config.shared_login.as_ref().map(|_| true),
+        cloud: config.cloud.as_ref().map(cloud_material),
     };
     serde_json::to_string(&material).expect("the key material is plain strings")
+}
+
+/// What changes a cloud's token: where the credentials come from (the source, the file as named,
+/// the variables the search reads, gcloud's arguments) and what is asked (the scopes, sorted,
+/// the defaults written out). No credential file is read for the key: the hit reads one file.
+fn cloud_material(cloud: &CloudSettings) -> serde_json::Value {
+    match cloud {
+        CloudSettings::Google(google) => {
+            let mut scopes: Vec<&str> = if google.scopes.is_empty() {
+                DEFAULT_GOOGLE_SCOPES.to_vec()
+            } else {
+                google.scopes.iter().map(String::as_str).collect()
+            };
+            scopes.sort_unstable();
+            scopes.dedup();
+            serde_json::json!({
+                "google": google.source.name(),
+                "credentials": google.credentials_file.as_ref().map(|f| f.display().to_string()),
+                "variables": google.variables,
+                "scopes": scopes,
+                "gcloud": [
+                    &google.gcloud.account,
+                    &google.gcloud.project,
+                    &google.gcloud.impersonate_service_account,
+                ],
+            })
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! commands' arguments in `command_args.rs`; get-token's plain command lines are read without
 //! clap by `fast_get_token.rs`; a command line clap refused becomes one line in `usage_error.rs`.
 
+mod clouds;
 mod command_args;
 mod fast_get_token;
 mod federation;
@@ -19,6 +20,7 @@ mod token_args;
 mod usage_error;
 mod version;
 
+pub use clouds::{CloudArgs, GoogleSourceArg};
 pub use command_args::{
     ConvertArgs, LoginArgs, LogoutArgs, OutputArg, SetupArgs, ShellArg, StatusArgs, TargetKindArg,
     WhoamiArgs,

@@ -1,10 +1,11 @@
 //! get-token's flags: `TokenArgs`, the settings of a token, which every token command (get-token,
 //! login, logout, setup, whoami, the hidden renew-ahead) flattens in, with the value enums they
 //! take. get-token's plain command lines are read from a table generated from this definition
-//! (`fast_get_token/flags.rs`); the flags of the CI grants are in `federation.rs`, kubelogin's
-//! hidden ones in `kubelogin.rs`.
+//! (`fast_get_token/flags.rs`); the flags of the CI grants are in `federation.rs`, the clouds'
+//! in `clouds.rs`, kubelogin's hidden ones in `kubelogin_flags.rs`.
 
 use super::KubeloginFlags;
+use super::clouds::CloudArgs;
 use super::federation::FederationArgs;
 use clap::builder::BoolishValueParser;
 use clap::{Args, ValueEnum};
@@ -49,6 +50,9 @@ pub enum GrantTypeArg {
     FederatedToken,
     /// Resource owner password credentials (deprecated by OAuth 2.0 Security BCP; last resort).
     Password,
+    /// A Google access token for GKE from Google's own credentials (Application Default
+    /// Credentials, the metadata server, or gcloud's login): no OpenID provider.
+    Google,
 }
 
 /// How a --shared-login cluster's token is derived from the one login.
@@ -425,6 +429,9 @@ pub struct TokenArgs {
     /// Token exchange, federated token, client assertions and the password grant.
     #[command(flatten)]
     pub federation: FederationArgs,
+
+    #[command(flatten)]
+    pub clouds: CloudArgs,
 
     /// int128/kubelogin's own flags, hidden: accepted so that a kubelogin stanza runs unchanged
     /// (see kubelogin.rs).

@@ -5,6 +5,10 @@
 
 pub mod google;
 
+use crate::clock::Clock;
+use crate::config::{CloudSettings, Config, LOCK_TIMEOUT_SLACK};
+use crate::tokens::{Identity, Tokens};
+
 /// A token from a cloud's own identity: what kubectl is given, until when, and who it is (an IAM
 /// ARN, a Google account, an Entra object) for `status` and `whoami`.
 #[derive(Debug)]
@@ -12,4 +16,50 @@ pub struct CloudToken {
     pub token: crate::secret::Secret,
     pub expires_at: chrono::DateTime<chrono::Utc>,
     pub who: Option<String>,
+}
+
+impl CloudToken {
+    /// The token as the cache keeps it: the credential kubectl is given (an access token), its
+    /// expiry, and who it is for as the entry's identity (what `status` shows), issued by
+    /// `issuer`. Nothing renews it: the source is asked again.
+    pub fn into_tokens(self, issuer: &str, obtained_at: chrono::DateTime<chrono::Utc>) -> Tokens {
+        Tokens {
+            id_token: None,
+            id_token_expiry: None,
+            access_token: Some(self.token),
+            access_token_expiry: Some(self.expires_at),
+            refresh_token: None,
+            obtained_at,
+            identity: self.who.map(|sub| Identity {
+                iss: issuer.to_string(),
+                sub,
+                aud: Vec::new(),
+            }),
+            granted_scope: None,
+        }
+    }
+}
+
+/// A new token from the cloud `cloud` names, for `config`'s run: the miss path's grant for a
+/// cloud source (under the entry's lock; never on a hit).
+pub fn obtain(cloud: &CloudSettings, config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
+    let now = clock.now();
+    let env = |name: &str| std::env::var(name).ok();
+    // gcloud keeps its files under the home directory, as `directories` finds it (HOME).
+    let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+    // Retries stay inside the lock timeout, as the provider's requests do.
+    let retry_window = config.cache.lock_timeout.saturating_sub(LOCK_TIMEOUT_SLACK);
+    match cloud {
+        CloudSettings::Google(settings) => {
+            let cx = google::Context {
+                env: &env,
+                home: home.as_deref(),
+                now,
+                http: &config.http,
+                retry_window,
+                command_env: None,
+            };
+            Ok(google::token(settings, &cx)?.into_tokens(&config.issuer_as_given, now))
+        }
+    }
 }

@@ -25,6 +25,9 @@ pub struct Environment {
     pub secrets_on_command_line: Vec<SecretOnCommandLine>,
     /// The proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …), for the HTTP client.
     pub proxy: ProxyEnvironment,
+    /// The variables that say which Google credentials a `--grant-type google` run takes
+    /// (`env_vars::GOOGLE_KEY_VARIABLES`, those set): its cache key holds them.
+    pub google: Vec<(&'static str, String)>,
     /// The per-user cache directory where this environment's variables move it away from this
     /// process's (a kubeconfig stanza's `env` setting `HOME` or `XDG_CACHE_HOME`); `None`: the
     /// one the `directories` crate finds for this process.
@@ -84,6 +87,10 @@ impl Environment {
                     .collect(),
                 system_settings: true,
             },
+            google: env_vars::GOOGLE_KEY_VARIABLES
+                .iter()
+                .filter_map(|name| Some((*name, text(name).filter(|v| !v.is_empty())?)))
+                .collect(),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! Resolution is cheap on purpose — it runs on the cache-hit path: it parses strings and reads
 //! the few small files named by flags (client secret, CA bundles), and touches no network.
 
+mod cloud;
 mod environment;
 mod extension;
 mod federation;
@@ -21,6 +22,10 @@ mod shared_login;
 #[cfg(test)]
 mod tests;
 
+pub use cloud::{
+    CloudSettings, DEFAULT_GOOGLE_SCOPES, DEFAULT_GOOGLE_STS_URL, GOOGLE_ISSUER, GcloudArgs,
+    GoogleSettings, GoogleSource, WorkforceSettings,
+};
 pub use environment::Environment;
 pub use extension::CLUSTER_EXTENSION;
 pub use federation::{
@@ -50,7 +55,7 @@ impl Config {
     /// by when it has no refresh token, in the foreground and the background alike.
     pub fn grant_needs_no_person(&self) -> bool {
         match self.grant {
-            Grant::ClientCredentials | Grant::TokenExchange => true,
+            Grant::ClientCredentials | Grant::TokenExchange | Grant::Google => true,
             Grant::Password => self
                 .password
                 .as_ref()
@@ -67,10 +72,11 @@ impl Config {
     pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
         let ext = Extension(exec.cluster_config());
         let kubelogin = kubelogin::resolve(&args.kubelogin)?;
-        let (issuer, issuer_as_given) = resolve_issuer(args, &ext)?;
         let (grant, grant_is_automatic) = resolve_grant(args, &ext)?;
+        let (issuer, issuer_as_given) = resolve_issuer(args, &ext, grant)?;
         let client = resolve_client(args, env, &ext, grant)?;
         let request = resolve_token_request(args, &ext, grant)?;
+        let cloud = cloud::resolve(&args.clouds, env, &ext, grant, &request.scopes)?;
         let http = resolve_http(args, env, &ext, &kubelogin)?;
         let login = resolve_login(args, env, &kubelogin, grant, ext.string("notify")?)?;
         check_token_request_params(&login, &request, grant)?;
@@ -119,6 +125,7 @@ impl Config {
             exec,
             verbose: resolve_verbosity(args, env),
             account,
+            cloud,
         })
     }
 }
@@ -144,7 +151,22 @@ fn input(message: impl Into<String>) -> anyhow::Error {
 /// The identity provider: `--issuer-url`, or the extension's `issuerURL`.
 /// The issuer, parsed, and as it was written (trimmed): `Url` adds a `/` to a bare host
 /// (`https://idp:8443` becomes `https://idp:8443/`), which is not what the user typed.
-fn resolve_issuer(args: &TokenArgs, ext: &Extension) -> anyhow::Result<(Url, String)> {
+fn resolve_issuer(
+    args: &TokenArgs,
+    ext: &Extension,
+    grant: Grant,
+) -> anyhow::Result<(Url, String)> {
+    if grant == Grant::Google {
+        // Google's credentials say where their tokens come from: the entry is recorded under
+        // Google's own issuer, which is never asked.
+        if args.issuer_url.is_some() {
+            return Err(input(
+                "--grant-type google takes Google's own credentials and no --issuer-url: leave it out",
+            ));
+        }
+        let google = Url::parse(cloud::GOOGLE_ISSUER).expect("a URL");
+        return Ok((google, cloud::GOOGLE_ISSUER.to_string()));
+    }
     let raw = args
         .issuer_url
         .clone()
@@ -202,7 +224,7 @@ fn resolve_client(
         (Some(id), _) => id,
         // federated-token talks to no provider; a token exchange may be anonymous (Google's STS
         // takes no client at all).
-        (None, Grant::FederatedToken | Grant::TokenExchange) => String::new(),
+        (None, Grant::FederatedToken | Grant::TokenExchange | Grant::Google) => String::new(),
         (None, _) => {
             return Err(input(
                 "no client ID: pass --client-id, set KUBECRED_CLIENT_ID, or add clientID to the cluster extension",
@@ -274,6 +296,11 @@ fn check_client_auth(id: &str, auth: &ClientAuth, grant: Grant) -> anyhow::Resul
             "--grant-type device-code authenticates with a client secret or none; a private key or client assertion is not supported with it",
         ));
     }
+    if grant == Grant::Google && (!id.is_empty() || !matches!(auth, ClientAuth::None)) {
+        return Err(input(
+            "--grant-type google takes Google's own credentials: drop --client-id and the client secret, key or assertion",
+        ));
+    }
     if grant == Grant::FederatedToken && !matches!(auth, ClientAuth::None) {
         return Err(input(
             "--grant-type federated-token sends no request to a provider: drop the client secret, key or assertion",
@@ -290,7 +317,7 @@ fn resolve_grant(args: &TokenArgs, ext: &Extension) -> anyhow::Result<(Grant, bo
         None => match ext.string("grantType")? {
             Some(name) => <GrantTypeArg as clap::ValueEnum>::from_str(&name, true).map_err(|_| {
                 input(format!(
-                    "cluster extension grantType {name:?} is not one of auto, authcode, authcode-keyboard, device-code, client-credentials, token-exchange, federated-token, password"
+                    "cluster extension grantType {name:?} is not one of auto, authcode, authcode-keyboard, device-code, client-credentials, token-exchange, federated-token, password, google"
                 ))
             })?,
             None => GrantTypeArg::Auto,
@@ -306,6 +333,7 @@ fn resolve_grant(args: &TokenArgs, ext: &Extension) -> anyhow::Result<(Grant, bo
         GrantTypeArg::TokenExchange => (Grant::TokenExchange, false),
         GrantTypeArg::FederatedToken => (Grant::FederatedToken, false),
         GrantTypeArg::Password => (Grant::Password, false),
+        GrantTypeArg::Google => (Grant::Google, false),
     })
 }
 

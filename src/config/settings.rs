@@ -55,6 +55,9 @@ pub struct Config {
     pub verbose: u8,
     /// `--account`: a name that keeps this login's cache entry apart from other accounts'.
     pub account: Option<String>,
+    /// A cloud grant's settings (`--grant-type google`): the token comes from the cloud's own
+    /// identity, not from an OpenID provider. `None` for every other grant.
+    pub cloud: Option<super::CloudSettings>,
 }
 
 /// Who kubecred is at the provider.
@@ -111,6 +114,8 @@ pub enum Grant {
     TokenExchange,
     FederatedToken,
     Password,
+    /// A Google access token from Google's own credentials (`clouds/google`).
+    Google,
 }
 
 impl Grant {
@@ -124,6 +129,7 @@ impl Grant {
             Grant::TokenExchange => "token-exchange",
             Grant::FederatedToken => "federated-token",
             Grant::Password => "password",
+            Grant::Google => "google",
         }
     }
 
@@ -131,7 +137,7 @@ impl Grant {
     pub fn is_user_login(self) -> bool {
         !matches!(
             self,
-            Grant::ClientCredentials | Grant::TokenExchange | Grant::FederatedToken
+            Grant::ClientCredentials | Grant::TokenExchange | Grant::FederatedToken | Grant::Google
         )
     }
 

@@ -300,6 +300,11 @@ impl ProviderClient<'_> {
             Grant::Password => self.password(),
             // Never sent to a provider: `acquire` calls `federated_token` before building one.
             Grant::FederatedToken => federated_token(self.config, self.clock),
+            // A cloud's token comes from the cloud (`clouds/`), which `acquire` asks instead.
+            Grant::Google => Err(fail(
+                Exit::Input,
+                "--grant-type google takes no OpenID provider's grant",
+            )),
         }
     }
 }

@@ -4,8 +4,13 @@
 //! (tests/support/google/reference.py), which records every request; the requests that carry
 //! the credential are compared field by field (method, path and query, form or JSON fields, the
 //! headers that matter). Where the two differ on purpose, the test says so and checks both.
+//! Then kubectl end to end through `--grant-type google`, against an API stand-in that asks the
+//! Google stand-in whose tokens they are, as GKE asks Google.
 
-use crate::support::{Need, have, repo_root};
+use crate::support::{
+    KubeconfigSpec, Need, RunExt, TestEnv, Testbed, V1, cache_token_files, expire_cached_tokens,
+    have, repo_root, run_all_at_once,
+};
 use kubecred::clouds::CloudToken;
 use kubecred::clouds::google::{Context, DEFAULT_SCOPES, GoogleSettings, Source, token};
 use serde_json::Value;
@@ -657,4 +662,136 @@ fn google_adc_sends_what_gke_gcloud_auth_plugins_go_library_sends() {
         assert_eq!(our_claims[claim], their_claims[claim], "{claim}");
     }
     assert_eq!(our_claims["aud"], format!("{}/token", world.base));
+}
+
+// ---- End to end: kubectl through `kubecred get-token --grant-type google` ----------------------
+//
+// The test bed's API stand-in authenticates bearer tokens as GKE does, by asking Google whose
+// token it is (webhook token authentication: the stand-in's /review, which knows the tokens its
+// /e2e/token issued). kubecred takes a service account key whose token_uri is that endpoint.
+
+/// A service account key file for `email` whose token_uri is the stand-in's end-to-end endpoint.
+fn e2e_key(world: &World, email: &str) -> PathBuf {
+    let key =
+        std::fs::read_to_string(repo_root().join("tests/support/google/test-key.pem")).unwrap();
+    world.write(
+        "e2e-sa.json",
+        &serde_json::json!({
+            "type": "service_account",
+            "project_id": "p",
+            "private_key_id": "kid-1",
+            "private_key": key,
+            "client_email": email,
+            "client_id": "123",
+            "token_uri": format!("{}/e2e/token", world.base),
+        })
+        .to_string(),
+    )
+}
+
+/// The requests for new tokens the stand-in has received since `world.take()` was last called.
+fn token_requests(world: &World) -> usize {
+    world
+        .take()
+        .iter()
+        .filter(|request| request["path"] == "/e2e/token")
+        .count()
+}
+
+/// The bed, a test environment and a kubeconfig whose user runs `--grant-type google` with
+/// `key`, against an API stand-in that asks the Google stand-in whose tokens they are.
+fn gke(world: &World, key: &std::path::Path) -> (Testbed, TestEnv, PathBuf) {
+    let bed =
+        Testbed::start_with(serde_json::json!({"apiWebhook": format!("{}/review", world.base)}));
+    let env = TestEnv::new();
+    let spec = KubeconfigSpec::new(
+        V1,
+        vec![
+            "get-token".into(),
+            "--grant-type=google".into(),
+            format!("--google-credentials={}", key.display()),
+        ],
+    );
+    let kubeconfig = env.kubeconfig(&bed, spec);
+    (bed, env, kubeconfig)
+}
+
+const WHOAMI: [&str; 4] = [
+    "auth",
+    "whoami",
+    "-o",
+    "jsonpath={.status.userInfo.username}",
+];
+
+#[test]
+fn kubectl_reaches_a_gke_stand_in_with_a_service_accounts_token_once_then_from_the_cache() {
+    if !have(Need::GoogleAuth) {
+        return;
+    }
+    let world = World::start();
+    let email = "ci-deployer@p.iam.gserviceaccount.com";
+    let key = e2e_key(&world, email);
+    let (_bed, env, kubeconfig) = gke(&world, &key);
+    world.take();
+    let run = env.kubectl(&kubeconfig, &WHOAMI).run().success();
+    assert_eq!(run.stdout(), email);
+    assert_eq!(token_requests(&world), 1);
+    // The next kubectl is answered from the cache: Google is not asked again.
+    let run = env.kubectl(&kubeconfig, &WHOAMI).run().success();
+    assert_eq!(run.stdout(), email);
+    assert_eq!(token_requests(&world), 0);
+    // status names the account the cluster sees, and the grant.
+    let status = crate::sessions::kubecred_plain(&env, &["status", "--output=json"])
+        .run()
+        .success()
+        .stdout();
+    let status: Value = serde_json::from_str(&status).unwrap();
+    let entry = &status["entries"][0];
+    assert_eq!(entry["subject"], email, "{status}");
+    assert_eq!(entry["grant"], "google", "{status}");
+}
+
+#[test]
+fn parallel_kubectls_with_an_expired_google_token_ask_google_once() {
+    if !have(Need::GoogleAuth) {
+        return;
+    }
+    let world = World::start();
+    let key = e2e_key(&world, "ci@p.iam.gserviceaccount.com");
+    let (_bed, env, kubeconfig) = gke(&world, &key);
+    env.kubectl(&kubeconfig, &WHOAMI).run().success();
+    assert_eq!(expire_cached_tokens(&env.cache_dir()), 1);
+    world.take();
+    let answers = run_all_at_once((0..8).map(|_| env.kubectl(&kubeconfig, &WHOAMI)));
+    assert!(
+        answers.iter().all(|a| a == "ci@p.iam.gserviceaccount.com"),
+        "{answers:?}"
+    );
+    assert_eq!(token_requests(&world), 1);
+}
+
+#[test]
+fn a_google_credential_file_of_an_unknown_kind_is_one_line_and_nothing_is_cached() {
+    if !have(Need::GoogleAuth) {
+        return;
+    }
+    let world = World::start();
+    let file = world.write("odd.json", r#"{"type": "gdch_service_account"}"#);
+    let env = TestEnv::new();
+    let run = env
+        .kubecred(&[
+            "get-token",
+            "--grant-type=google",
+            &format!("--google-credentials={}", file.display()),
+        ])
+        .run()
+        .failure(1);
+    assert_eq!(
+        run.only_kubecred_line(),
+        format!(
+            "kubecred: error: the Google credential file {} (--google-credentials) has type \"gdch_service_account\", which kubecred does not read (it reads authorized_user, service_account, external_account and impersonated_service_account); use a credential of one of those kinds, e.g. `gcloud auth application-default login`",
+            file.display()
+        )
+    );
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
 }

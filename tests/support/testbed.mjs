@@ -74,6 +74,11 @@ const DEFAULTS = {
   // after the sign-in does (Entra ID's Conditional Access)
   devicePollRefusal: null,
   apiRejectedTokens: [], // bearer tokens the API stand-in answers 401 (as if revoked or its keys rotated)
+  // e.g. "http://127.0.0.1:PORT/review": the API stand-in authenticates every bearer token by
+  // this webhook instead of as an OIDC JWT, as a managed cluster does (GKE, EKS's
+  // aws-iam-authenticator: Kubernetes' webhook token authentication). It POSTs {"token": T} and
+  // takes {"username": U, "groups": [...]} (200) or any other answer as a refusal.
+  apiWebhook: null,
   idTokenSigningAlg: 'RS256', // RS256 | ES256
   accessTokenSigningAlg: 'RS256', // RS256 | ES256 (JWT access tokens)
   resources: null, // null: any absolute URI is an accepted resource indicator; else an allow-list
@@ -108,7 +113,7 @@ const RUNTIME_KEYS = new Set([
   'groups', 'accounts', 'apiAudiences', 'usernameClaim', 'usernamePrefix', 'groupsClaim',
   'groupsPrefix', 'resources', 'tokenResponsePatch', 'discoveryPatch', 'apiRejectedTokens',
   'deviceResponsePatch', 'devicePollRefusal', 'clientCredentialsIdToken', 'scopeAudiences',
-  'derivedAudienceOverride', 'derivedOpaque',
+  'derivedAudienceOverride', 'derivedOpaque', 'apiWebhook',
 ]);
 
 function parseOptions() {
@@ -913,7 +918,35 @@ function makeApiHandler({ issuer, caPem, audiences = () => cfg.apiAudiences, cou
     keyset = createLocalJWKSet(await getJson(discovery.jwks_uri));
   }
 
+  // A managed cluster's webhook token authentication: the cloud's stand-in says whose token it is.
+  function review(token) {
+    const url = new URL(cfg.apiWebhook);
+    const mod = url.protocol === 'https:' ? https : http;
+    const body = JSON.stringify({ token });
+    return new Promise((resolve, reject) => {
+      const req = mod.request(url, {
+        method: 'POST', ca: caPem, timeout: 5000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => { text += c; });
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`webhook: HTTP ${res.statusCode}: ${text}`));
+          let answer;
+          try { answer = JSON.parse(text); } catch (err) { return reject(err); }
+          if (typeof answer.username !== 'string' || !answer.username) return reject(new Error(`webhook: no username in ${text}`));
+          return resolve({ username: answer.username, groups: [...(answer.groups ?? []), 'system:authenticated'] });
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error('webhook: timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+  }
+
   async function verify(token) {
+    if (cfg.apiWebhook) return review(token);
     if (!keyset) await refreshKeys();
     const options = { issuer, algorithms: ['RS256', 'ES256'], requiredClaims: ['exp'] };
     let result;

@@ -22,86 +22,22 @@ mod tests;
 
 use super::CloudToken;
 use crate::config::HttpSettings;
+pub use crate::config::{
+    DEFAULT_GOOGLE_SCOPES as DEFAULT_SCOPES, DEFAULT_GOOGLE_STS_URL as DEFAULT_STS_URL, GcloudArgs,
+    GoogleSettings, GoogleSource as Source, WorkforceSettings,
+};
 use crate::secret::Secret;
 use chrono::{DateTime, Utc};
 use std::cell::OnceCell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-use url::Url;
-
-/// What GKE needs: `cloud-platform`, and `userinfo.email` so that the cluster sees a service
-/// account by its email rather than its numeric ID (gke-gcloud-auth-plugin asks for the same two).
-pub const DEFAULT_SCOPES: [&str; 2] = [
-    "https://www.googleapis.com/auth/cloud-platform",
-    "https://www.googleapis.com/auth/userinfo.email",
-];
 
 /// The scope google-auth gives a source credential that impersonates a service account (the
 /// IAM Credentials API's; Google's Go library asks for cloud-platform, which serves as well).
 const IAM_SCOPE: &str = "https://www.googleapis.com/auth/iam";
 
-/// Google's STS token endpoint, the default of `--google-sts-url` and of a credential file's
-/// `token_url`.
-pub const DEFAULT_STS_URL: &str = "https://sts.googleapis.com/v1/token";
-
 /// Google's OAuth 2.0 token endpoint, where a credential file names no `token_uri`.
 const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
-
-/// Where the token comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Source {
-    /// Application Default Credentials as google-auth resolves them (a credential file, then
-    /// the metadata server), then gcloud's own credentials where gcloud is on PATH.
-    #[default]
-    Adc,
-    /// gcloud's own credentials only (`gcloud config config-helper`), as gke-gcloud-auth-plugin
-    /// runs without `--use_application_default_credentials`: gcloud's active account, which
-    /// may differ from the ADC file's.
-    Gcloud,
-}
-
-/// The flags gke-gcloud-auth-plugin hands to `gcloud config config-helper`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GcloudArgs {
-    /// `--account`
-    pub account: Option<String>,
-    /// `--project`
-    pub project: Option<String>,
-    /// `--impersonate-service-account`
-    pub impersonate_service_account: Option<String>,
-}
-
-/// `get-token --grant-type google`'s settings, resolved.
-#[derive(Debug, Clone, Default)]
-pub struct GoogleSettings {
-    /// `--google-credentials FILE`: this credential file instead of the ADC search.
-    pub credentials_file: Option<PathBuf>,
-    /// `--scope`s; empty means [`DEFAULT_SCOPES`].
-    pub scopes: Vec<String>,
-    pub source: Source,
-    /// For [`Source::Gcloud`] (and for the gcloud fallback of [`Source::Adc`]).
-    pub gcloud: GcloudArgs,
-}
-
-impl GoogleSettings {
-    fn scopes(&self) -> Vec<String> {
-        scopes_or_default(&self.scopes)
-    }
-}
-
-/// The workforce-pool exchange of a kubecred login's ID token.
-#[derive(Debug, Clone)]
-pub struct WorkforceSettings {
-    /// `--google-workforce-provider`:
-    /// `//iam.googleapis.com/locations/global/workforcePools/POOL/providers/PROVIDER`.
-    pub provider: String,
-    /// `--google-user-project`: the project billed for quota (STS `options.userProject`).
-    pub user_project: Option<String>,
-    /// `--google-sts-url`: the full token URL ([`DEFAULT_STS_URL`]).
-    pub sts_url: Url,
-    /// `--scope`s; empty means [`DEFAULT_SCOPES`].
-    pub scopes: Vec<String>,
-}
 
 /// What a token request needs from the run: the environment (the process's, with the
 /// kubeconfig stanza's `env`), the home directory, the time, and the HTTP settings.
@@ -147,9 +83,9 @@ pub fn token(settings: &GoogleSettings, cx: &Context) -> anyhow::Result<CloudTok
         }),
         Source::Adc => {
             if let Some(file) = credential_file::find(settings.credentials_file.as_deref(), cx)? {
-                return credential_file::token(&file, &settings.scopes(), &net);
+                return credential_file::token(&file, &scopes_or_default(&settings.scopes), &net);
             }
-            if let Some(token) = metadata::token(&settings.scopes(), &net)? {
+            if let Some(token) = metadata::token(&scopes_or_default(&settings.scopes), &net)? {
                 return Ok(token);
             }
             if let Some(token) = gcloud::token(&settings.gcloud, cx)? {

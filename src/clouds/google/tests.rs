@@ -7,6 +7,8 @@ use crate::error::{Exit, exit_code_of, is_transient, one_line};
 use crate::http::test_server::{Answer, Received, TestServer};
 use chrono::TimeZone;
 use std::collections::HashMap;
+use std::path::PathBuf;
+use url::Url;
 
 const KEY: &str = include_str!("../../../tests/support/google/test-key.pem");
 const PUBLIC_KEY: &str = include_str!("../../../tests/support/google/test-key.pub.pem");

@@ -230,6 +230,8 @@ pub fn flow_findings(
     extras: &DiscoveryExtras,
 ) -> Vec<Finding> {
     let mut findings = match config.grant {
+        // A cloud's own credentials: no provider to diagnose (setup takes them apart).
+        Grant::Google => Vec::new(),
         Grant::Authcode | Grant::AuthcodeKeyboard => {
             if metadata.authorization_endpoint.is_none() {
                 return vec![Finding::Fail(

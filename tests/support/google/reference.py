@@ -36,7 +36,7 @@ def serve(log_path, port_file):
             }
             with lock, open(log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps(record) + "\n")
-            status, headers, answer = route(method, self.path)
+            status, headers, answer = route(method, self.path, body)
             data = answer.encode("utf-8")
             self.send_response(status)
             for name, value in headers:
@@ -63,9 +63,47 @@ def serve(log_path, port_file):
 JSON = [("Content-Type", "application/json")]
 FLAVOR = [("Metadata-Flavor", "Google")]
 
+# The end-to-end mode (tests/it/google.rs's kubectl tests): /e2e/token issues a new token per
+# request, remembered with whose it is (a service account's JWT bearer assertion names it in
+# `iss`; a refresh token's user is ADC_USER), and /review says whose a token is, as GKE's webhook
+# token authentication asks Google (the test bed's API stand-in calls it: apiWebhook).
+ADC_USER = "ada@example.com"
+ISSUED = {}
+ISSUED_LOCK = threading.Lock()
 
-def route(method, path):
+
+def issue(body):
+    import base64
+    import urllib.parse
+
+    form = dict(urllib.parse.parse_qsl(body))
+    who = ADC_USER
+    assertion = form.get("assertion")
+    if assertion:
+        payload = assertion.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        who = claims["iss"]
+    with ISSUED_LOCK:
+        token = "ya29.e2e-%d" % (len(ISSUED) + 1)
+        ISSUED[token] = who
+    return 200, JSON, json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
+
+
+def review(body):
+    token = json.loads(body or "{}").get("token")
+    with ISSUED_LOCK:
+        who = ISSUED.get(token)
+    if who is None:
+        return 401, JSON, json.dumps({"error": "unknown token"})
+    return 200, JSON, json.dumps({"username": who, "groups": ["google-users"]})
+
+
+def route(method, path, body=""):
     bare = path.split("?", 1)[0]
+    if method == "POST" and bare == "/e2e/token":
+        return issue(body)
+    if method == "POST" and bare == "/review":
+        return review(body)
     if method == "POST" and bare == "/token":
         return 200, JSON, json.dumps(
             {"access_token": "ya29.user", "expires_in": 3599, "token_type": "Bearer"}

@@ -1,0 +1,128 @@
+//! The settings of the managed clusters' cloud sources (`--grant-type google`): plain types the
+//! clouds' modules (`clouds/`) take, resolved from the flags (`cli/clouds.rs`), the environment
+//! and the cluster extension. A cloud grant has no OpenID provider of its own: its entry is keyed
+//! and recorded under the cloud's own issuer ([`GOOGLE_ISSUER`]), never contacted.
+
+use super::extension::Extension;
+use super::{Grant, input};
+use crate::cli::{CloudArgs, GoogleSourceArg};
+use std::path::PathBuf;
+use url::Url;
+
+/// What GKE needs: `cloud-platform`, and `userinfo.email` so that the cluster sees a service
+/// account by its email rather than its numeric ID (gke-gcloud-auth-plugin asks for the same two).
+pub const DEFAULT_GOOGLE_SCOPES: [&str; 2] = [
+    "https://www.googleapis.com/auth/cloud-platform",
+    "https://www.googleapis.com/auth/userinfo.email",
+];
+
+/// Google's STS token endpoint, the default of `--google-sts-url` and of a credential file's
+/// `token_url`.
+pub const DEFAULT_GOOGLE_STS_URL: &str = "https://sts.googleapis.com/v1/token";
+
+/// The issuer a Google access token's entry is recorded under (`status`, the cache key): Google's
+/// own. No request goes there: the token comes from wherever the credentials say.
+pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
+
+/// Where a managed cluster's token comes from, when it is its cloud's own identity.
+#[derive(Debug, Clone)]
+pub enum CloudSettings {
+    Google(GoogleSettings),
+}
+
+/// Where a Google token comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GoogleSource {
+    /// Application Default Credentials as google-auth resolves them (a credential file, then
+    /// the metadata server), then gcloud's own credentials where gcloud is on PATH.
+    #[default]
+    Adc,
+    /// gcloud's own credentials only (`gcloud config config-helper`), as gke-gcloud-auth-plugin
+    /// runs without `--use_application_default_credentials`: gcloud's active account, which
+    /// may differ from the ADC file's.
+    Gcloud,
+}
+
+impl GoogleSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            GoogleSource::Adc => "adc",
+            GoogleSource::Gcloud => "gcloud",
+        }
+    }
+}
+
+/// The flags gke-gcloud-auth-plugin hands to `gcloud config config-helper`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcloudArgs {
+    /// `--account`
+    pub account: Option<String>,
+    /// `--project`
+    pub project: Option<String>,
+    /// `--impersonate-service-account`
+    pub impersonate_service_account: Option<String>,
+}
+
+/// `get-token --grant-type google`'s settings, resolved.
+#[derive(Debug, Clone, Default)]
+pub struct GoogleSettings {
+    /// `--google-credentials FILE`: this credential file instead of the ADC search.
+    pub credentials_file: Option<PathBuf>,
+    /// `--scope`s; empty means [`DEFAULT_GOOGLE_SCOPES`].
+    pub scopes: Vec<String>,
+    pub source: GoogleSource,
+    /// For [`GoogleSource::Gcloud`] (and for the gcloud fallback of [`GoogleSource::Adc`]).
+    pub gcloud: GcloudArgs,
+    /// The variables that say which credentials the ADC search finds, as set (for the cache
+    /// key: the search itself reads the process's environment).
+    pub variables: Vec<(&'static str, String)>,
+}
+
+/// The workforce-pool exchange of a kubecred login's ID token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkforceSettings {
+    /// `--google-workforce-provider`:
+    /// `//iam.googleapis.com/locations/global/workforcePools/POOL/providers/PROVIDER`.
+    pub provider: String,
+    /// `--google-user-project`: the project billed for quota (STS `options.userProject`).
+    pub user_project: Option<String>,
+    /// `--google-sts-url`: the full token URL ([`DEFAULT_GOOGLE_STS_URL`]).
+    pub sts_url: Url,
+    /// `--scope`s; empty means [`DEFAULT_GOOGLE_SCOPES`].
+    pub scopes: Vec<String>,
+}
+
+/// The cloud settings of a cloud grant (`None` for any other grant); a cloud's flag given with
+/// another grant is refused, so that it is never silently ignored.
+pub(super) fn resolve(
+    args: &CloudArgs,
+    env: &super::Environment,
+    _ext: &Extension,
+    grant: Grant,
+    scopes: &[String],
+) -> anyhow::Result<Option<CloudSettings>> {
+    match grant {
+        Grant::Google => Ok(Some(CloudSettings::Google(GoogleSettings {
+            credentials_file: args.google_credentials.clone(),
+            scopes: scopes.to_vec(),
+            source: match args.google_source {
+                None | Some(GoogleSourceArg::Adc) => GoogleSource::Adc,
+                Some(GoogleSourceArg::Gcloud) => GoogleSource::Gcloud,
+            },
+            gcloud: GcloudArgs {
+                account: args.google_gcloud_account.clone(),
+                project: args.google_gcloud_project.clone(),
+                impersonate_service_account: args.google_gcloud_impersonate_service_account.clone(),
+            },
+            variables: env.google.clone(),
+        }))),
+        _ => {
+            if let Some(flag) = args.google_flag_given() {
+                return Err(input(format!(
+                    "{flag} is for --grant-type google; add --grant-type google, or leave it out"
+                )));
+            }
+            Ok(None)
+        }
+    }
+}
