@@ -269,7 +269,7 @@ mod tests {
     fn a_bad_value_comes_with_the_allowed_ones_and_the_commands_own_help() {
         assert_eq!(
             line(&["kubecred", "get-token", "--grant-type=foo"]),
-            "invalid value 'foo' for --grant-type; possible values: auto, authcode, authcode-keyboard, device-code, client-credentials, token-exchange, federated-token or password (see kubecred get-token --help)"
+            "invalid value 'foo' for --grant-type; possible values: auto, authcode, authcode-keyboard, device-code, client-credentials, token-exchange, federated-token, password or google (see kubecred get-token --help)"
         );
         assert_eq!(
             line(&["kubecred", "status", "-o", "yaml"]),

@@ -51,6 +51,7 @@ pub(super) fn exec_args(args: &TokenArgs) -> Vec<String> {
     cache_and_network(&mut out, args);
     person_login(&mut out, args);
     ci_grants(&mut out, &args.federation);
+    clouds(&mut out, &args.clouds);
     out.0
 }
 
@@ -137,6 +138,24 @@ fn ci_grants(out: &mut ArgsList, ci: &cli::FederationArgs) {
     );
     out.flag("username", ci.username.clone());
     out.path("password-file", ci.password_file.as_deref());
+}
+
+/// The managed clusters' cloud settings.
+fn clouds(out: &mut ArgsList, clouds: &cli::CloudArgs) {
+    out.path("google-credentials", clouds.google_credentials.as_deref());
+    out.choice("google-source", clouds.google_source);
+    out.flag(
+        "google-gcloud-account",
+        clouds.google_gcloud_account.clone(),
+    );
+    out.flag(
+        "google-gcloud-project",
+        clouds.google_gcloud_project.clone(),
+    );
+    out.flag(
+        "google-gcloud-impersonate-service-account",
+        clouds.google_gcloud_impersonate_service_account.clone(),
+    );
 }
 
 /// A kubeconfig `args` list being written, one `--name=value` word a flag.
