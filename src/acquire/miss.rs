@@ -117,7 +117,10 @@ fn after_login(
     tokens: &Tokens,
     clock: &dyn Clock,
 ) -> anyhow::Result<Tokens> {
-    let derived = if shared::check_audience(config, tokens, &shared.target).is_ok() {
+    // A cloud's token is never the login's own: it is exchanged for the login's ID token.
+    let the_logins_own = shared.derive != crate::config::Derive::Cloud
+        && shared::check_audience(config, tokens, &shared.target).is_ok();
+    let derived = if the_logins_own {
         shared::derived_only(tokens)
     } else {
         login.reload()?;

@@ -21,7 +21,7 @@ use super::shared;
 use super::source::{Grantor, LazyProvider, Renewing};
 use crate::cache::{Cached, Note};
 use crate::clock::Clock;
-use crate::config::{Config, Derive, SharedLogin, TokenKind};
+use crate::config::{Config, Derive, SharedLogin, Target, TokenKind};
 use crate::grants::RefreshOutcome;
 use crate::secret::Secret;
 use crate::tokens::Tokens;
@@ -117,12 +117,19 @@ pub(super) fn derive<'a>(
             config, shared, &granted,
         )));
     }
-    let exchange = shared.derive == Derive::TokenExchange;
-    let usable_as_it_is = exchange
-        && cached
+    // An exchange spends no refresh token: the login's token serves as it is while it is fresh
+    // (the access token for RFC 8693, the ID token for a cloud's STS).
+    let exchanged = match shared.derive {
+        Derive::Refresh => None,
+        Derive::TokenExchange => Some(TokenKind::AccessToken),
+        Derive::Cloud => Some(TokenKind::IdToken),
+    };
+    let usable_as_it_is = exchanged.is_some_and(|kind| {
+        cached
             .tokens
-            .fresh_credential(TokenKind::AccessToken, clock.now(), config.min_validity)
-            .is_some();
+            .fresh_credential(kind, clock.now(), config.min_validity)
+            .is_some()
+    });
     let login_tokens = if usable_as_it_is {
         cached.tokens.clone()
     } else {
@@ -157,30 +164,41 @@ pub(super) fn derive<'a>(
             }
         }
     };
-    derived_from(config, shared, &login_tokens, provider).map_err(Stop::Failed)
+    derived_from(config, shared, &login_tokens, provider, clock)
 }
 
 /// The cluster's token from the login's tokens: the login's access token when the refresh
-/// asked for the target, or exchanged for it (RFC 8693); checked before it is handed back.
+/// asked for the target, or exchanged for it (RFC 8693), checked before it is handed back; or a
+/// cloud's token for the login's ID token.
 fn derived_from(
     config: &Config,
     shared: &SharedLogin,
     login_tokens: &Tokens,
     provider: &mut LazyProvider,
-) -> anyhow::Result<Tokens> {
-    let tokens = match shared.derive {
-        Derive::TokenExchange => {
+    clock: &dyn Clock,
+) -> Result<Tokens, Stop> {
+    let tokens = match (&shared.derive, &shared.target) {
+        (Derive::Cloud, Target::Cloud(cloud)) => {
+            let Some(id_token) = &login_tokens.id_token else {
+                return Err(Stop::NeedsPerson(
+                    "the shared login holds no ID token to exchange (the provider's refresh answered none)".into(),
+                ));
+            };
+            return crate::clouds::exchange(cloud, id_token, config, clock).map_err(Stop::Failed);
+        }
+        (Derive::TokenExchange, _) => {
             let access_token = login_tokens
                 .access_token
                 .as_ref()
                 .expect("a fresh or renewed login has an access token");
             provider
-                .get()?
-                .exchange_access_token(access_token, &shared.target)?
+                .get()
+                .and_then(|provider| provider.exchange_access_token(access_token, &shared.target))
+                .map_err(Stop::Failed)?
         }
-        Derive::Refresh => login_tokens.clone(),
+        _ => login_tokens.clone(),
     };
-    shared::check_audience(config, &tokens, &shared.target)?;
+    shared::check_audience(config, &tokens, &shared.target).map_err(Stop::Failed)?;
     Ok(shared::derived_only(&tokens))
 }
 

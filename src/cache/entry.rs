@@ -43,7 +43,7 @@ impl Entry {
         let derived = Entry {
             key: CacheKey::derived(&login.key, shared),
             about: EntryAbout {
-                grant: format!("{} (shared login)", shared.derive.name()),
+                grant: format!("{} (shared login)", shared.derived_grant_name()),
                 audience: Some(shared.target.audience().to_string()),
                 resource: shared.target.resource().map(str::to_string),
                 derived_from: Some(login.key.to_string()),

@@ -102,7 +102,7 @@ impl CacheKey {
             v: KEY_VERSION,
             login: login.as_str(),
             derive: shared.derive.name(),
-            target: shared.target.describe(),
+            target: shared.target.key_material(),
             audience: shared.target.audience(),
         };
         let json = serde_json::to_string(&material).expect("the key material is plain strings");

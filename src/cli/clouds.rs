@@ -53,11 +53,59 @@ pub struct CloudArgs {
         value_name = "EMAIL"
     )]
     pub google_gcloud_impersonate_service_account: Option<String>,
+
+    /// With --grant-type google and --issuer-url: the workforce pool provider that trusts this
+    /// issuer (`//iam.googleapis.com/locations/global/workforcePools/POOL/providers/PROVIDER`):
+    /// the shared kubecred login's ID token is exchanged at Google's STS for a token of its
+    /// principal.
+    #[arg(
+        long,
+        env = "KUBECRED_GOOGLE_WORKFORCE_PROVIDER",
+        value_name = "PROVIDER"
+    )]
+    pub google_workforce_provider: Option<String>,
+
+    /// With --google-workforce-provider: the project billed for the pool's quota (STS's
+    /// `userProject`).
+    #[arg(long, env = "KUBECRED_GOOGLE_USER_PROJECT", value_name = "PROJECT")]
+    pub google_user_project: Option<String>,
+
+    /// With --google-workforce-provider: Google's STS token URL
+    /// [default: https://sts.googleapis.com/v1/token].
+    #[arg(long, env = "KUBECRED_GOOGLE_STS_URL", value_name = "URL")]
+    pub google_sts_url: Option<String>,
 }
 
 impl CloudArgs {
+    /// The first of the workforce exchange's companions given, as `--name`.
+    pub fn workforce_flag_given(&self) -> Option<&'static str> {
+        [
+            (self.google_user_project.is_some(), "--google-user-project"),
+            (self.google_sts_url.is_some(), "--google-sts-url"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// The first of the Google flags given, as `--name`: refused with any other grant.
     pub fn google_flag_given(&self) -> Option<&'static str> {
+        self.adc_flag_given().or_else(|| {
+            [
+                (
+                    self.google_workforce_provider.is_some(),
+                    "--google-workforce-provider",
+                ),
+                (self.google_user_project.is_some(), "--google-user-project"),
+                (self.google_sts_url.is_some(), "--google-sts-url"),
+            ]
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag))
+        })
+    }
+
+    /// The first flag of Google's own credentials given (the ADC search, gcloud), as `--name`:
+    /// refused beside a workforce exchange, which takes the kubecred login instead.
+    pub fn adc_flag_given(&self) -> Option<&'static str> {
         [
             (self.google_credentials.is_some(), "--google-credentials"),
             (self.google_source.is_some(), "--google-source"),

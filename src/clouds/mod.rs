@@ -6,7 +6,8 @@
 pub mod google;
 
 use crate::clock::Clock;
-use crate::config::{CloudSettings, Config, LOCK_TIMEOUT_SLACK};
+use crate::config::{CloudExchange, CloudSettings, CloudTarget, Config, LOCK_TIMEOUT_SLACK};
+use crate::secret::Secret;
 use crate::tokens::{Identity, Tokens};
 
 /// A token from a cloud's own identity: what kubectl is given, until when, and who it is (an IAM
@@ -44,22 +45,57 @@ impl CloudToken {
 /// cloud source (under the entry's lock; never on a hit).
 pub fn obtain(cloud: &CloudSettings, config: &Config, clock: &dyn Clock) -> anyhow::Result<Tokens> {
     let now = clock.now();
-    let env = |name: &str| std::env::var(name).ok();
-    // gcloud keeps its files under the home directory, as `directories` finds it (HOME).
-    let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
-    // Retries stay inside the lock timeout, as the provider's requests do.
-    let retry_window = config.cache.lock_timeout.saturating_sub(LOCK_TIMEOUT_SLACK);
+    let home = home();
     match cloud {
         CloudSettings::Google(settings) => {
-            let cx = google::Context {
-                env: &env,
-                home: home.as_deref(),
-                now,
-                http: &config.http,
-                retry_window,
-                command_env: None,
-            };
+            let cx = google_context(config, now, home.as_deref());
             Ok(google::token(settings, &cx)?.into_tokens(&config.issuer_as_given, now))
         }
+    }
+}
+
+/// A cloud's token for the shared login's ID token `id_token` (`Derive::Cloud`), recorded under
+/// the cloud's issuer.
+pub fn exchange(
+    target: &CloudTarget,
+    id_token: &Secret,
+    config: &Config,
+    clock: &dyn Clock,
+) -> anyhow::Result<Tokens> {
+    let now = clock.now();
+    let home = home();
+    match &target.exchange {
+        CloudExchange::GoogleWorkforce(workforce) => {
+            let cx = google_context(config, now, home.as_deref());
+            let token = google::exchange_workforce_id_token(workforce, id_token, &cx)?;
+            Ok(token.into_tokens(crate::config::GOOGLE_ISSUER, now))
+        }
+    }
+}
+
+/// The home directory, as `directories` finds it (HOME): gcloud keeps its files under it.
+fn home() -> Option<std::path::PathBuf> {
+    directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf())
+}
+
+/// The process's environment, as kubectl gave it (the stanza's `env` is in it).
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// What the Google module needs from the run.
+fn google_context<'a>(
+    config: &'a Config,
+    now: chrono::DateTime<chrono::Utc>,
+    home: Option<&'a std::path::Path>,
+) -> google::Context<'a> {
+    google::Context {
+        env: &process_env,
+        home,
+        now,
+        http: &config.http,
+        // Retries stay inside the lock timeout, as the provider's requests do.
+        retry_window: config.cache.lock_timeout.saturating_sub(LOCK_TIMEOUT_SLACK),
+        command_env: None,
     }
 }

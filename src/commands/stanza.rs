@@ -156,6 +156,12 @@ fn clouds(out: &mut ArgsList, clouds: &cli::CloudArgs) {
         "google-gcloud-impersonate-service-account",
         clouds.google_gcloud_impersonate_service_account.clone(),
     );
+    out.flag(
+        "google-workforce-provider",
+        clouds.google_workforce_provider.clone(),
+    );
+    out.flag("google-user-project", clouds.google_user_project.clone());
+    out.flag("google-sts-url", clouds.google_sts_url.clone());
 }
 
 /// A kubeconfig `args` list being written, one `--name=value` word a flag.

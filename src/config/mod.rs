@@ -23,8 +23,8 @@ mod shared_login;
 mod tests;
 
 pub use cloud::{
-    CloudSettings, DEFAULT_GOOGLE_SCOPES, DEFAULT_GOOGLE_STS_URL, GOOGLE_ISSUER, GcloudArgs,
-    GoogleSettings, GoogleSource, WorkforceSettings,
+    CloudExchange, CloudSettings, CloudTarget, DEFAULT_GOOGLE_SCOPES, DEFAULT_GOOGLE_STS_URL,
+    GOOGLE_ISSUER, GcloudArgs, GoogleSettings, GoogleSource, WorkforceSettings,
 };
 pub use environment::Environment;
 pub use extension::CLUSTER_EXTENSION;
@@ -72,24 +72,44 @@ impl Config {
     pub fn resolve(args: &TokenArgs, env: &Environment, exec: ExecInfo) -> anyhow::Result<Config> {
         let ext = Extension(exec.cluster_config());
         let kubelogin = kubelogin::resolve(&args.kubelogin)?;
-        let (grant, grant_is_automatic) = resolve_grant(args, &ext)?;
+        let (requested, grant_is_automatic) = resolve_grant(args, &ext)?;
+        // A cloud's token derived from the shared kubecred login: the settings are the shared
+        // login's, whose own grant is a person's (`auto`), and `--scope` names the cloud's scopes.
+        let from_a_login = cloud::from_a_login(&args.clouds, requested);
+        let (grant, grant_is_automatic) = match from_a_login {
+            true => (Grant::Authcode, true),
+            false => (requested, grant_is_automatic),
+        };
         let (issuer, issuer_as_given) = resolve_issuer(args, &ext, grant)?;
         let client = resolve_client(args, env, &ext, grant)?;
-        let request = resolve_token_request(args, &ext, grant)?;
-        let cloud = cloud::resolve(&args.clouds, env, &ext, grant, &request.scopes)?;
+        let mut request = resolve_token_request(args, &ext, grant)?;
+        let cloud = cloud::resolve(&args.clouds, env, &ext, requested, &request.scopes)?;
+        if from_a_login {
+            request.scopes = vec!["openid".to_string()];
+        }
         let http = resolve_http(args, env, &ext, &kubelogin)?;
         let login = resolve_login(args, env, &kubelogin, grant, ext.string("notify")?)?;
         check_token_request_params(&login, &request, grant)?;
         let cache = resolve_cache(args, env, &login, &http)?;
         let account = args.account.clone().or(ext.string("account")?);
-        let shared_login = shared_login::resolve(
-            args,
-            &ext,
-            grant,
-            request.token_kind,
-            request.audience.clone(),
-            request.resource.clone(),
-        )?;
+        let shared_login = match from_a_login {
+            true => {
+                let target = cloud::target(&args.clouds, &args.scopes)?;
+                Some(shared_login::for_a_cloud(
+                    args,
+                    &ext,
+                    Target::Cloud(target),
+                )?)
+            }
+            false => shared_login::resolve(
+                args,
+                &ext,
+                grant,
+                request.token_kind,
+                request.audience.clone(),
+                request.resource.clone(),
+            )?,
+        };
         // A shared login's target is its own business (`shared_login.rs`): never sent as the
         // plain --audience/--resource, and the token handed out is the access token.
         let (token_kind, audience, resource) = match &shared_login {

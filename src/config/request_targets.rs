@@ -86,8 +86,10 @@ fn shared_login_targets(scopes: &[String], shared: &SharedLogin) -> RequestTarge
         Derive::Refresh => match &shared.target {
             Target::Resource(uri) => vec![("resource", uri.clone())],
             Target::Audience(audience) => vec![("audience", audience.clone())],
-            Target::Scope { .. } => Vec::new(),
+            Target::Scope { .. } | Target::Cloud { .. } => Vec::new(),
         },
+        // The cloud's exchange takes the login's ID token, as the login got it.
+        Derive::Cloud => Vec::new(),
         Derive::TokenExchange => {
             let own = shared.target.value();
             let named = shared
@@ -125,6 +127,8 @@ impl Target {
             Target::Resource(uri) => ("resource", uri.clone()),
             Target::Audience(audience) => ("audience", audience.clone()),
             Target::Scope { scope, .. } => ("scope", scope.clone()),
+            // Never an RFC 8693 exchange's target: a cloud's exchange names its own.
+            Target::Cloud(cloud) => ("audience", cloud.audience().to_string()),
         }
     }
 }

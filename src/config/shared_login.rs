@@ -21,6 +21,9 @@ pub enum Derive {
     Refresh,
     /// An RFC 8693 exchange of the login's access token for one with the target.
     TokenExchange,
+    /// The login's ID token traded at a cloud's security token service for the cloud's own
+    /// token (Google's workforce pools): `config::CloudSettings` says where and for what.
+    Cloud,
 }
 
 impl Derive {
@@ -28,6 +31,7 @@ impl Derive {
         match self {
             Derive::Refresh => "refresh",
             Derive::TokenExchange => "token-exchange",
+            Derive::Cloud => "cloud",
         }
     }
 }
@@ -42,6 +46,8 @@ pub enum Target {
     /// A scope the provider derives the audience from; `audience` is the one the token must
     /// carry.
     Scope { scope: String, audience: String },
+    /// A cloud's token ([`Derive::Cloud`]), exchanged for the login's ID token.
+    Cloud(super::CloudTarget),
 }
 
 impl Target {
@@ -50,6 +56,7 @@ impl Target {
         match self {
             Target::Resource(uri) | Target::Audience(uri) => uri,
             Target::Scope { audience, .. } => audience,
+            Target::Cloud(cloud) => cloud.audience(),
         }
     }
 
@@ -59,6 +66,7 @@ impl Target {
             Target::Resource(uri) => format!("resource {uri}"),
             Target::Audience(audience) => format!("audience {audience}"),
             Target::Scope { scope, .. } => format!("scope {scope}"),
+            Target::Cloud(cloud) => cloud.describe(),
         }
     }
 
@@ -75,6 +83,16 @@ impl Target {
         match self {
             Target::Resource(value) | Target::Audience(value) => value,
             Target::Scope { scope, .. } => scope,
+            Target::Cloud(cloud) => cloud.audience(),
+        }
+    }
+
+    /// What keys a token derived for this target (`cache::CacheKey::derived`): the phrase, or
+    /// for a cloud's token everything that changes it.
+    pub fn key_material(&self) -> String {
+        match self {
+            Target::Cloud(cloud) => cloud.key().to_string(),
+            _ => self.describe(),
         }
     }
 }
@@ -119,6 +137,15 @@ impl SharedLogin {
             if !list.contains(&target) {
                 list.push(target);
             }
+        }
+    }
+
+    /// How a derived token is named where its grant is shown (`status`): the derivation, or for
+    /// a cloud's token the cloud's exchange.
+    pub fn derived_grant_name(&self) -> &'static str {
+        match &self.target {
+            Target::Cloud(cloud) => cloud.grant_name(),
+            _ => self.derive.name(),
         }
     }
 
@@ -173,6 +200,28 @@ pub(super) fn resolve(
         login_resources: login_list(&args.login_resources, ext, "loginResources")?,
         login_scopes: login_list(&args.login_scopes, ext, "loginScopes")?,
     }))
+}
+
+/// The shared login a cloud's token is derived from (`target`, `Derive::Cloud`): on whatever
+/// `--shared-login` says, with the login's own settings (`--login-resource`, `--login-scope`).
+/// An OIDC cluster's target beside it is refused: the cloud names this cluster's.
+pub(super) fn for_a_cloud(
+    args: &TokenArgs,
+    ext: &Extension,
+    target: Target,
+) -> anyhow::Result<SharedLogin> {
+    if args.resource.is_some() || args.audience.is_some() || args.target_scope.is_some() {
+        return Err(input(format!(
+            "--resource, --audience and --target-scope name an OIDC cluster's target; this cluster's is the {}: leave them out",
+            target.describe()
+        )));
+    }
+    Ok(SharedLogin {
+        target,
+        derive: Derive::Cloud,
+        login_resources: login_list(&args.login_resources, ext, "loginResources")?,
+        login_scopes: login_list(&args.login_scopes, ext, "loginScopes")?,
+    })
 }
 
 /// This cluster's one target, from the settings that may name it.

@@ -795,3 +795,88 @@ fn a_google_credential_file_of_an_unknown_kind_is_one_line_and_nothing_is_cached
     );
     assert!(cache_token_files(&env.cache_dir()).is_empty());
 }
+
+/// GKE through workforce identity federation from the one kubecred login that also serves an
+/// OIDC cluster: one browser login, the login's ID token exchanged at the STS stand-in for the
+/// pool principal's token, which the GKE stand-in (by webhook) takes as that principal; the OIDC
+/// cluster's token is derived from the same login, with no second browser.
+#[test]
+fn one_kubecred_login_serves_a_gke_cluster_by_workforce_federation_and_an_oidc_cluster() {
+    if !have(Need::GoogleAuth) || !have(Need::Browser) {
+        return;
+    }
+    let world = World::start();
+    let oidc_cluster = "https://oidc-cluster.example";
+    let bed = Testbed::start_with(serde_json::json!({
+        "apiWebhook": format!("{}/review", world.base),
+        "audienceApis": [oidc_cluster],
+    }));
+    let env = TestEnv::new();
+    let browser_log = env.dir.path().join("browser.log");
+    let login = |extra: &[String]| {
+        let mut args = vec![
+            "get-token".to_string(),
+            format!("--issuer-url={}", bed.issuer),
+            format!("--client-id={}", crate::support::PUBLIC_CLIENT),
+            "--listen-address=127.0.0.1:0".into(),
+            format!("--browser-command={}", crate::support::browser_command()),
+            // What the one login asks for on behalf of the OIDC cluster (RFC 8707).
+            format!("--login-resource={oidc_cluster}"),
+        ];
+        args.extend(extra.iter().cloned());
+        args
+    };
+    let gke = login(&[
+        "--grant-type=google".into(),
+        "--google-workforce-provider=//iam.googleapis.com/locations/global/workforcePools/kubecred-pool/providers/testbed".into(),
+        format!("--google-sts-url={}/e2e/sts", world.base),
+    ]);
+    let mut spec = KubeconfigSpec::new(V1, gke);
+    spec.env = vec![(
+        "TESTBED_BROWSER_LOG".into(),
+        browser_log.display().to_string(),
+    )];
+    let kubeconfig = env.kubeconfig(&bed, spec);
+    let run = env.kubectl(&kubeconfig, &WHOAMI).run().success();
+    let principal = run.stdout();
+    assert!(
+        principal.starts_with(
+            "principal://iam.googleapis.com/locations/global/workforcePools/kubecred-pool/subject/"
+        ),
+        "{principal}"
+    );
+    assert_eq!(crate::support::browser_launches(&browser_log), 1);
+    let exchange = world
+        .take()
+        .into_iter()
+        .find(|request| request["path"] == "/e2e/sts")
+        .expect("an STS exchange");
+    let form: HashMap<String, String> =
+        url::form_urlencoded::parse(exchange["body"].as_str().unwrap().as_bytes())
+            .into_owned()
+            .collect();
+    assert_eq!(
+        form["subject_token_type"],
+        "urn:ietf:params:oauth:token-type:id_token"
+    );
+    assert_eq!(
+        form["audience"],
+        "//iam.googleapis.com/locations/global/workforcePools/kubecred-pool/providers/testbed"
+    );
+    // The OIDC cluster's token is derived from the same login: no second browser.
+    let oidc = login(&[
+        "--shared-login".into(),
+        format!("--resource={oidc_cluster}"),
+    ]);
+    let token = env
+        .kubecred_owned(&oidc)
+        .env("TESTBED_BROWSER_LOG", &browser_log)
+        .run()
+        .success()
+        .token();
+    assert_eq!(
+        bed.api_status(&bed.audience_api_url(oidc_cluster), &token),
+        200
+    );
+    assert_eq!(crate::support::browser_launches(&browser_log), 1);
+}

@@ -74,7 +74,7 @@ const DEFAULTS = {
   // after the sign-in does (Entra ID's Conditional Access)
   devicePollRefusal: null,
   apiRejectedTokens: [], // bearer tokens the API stand-in answers 401 (as if revoked or its keys rotated)
-  // e.g. "http://127.0.0.1:PORT/review": the API stand-in authenticates every bearer token by
+  // e.g. "http://127.0.0.1:PORT/review": the API stand-in (not the audienceApis ones) authenticates every bearer token by
   // this webhook instead of as an OIDC JWT, as a managed cluster does (GKE, EKS's
   // aws-iam-authenticator: Kubernetes' webhook token authentication). It POSTs {"token": T} and
   // takes {"username": U, "groups": [...]} (200) or any other answer as a refusal.
@@ -889,7 +889,7 @@ async function handleAdmin(req, res, url) {
 // `audiences()` are the ones it accepts (apiAudiences, or an audienceApis stand-in's own) and
 // `counters()` its counters in stats (looked up per request: a reset replaces them).
 // ---------------------------------------------------------------------------------------------
-function makeApiHandler({ issuer, caPem, audiences = () => cfg.apiAudiences, counters = () => stats.api }) {
+function makeApiHandler({ issuer, caPem, audiences = () => cfg.apiAudiences, counters = () => stats.api, webhook = () => null }) {
   let keyset = null;
   let lastFetch = 0;
 
@@ -920,7 +920,7 @@ function makeApiHandler({ issuer, caPem, audiences = () => cfg.apiAudiences, cou
 
   // A managed cluster's webhook token authentication: the cloud's stand-in says whose token it is.
   function review(token) {
-    const url = new URL(cfg.apiWebhook);
+    const url = new URL(webhook());
     const mod = url.protocol === 'https:' ? https : http;
     const body = JSON.stringify({ token });
     return new Promise((resolve, reject) => {
@@ -946,7 +946,7 @@ function makeApiHandler({ issuer, caPem, audiences = () => cfg.apiAudiences, cou
   }
 
   async function verify(token) {
-    if (cfg.apiWebhook) return review(token);
+    if (webhook()) return review(token);
     if (!keyset) await refreshKeys();
     const options = { issuer, algorithms: ['RS256', 'ES256'], requiredClaims: ['exp'] };
     let result;
@@ -1182,7 +1182,9 @@ async function main() {
   provider.on('server_error', (ctx, err) => console.error(`provider server_error: ${err.stack ?? err}`));
   providerCallback = provider.callback();
 
-  const apiServer = https.createServer({ key: tls.key, cert: tls.cert }, makeApiHandler({ issuer, caPem: tls.caPem }));
+  const apiServer = https.createServer({ key: tls.key, cert: tls.cert }, makeApiHandler({
+    issuer, caPem: tls.caPem, webhook: () => cfg.apiWebhook,
+  }));
   servers.push(apiServer);
   const apiPort = await listen(apiServer);
   // One more stand-in per audienceApis audience, accepting that audience alone.

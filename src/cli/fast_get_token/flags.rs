@@ -451,6 +451,27 @@ pub(super) const FLAGS: &[Flag] = &[
         store: |a, v| text(&mut a.clouds.google_gcloud_impersonate_service_account, v),
     },
     Flag {
+        long: "google-workforce-provider",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| text(&mut a.clouds.google_workforce_provider, v),
+    },
+    Flag {
+        long: "google-user-project",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| text(&mut a.clouds.google_user_project, v),
+    },
+    Flag {
+        long: "google-sts-url",
+        aliases: &[],
+        env: true,
+        takes: Value,
+        store: |a, v| text(&mut a.clouds.google_sts_url, v),
+    },
+    Flag {
         long: "oidc-pkce-method",
         aliases: &[],
         env: false,

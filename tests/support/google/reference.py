@@ -89,6 +89,30 @@ def issue(body):
     return 200, JSON, json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
 
 
+def exchange(body):
+    """Google's STS for a workforce pool: the subject token (a kubecred login's ID token) is the
+    pool's principal, by its `sub` (unverified: the test bed's provider signed it)."""
+    import base64
+    import urllib.parse
+
+    form = dict(urllib.parse.parse_qsl(body))
+    payload = form["subject_token"].split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    pool = form["audience"].split("/providers/")[0].replace("//iam.googleapis.com/", "")
+    who = "principal://iam.googleapis.com/%s/subject/%s" % (pool, claims["sub"])
+    with ISSUED_LOCK:
+        token = "ya29.sts-e2e-%d" % (len(ISSUED) + 1)
+        ISSUED[token] = who
+    return 200, JSON, json.dumps(
+        {
+            "access_token": token,
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "token_type": "Bearer",
+            "expires_in": 3600,
+        }
+    )
+
+
 def review(body):
     token = json.loads(body or "{}").get("token")
     with ISSUED_LOCK:
@@ -104,6 +128,8 @@ def route(method, path, body=""):
         return issue(body)
     if method == "POST" and bare == "/review":
         return review(body)
+    if method == "POST" and bare == "/e2e/sts":
+        return exchange(body)
     if method == "POST" and bare == "/token":
         return 200, JSON, json.dumps(
             {"access_token": "ya29.user", "expires_in": 3599, "token_type": "Bearer"}
