@@ -1,4 +1,4 @@
-//! A loopback HTTP/1.1 server for unit tests: canned answers by path (a queue per path, whose
+//! A loopback HTTP/1.1 server for unit tests: every request recorded, canned answers by path (a queue per path, whose
 //! last answer repeats), a request count per path, and misbehaviour on demand: a body trickled
 //! a byte at a time, or a huge body streamed until the client hangs up.
 
@@ -44,6 +44,26 @@ impl Answer {
 struct State {
     answers: HashMap<String, Vec<Answer>>,
     hits: HashMap<String, usize>,
+    requests: Vec<Request>,
+}
+
+/// A request as it arrived: its method and target (path and query), its headers (names in lower
+/// case) and its body.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 pub struct TestServer {
@@ -83,6 +103,11 @@ impl TestServer {
             .insert(path.to_string(), answers);
     }
 
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
     pub fn hits(&self, path: &str) -> usize {
         self.state
             .lock()
@@ -101,16 +126,18 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
         return;
     }
     let mut content_length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut line = String::new();
         match reader.read_line(&mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) if line == "\r\n" => break,
             Ok(_) => {
-                if let Some((name, value)) = line.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    content_length = value.trim().parse().unwrap_or(0);
+                if let Some((name, value)) = line.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        content_length = value.trim().parse().unwrap_or(0);
+                    }
+                    headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
                 }
             }
         }
@@ -118,13 +145,24 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
     // Read the request body (a token POST's form) so that closing does not reset the connection.
     let mut body = vec![0; content_length];
     let _ = reader.read_exact(&mut body);
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .to_string();
+    let mut words = request_line.split_whitespace();
+    let method = words.next().unwrap_or("").to_string();
+    let target = words.next().unwrap_or("").to_string();
     let answer = {
         let mut state = shared.lock().unwrap();
+        state.requests.push(Request {
+            method,
+            target: target.clone(),
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        // Answers are set by path; a request with a query takes its path's unless the whole
+        // target has answers of its own.
+        let path = if state.answers.contains_key(&target) {
+            target.clone()
+        } else {
+            target.split('?').next().unwrap_or("").to_string()
+        };
         let turn = {
             let hits = state.hits.entry(path.clone()).or_default();
             *hits += 1;
