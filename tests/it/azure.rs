@@ -392,9 +392,24 @@ fn the_certificate_assertion_is_msals_and_azure_identity_verifies_ours() {
         .assertion("client-1", audience, chrono::Utc::now())
         .unwrap();
     let (their_header, our_header) = (segment(theirs, 0), segment(ours.expose(), 0));
-    for field in ["alg", "typ", "x5c"] {
+    for field in ["alg", "typ"] {
         assert_eq!(our_header[field], their_header[field], "header {field}");
     }
+    // The same certificate; MSAL for Python keeps the PEM's line breaks inside its x5c entry,
+    // RFC 7515 has none.
+    let their_x5c: Vec<String> = their_header["x5c"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().split_whitespace().collect())
+        .collect();
+    let our_x5c: Vec<&str> = our_header["x5c"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(our_x5c, their_x5c);
     // The same thumbprint; MSAL for Python pads its base64url (`…Fw=`), RFC 7515 and MSAL.NET
     // do not: Entra takes both.
     assert_eq!(
