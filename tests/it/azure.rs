@@ -159,7 +159,14 @@ fn managed_identity_requests_are_azure_identitys_in_every_environment() {
         ("AZURE_ARC_KEY_DIR", key_dir.clone()),
     ];
     let cloud_shell = [("MSI_ENDPOINT", format!("{base}/cloudshell/token"))];
-    let cases: Vec<(&str, &[(&str, String)], managed_identity::Identity, Option<&str>)> = vec![
+    // (name, the environment, kubecred's identity, azure_reference.py's identity argument)
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a str, String)],
+        managed_identity::Identity,
+        Option<&'a str>,
+    );
+    let cases: Vec<Case> = vec![
         ("IMDS, system-assigned", &imds, managed_identity::Identity::System, None),
         (
             "IMDS, by client ID",

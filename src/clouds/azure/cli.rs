@@ -236,11 +236,12 @@ pub fn parse_developer_cli_answer(stdout: &[u8]) -> anyhow::Result<(Secret, Date
     Ok((answer.token, expires_at))
 }
 
-/// Entra's refusals that no login on this machine can change: Conditional Access blocked the
-/// session or the device (AADSTS53000–53004, 530032…), or the application is not allowed. They
-/// are the tenant's decision (exit 3), not a login to renew (exit 4).
+/// Entra's refusals that no new login on this device changes: Conditional Access blocked the
+/// session or the device (AADSTS53000–53009: device not compliant, not registered, blocked by
+/// policy; 5300xx, such as 530032, the security-defaults family). They are the tenant's decision
+/// (exit 3), not a login to renew (exit 4).
 fn refused_by_policy(code: &str) -> bool {
-    code.starts_with("AADSTS5300") || code.starts_with("AADSTS53003") || code == "AADSTS530032"
+    code.starts_with("AADSTS5300")
 }
 
 /// One line for a failed `az`: not installed, not logged in, Entra's refusal, or what az said.

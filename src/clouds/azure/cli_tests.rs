@@ -2,20 +2,10 @@
 //! the test's own (unix: the scripts are shell).
 
 use super::*;
-use crate::error::{exit_code_of, is_transient, one_line};
-use base64::Engine;
+use crate::error::{exit_code_of, one_line};
 use chrono::FixedOffset;
 
 const NOW: i64 = 1_800_000_000;
-
-fn now() -> DateTime<Utc> {
-    DateTime::from_timestamp(NOW, 0).unwrap()
-}
-
-fn jwt(claims: &str) -> String {
-    let encode = |text: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
-    format!("{}.{}.sig", encode(r#"{"alg":"RS256"}"#), encode(claims))
-}
 
 fn az_settings() -> AzureCliSettings {
     AzureCliSettings {
@@ -166,7 +156,18 @@ fn errors_name_entras_code_and_the_next_step() {
 #[cfg(unix)]
 mod stand_ins {
     use super::*;
+    use crate::error::is_transient;
+    use base64::Engine;
     use std::os::unix::fs::PermissionsExt;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(NOW, 0).unwrap()
+    }
+
+    fn jwt(claims: &str) -> String {
+        let encode = |text: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+        format!("{}.{}.sig", encode(r#"{"alg":"RS256"}"#), encode(claims))
+    }
 
     /// A directory with an executable `name` script, for PATH.
     fn script(dir: &Path, name: &str, body: &str) {

@@ -231,9 +231,7 @@ fn arc_answers_its_challenge_with_the_key_file_of_its_own_directory() {
         vec![
             // The challenge names a file elsewhere: only its name counts.
             Answer::with(401, "").header("WWW-Authenticate", "Basic realm=/elsewhere/secret.key"),
-            Answer::json(format!(
-                r#"{{"access_token":"tok","expires_in":"3600","client_id":"C-1"}}"#
-            )),
+            Answer::json(r#"{"access_token":"tok","expires_in":"3600","client_id":"C-1"}"#),
         ],
     );
     let env = env_of(&[
