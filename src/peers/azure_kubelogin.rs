@@ -115,6 +115,8 @@ pub struct Options {
     pub pop_enabled: bool,
     pub disable_instance_discovery: bool,
     pub cache_dir: bool,
+    /// `--timeout` (or `AZURE_CLI_TIMEOUT`): how long Azure's `get-token` may take.
+    pub timeout: Option<String>,
     pub verbosity: u32,
 }
 
@@ -178,6 +180,10 @@ pub fn read(
         pop_enabled: parsed.on("pop-enabled"),
         disable_instance_discovery: parsed.on("disable-instance-discovery"),
         cache_dir: parsed.given("cache-dir") || parsed.given("token-cache-dir"),
+        timeout: parsed
+            .last("timeout")
+            .map(String::from)
+            .or_else(|| variable("AZURE_CLI_TIMEOUT").map(|(value, _)| value)),
         verbosity: match parsed.last("v") {
             None => 0,
             Some(level) => level

@@ -146,6 +146,12 @@ fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Convers
             "dropped --cache-dir: it named Azure kubelogin's cache; kubecred keeps its own".into(),
         );
     }
+    if options.timeout.is_some() {
+        notes.push(
+            "dropped --timeout (AZURE_CLI_TIMEOUT): kubecred bounds each step by its own time limits"
+                .into(),
+        );
+    }
     Ok(Conversion {
         from: label,
         args,

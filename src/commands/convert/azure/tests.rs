@@ -540,6 +540,11 @@ fn the_azure_sources_keep_the_identity_azure_runs_with() {
         )]
     );
     assert!(matches!(cli.tokens, Tokens::NotNeeded));
+    let timed = converted("get-token --login azurecli --server-id S --timeout 2m", &[]).unwrap();
+    assert_eq!(
+        timed.notes,
+        ["dropped --timeout (AZURE_CLI_TIMEOUT): kubecred bounds each step by its own time limits"]
+    );
     // A tenant only this environment gives is not the kubeconfig's to hold.
     let reason = converted_here(
         "get-token --login azurecli --server-id S",
