@@ -21,6 +21,7 @@ cd "$root"
 . scripts/node-deps.sh
 . scripts/python-deps.sh
 . scripts/google-deps.sh
+. scripts/azure-reference.sh
 . scripts/kube-client.sh
 . scripts/static-build.sh
 
@@ -34,6 +35,7 @@ ensure_system_deps || exit 1
 ensure_node_deps "$root"
 ensure_python_deps "$root"
 ensure_google_deps "$root"
+ensure_azure_reference "$root"
 ensure_kube_client "$root"
 
 # What the second run covers, with the static release binary: the tests of what differs between

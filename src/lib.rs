@@ -11,7 +11,8 @@ pub(crate) mod authn_config;
 pub mod cache;
 pub mod cli;
 pub(crate) mod clock;
-/// Public for the integration tests, which run it beside the clouds' own libraries; not API.
+/// Public for the integration tests, which run the clouds' sources beside the clouds' own
+/// libraries; not API.
 #[doc(hidden)]
 pub mod clouds;
 pub(crate) mod commands;

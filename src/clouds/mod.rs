@@ -1,8 +1,11 @@
-//! Tokens from the clouds' own identities, for managed clusters whose API server trusts the cloud
-//! rather than an OpenID Connect provider (GKE: a Google access token). Each cloud is a library
-//! module that takes plain settings, an environment lookup and the time, and returns a
-//! [`CloudToken`]; the miss path calls it (never the cache hit).
+//! Tokens from a cloud's own identity rather than from an OpenID Connect grant: what a managed
+//! cluster (AKS, EKS, GKE) trusts, obtained the way the cloud's own tools obtain it. Each cloud is
+//! a module of sources taking plain settings, an environment lookup and the time; the miss path
+//! (`acquire`) asks one of them for a [`CloudToken`] under the entry's lock, exactly where it
+//! would run a grant ([`obtain`], [`exchange`]), and caches it like any token. Nothing here runs
+//! on a cache hit.
 
+pub mod azure;
 pub mod google;
 
 use crate::clock::Clock;

@@ -1,4 +1,4 @@
-//! A loopback HTTP/1.1 server for unit tests: canned answers by path (a queue per path, whose
+//! A loopback HTTP/1.1 server for unit tests: every request recorded, canned answers by path (a queue per path, whose
 //! last answer repeats), a request count per path, and misbehaviour on demand: a body trickled
 //! a byte at a time, or a huge body streamed until the client hangs up.
 
@@ -40,30 +40,35 @@ impl Answer {
     }
 }
 
-/// A request the server received: its method, its headers (names in lower case) and its body.
+#[derive(Default)]
+struct State {
+    answers: HashMap<String, Vec<Answer>>,
+    hits: HashMap<String, usize>,
+    requests: Vec<Request>,
+}
+
+/// A request as it arrived: its method and target (path and query), its headers (names in lower
+/// case) and its body.
 #[derive(Clone, Debug)]
-pub struct Received {
+pub struct Request {
     pub method: String,
+    pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
 }
 
-impl Received {
+/// A request as the tests of one path read it.
+pub type Received = Request;
+
+impl Request {
     /// The first value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
             .iter()
             .find(|(n, _)| *n == name)
-            .map(|(_, value)| value.as_str())
+            .map(|(_, v)| v.as_str())
     }
-}
-
-#[derive(Default)]
-struct State {
-    answers: HashMap<String, Vec<Answer>>,
-    hits: HashMap<String, usize>,
-    received: HashMap<String, Vec<Received>>,
 }
 
 pub struct TestServer {
@@ -103,20 +108,22 @@ impl TestServer {
             .insert(path.to_string(), answers);
     }
 
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    /// Every request for `path` so far, in order: its target, or its target's path.
+    pub fn received(&self, path: &str) -> Vec<Received> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.target == path || r.target.split('?').next() == Some(path))
+            .collect()
+    }
+
     /// The bodies of the requests to `path` so far, in order (a token POST's form).
     pub fn bodies(&self, path: &str) -> Vec<String> {
         self.received(path).into_iter().map(|r| r.body).collect()
-    }
-
-    /// Every request for `path` so far, in order.
-    pub fn received(&self, path: &str) -> Vec<Received> {
-        self.state
-            .lock()
-            .unwrap()
-            .received
-            .get(path)
-            .cloned()
-            .unwrap_or_default()
     }
 
     pub fn hits(&self, path: &str) -> usize {
@@ -156,26 +163,24 @@ fn serve(mut stream: TcpStream, shared: &Mutex<State>) {
     // Read the request body (a token POST's form) so that closing does not reset the connection.
     let mut body = vec![0; content_length];
     let _ = reader.read_exact(&mut body);
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .to_string();
+    let mut words = request_line.split_whitespace();
+    let method = words.next().unwrap_or("").to_string();
+    let target = words.next().unwrap_or("").to_string();
     let answer = {
         let mut state = shared.lock().unwrap();
-        state
-            .received
-            .entry(path.clone())
-            .or_default()
-            .push(Received {
-                method: request_line
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .to_string(),
-                headers,
-                body: String::from_utf8_lossy(&body).into_owned(),
-            });
+        state.requests.push(Request {
+            method,
+            target: target.clone(),
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        // Answers are set by path; a request with a query takes its path's unless the whole
+        // target has answers of its own.
+        let path = if state.answers.contains_key(&target) {
+            target.clone()
+        } else {
+            target.split('?').next().unwrap_or("").to_string()
+        };
         let turn = {
             let hits = state.hits.entry(path.clone()).or_default();
             *hits += 1;

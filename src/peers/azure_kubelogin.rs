@@ -94,11 +94,19 @@ pub struct Options {
     pub client_id: Setting,
     pub client_secret: Setting,
     pub client_certificate: Setting,
+    pub client_certificate_password: Setting,
     pub username: Setting,
     pub password: Setting,
     pub tenant_id: Setting,
     pub federated_token_file: Setting,
     pub authority_host: Setting,
+    /// `--azure-pipelines-service-connection-id`, else (`azurepipelines` only)
+    /// `AZURESUBSCRIPTION_SERVICE_CONNECTION_ID`.
+    pub service_connection_id: Setting,
+    /// `--subscription` (`azurecli`): the Azure CLI's account of that subscription.
+    pub subscription: Option<String>,
+    /// `--identity-resource-id` (`msi`): a user-assigned identity by its resource ID.
+    pub identity_resource_id: Option<String>,
     pub server_id: Option<String>,
     pub environment: Option<String>,
     pub redirect_url: Option<String>,
@@ -107,6 +115,8 @@ pub struct Options {
     pub pop_enabled: bool,
     pub disable_instance_discovery: bool,
     pub cache_dir: bool,
+    /// `--timeout` (or `AZURE_CLI_TIMEOUT`): how long Azure's `get-token` may take.
+    pub timeout: Option<String>,
     pub verbosity: u32,
 }
 
@@ -153,11 +163,15 @@ pub fn read(
         client_id: flag("client-id"),
         client_secret: flag("client-secret"),
         client_certificate: flag("client-certificate"),
+        client_certificate_password: flag("client-certificate-password"),
         username: flag("username"),
         password: flag("password"),
         tenant_id: flag("tenant-id"),
         federated_token_file: flag("federated-token-file"),
         authority_host: flag("authority-host"),
+        service_connection_id: flag("azure-pipelines-service-connection-id"),
+        subscription: parsed.last("subscription").map(String::from),
+        identity_resource_id: parsed.last("identity-resource-id").map(String::from),
         server_id: parsed.last("server-id").map(String::from),
         environment: parsed.last("environment").map(String::from),
         redirect_url: parsed.last("redirect-url").map(String::from),
@@ -166,6 +180,10 @@ pub fn read(
         pop_enabled: parsed.on("pop-enabled"),
         disable_instance_discovery: parsed.on("disable-instance-discovery"),
         cache_dir: parsed.given("cache-dir") || parsed.given("token-cache-dir"),
+        timeout: parsed
+            .last("timeout")
+            .map(String::from)
+            .or_else(|| variable("AZURE_CLI_TIMEOUT").map(|(value, _)| value)),
         verbosity: match parsed.last("v") {
             None => 0,
             Some(level) => level
@@ -201,6 +219,10 @@ pub fn update_from_env(
             &mut options.client_certificate,
             &["ARM_CLIENT_CERTIFICATE_PATH"],
         );
+        set(
+            &mut options.client_certificate_password,
+            &["ARM_CLIENT_CERTIFICATE_PASSWORD"],
+        );
         set(&mut options.tenant_id, &["ARM_TENANT_ID"]);
     } else {
         set(
@@ -216,6 +238,13 @@ pub fn update_from_env(
             &[
                 "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE",
                 "AZURE_CLIENT_CERTIFICATE_PATH",
+            ],
+        );
+        set(
+            &mut options.client_certificate_password,
+            &[
+                "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE_PASSWORD",
+                "AZURE_CLIENT_CERTIFICATE_PASSWORD",
             ],
         );
         set(&mut options.tenant_id, &["AZURE_TENANT_ID"]);
@@ -237,7 +266,54 @@ pub fn update_from_env(
         );
         set(&mut options.authority_host, &["AZURE_AUTHORITY_HOST"]);
     }
+    // The AzureCLI@2 task's variables, for what the flags and the variables above left empty.
+    if value_of(&options.login) == Some("azurepipelines") {
+        let unset = |slot: &Setting| value_of(slot).is_none_or(str::is_empty);
+        if unset(&options.client_id) {
+            set(&mut options.client_id, &["AZURESUBSCRIPTION_CLIENT_ID"]);
+        }
+        if unset(&options.tenant_id) {
+            set(&mut options.tenant_id, &["AZURESUBSCRIPTION_TENANT_ID"]);
+        }
+        if unset(&options.service_connection_id) {
+            set(
+                &mut options.service_connection_id,
+                &["AZURESUBSCRIPTION_SERVICE_CONNECTION_ID"],
+            );
+        }
+    }
 }
+
+/// The variables Azure's kubelogin reads as settings (`UpdateFromEnv`): what a conversion turns
+/// into flags, so that the new stanza's env keeps only the others (`AZURE_CONFIG_DIR`, which the
+/// Azure CLI reads, a proxy, …).
+pub const SETTING_VARIABLES: [&str; 25] = [
+    "AAD_LOGIN_METHOD",
+    "AAD_USER_PRINCIPAL_NAME",
+    "AAD_USER_PRINCIPAL_PASSWORD",
+    "AAD_SERVICE_PRINCIPAL_CLIENT_ID",
+    "AAD_SERVICE_PRINCIPAL_CLIENT_SECRET",
+    "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE",
+    "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE_PASSWORD",
+    "ARM_CLIENT_ID",
+    "ARM_CLIENT_SECRET",
+    "ARM_CLIENT_CERTIFICATE_PATH",
+    "ARM_CLIENT_CERTIFICATE_PASSWORD",
+    "ARM_TENANT_ID",
+    "AZURE_AUTHORITY_HOST",
+    "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+    "AZURE_CLIENT_CERTIFICATE_PATH",
+    "AZURE_CLIENT_ID",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_FEDERATED_TOKEN_FILE",
+    "AZURE_PASSWORD",
+    "AZURE_TENANT_ID",
+    "AZURE_USERNAME",
+    "AZURESUBSCRIPTION_CLIENT_ID",
+    "AZURESUBSCRIPTION_TENANT_ID",
+    "AZURESUBSCRIPTION_SERVICE_CONNECTION_ID",
+    "AZURE_CLI_TIMEOUT",
+];
 
 /// Azure's `Validate`, and `--server-id`, which its plugin requires.
 pub fn validate(options: &Options, parsed: &Parsed) -> Result<(), String> {

@@ -11,6 +11,7 @@
 
 mod support;
 
+mod azure;
 mod background;
 mod cache_hit_io;
 mod cache_storage;

@@ -1,38 +1,45 @@
 //! Azure's kubelogin (`kubelogin get-token --login MODE --server-id …`, and the legacy
-//! `auth-provider: azure` it converts), as far as it is an OAuth grant at an Entra ID tenant
-//! that kubecred can run itself:
+//! `auth-provider: azure` it converts), as far as kubecred gets the same Entra token itself:
 //!
 //! | `--login` | kubecred |
 //! |---|---|
 //! | `devicecode` (the default) | `--grant-type=device-code` |
 //! | `interactive` | `--grant-type=authcode`, `--redirect-url=http://localhost` (MSAL's, no slash) |
 //! | `spn` with a client secret | `--grant-type=client-credentials`, the secret in the stanza's env |
+//! | `spn` with a certificate | `--grant-type=client-credentials --client-certificate-file=…`, its password in the stanza's env |
 //! | `ropc` | `--grant-type=password --username=…`, a password in the stanza's env |
 //! | `workloadidentity` | `--grant-type=client-credentials --client-assertion-file=…` |
+//! | `azurepipelines` | `--grant-type=client-credentials --client-assertion-source=azure-pipelines --azure-pipelines-service-connection-id=…` |
+//! | `azurecli` | `--grant-type=azure-cli` [`--tenant-id`] [`--azure-subscription`] |
+//! | `azd` | `--grant-type=azure-developer-cli` [`--tenant-id`] |
+//! | `msi` | `--grant-type=managed-identity` [`--client-id` \| `--identity-resource-id`] |
 //!
-//! each with `--issuer-url=https://<login host>/<tenant>/v2.0` (the host from `--environment`
-//! or `--authority-host`) and `--scope=<server-id>/.default` (as Azure's `GetScope` makes it); the
-//! logins of a person add `offline_access` (MSAL asks for it too: refresh tokens) and print the
-//! access token (`--use-access-token`: AKS takes access tokens for its server app).
+//! each with `--scope=<server-id>/.default` (as Azure's `GetScope` makes it); the OAuth grants with
+//! `--issuer-url=https://<login host>/<tenant>/v2.0` (the host from `--environment` or
+//! `--authority-host`) and the client; the logins of a person add `offline_access` (MSAL asks for
+//! it too: refresh tokens) and print the access token (`--use-access-token`: AKS takes access
+//! tokens for its server app). The Azure sources (`azure-cli`, `azure-developer-cli`,
+//! `managed-identity`, the certificate and Azure Pipelines assertions) are get-token flags that
+//! phase 2 of issue 45 adds: until then such a stanza is planned here and tested as text.
 //!
 //! The stanza is read as Azure's kubelogin reads it (`peers::azure_kubelogin`: its flags, its
 //! variables over them, its checks); a setting that only this process's environment supplies
-//! cannot be written into a kubeconfig: such a user is left alone.
+//! cannot be written into a kubeconfig: such a user is left alone. The variables Azure's tool
+//! reads as settings become flags; the stanza's other variables stay (`AZURE_CONFIG_DIR`, which
+//! the Azure CLI reads, among them).
 //!
-//! What stays with Azure's tool, and why: `msi`, `azurecli`, `azd` and `azurepipelines` get
-//! their tokens from Azure's own credential sources; `spn` with a certificate (Entra identifies
-//! it by the `x5t` thumbprint in the client assertion, which kubecred's `private_key_jwt` does
-//! not send); `--legacy` where Azure honours it (devicecode and spn: AAD v1 tokens with the
-//! `spn:` audience, from the v1 endpoint, which kubecred does not speak; Azure ignores it for the
-//! other modes, and so does the conversion); `--pop-enabled` where Azure honours it
-//! (interactive, ropc, spn: proof-of-possession tokens bound to a key Azure's tool keeps);
-//! `--disable-instance-discovery` (an authority that is not Entra ID).
+//! What stays with Azure's tool, and why: `--legacy` where Azure honours it (devicecode and spn:
+//! AAD v1 tokens with the `spn:` audience, from the v1 endpoint, which kubecred does not speak;
+//! Azure ignores it for the other modes, and so does the conversion); `--pop-enabled` where Azure
+//! honours it (interactive, ropc, spn: proof-of-possession tokens bound to a key Azure's tool
+//! keeps); `--disable-instance-discovery` where Azure uses it (an authority that is not Entra ID).
 //!
-//! Tokens are not carried: Azure's kubelogin keeps them in MSAL's encrypted cache.
+//! Tokens are not carried: Azure's kubelogin keeps them in MSAL's encrypted cache (and the
+//! CLIs and managed identities keep their own).
 
 use super::plan::{Conversion, Plan, Tokens};
 use crate::kubeconfig::EnvVar;
-use crate::peers::azure_kubelogin::{Options, Origin, Setting, read, value_of};
+use crate::peers::azure_kubelogin::{Options, Origin, SETTING_VARIABLES, Setting, read, value_of};
 use serde_norway::Value;
 
 /// Entra's scope for an API: its ID with `/.default` (Azure's `GetScope`).
@@ -100,12 +107,16 @@ fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Convers
     let mut notes = Vec::new();
     what_stays(options, &login, &mut notes)
         .map_err(|why| format!("{label}: stays with Azure's tool ({why})"))?;
-    let mut args = tenant_and_client(options, &label)?;
+    // The CLIs and managed identities need no issuer and no client: Azure's tool asks them for
+    // the server's token and nothing else.
+    let mut args = if matches!(login.as_str(), "azurecli" | "azd" | "msi") {
+        vec!["get-token".to_string()]
+    } else {
+        tenant_and_client(options, &label)?
+    };
     let mut env = stanza_env
         .iter()
-        .filter(|(name, _)| {
-            !(name.starts_with("AAD_") || name.starts_with("AZURE_") || name.starts_with("ARM_"))
-        })
+        .filter(|(name, _)| !SETTING_VARIABLES.contains(&name.as_str()))
         .map(|(name, value)| EnvVar::new(name, value))
         .collect();
     let mut out = NewStanza {
@@ -119,6 +130,10 @@ fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Convers
         "interactive" => out.interactive(options),
         "ropc" => out.ropc(options)?,
         "spn" => out.spn(options)?,
+        "azurecli" => out.azure_cli(options)?,
+        "azd" => out.azure_developer_cli(options)?,
+        "msi" => out.managed_identity(options)?,
+        "azurepipelines" => out.azure_pipelines(options)?,
         _ => out.workload_identity(options)?,
     };
     match options.verbosity {
@@ -129,6 +144,12 @@ fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Convers
     if options.cache_dir {
         notes.push(
             "dropped --cache-dir: it named Azure kubelogin's cache; kubecred keeps its own".into(),
+        );
+    }
+    if options.timeout.is_some() {
+        notes.push(
+            "dropped --timeout (AZURE_CLI_TIMEOUT): kubecred bounds each step by its own time limits"
+                .into(),
         );
     }
     Ok(Conversion {
@@ -144,17 +165,6 @@ fn convert(options: &Options, stanza_env: &[(String, String)]) -> Result<Convers
 /// What keeps a stanza with Azure's tool (the error: why), and the flags dropped because Azure
 /// ignores them with this login (noted).
 fn what_stays(options: &Options, login: &str, notes: &mut Vec<String>) -> Result<(), &'static str> {
-    match login {
-        "msi" => {
-            return Err(
-                "a managed identity's token comes from Azure's instance metadata endpoint, not from a grant kubecred can make",
-            );
-        }
-        "azurecli" => return Err("it reuses the Azure CLI's login"),
-        "azd" => return Err("it reuses the Azure Developer CLI's login"),
-        "azurepipelines" => return Err("it uses an Azure Pipelines service connection"),
-        _ => {}
-    }
     // --legacy: AAD v1 (ADAL) for devicecode and spn; the other modes ignore it.
     if options.legacy {
         if matches!(login, "devicecode" | "spn") {
@@ -178,9 +188,16 @@ fn what_stays(options: &Options, login: &str, notes: &mut Vec<String>) -> Result
         ));
     }
     if options.disable_instance_discovery {
-        return Err(
-            "--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive",
-        );
+        // The CLIs and managed identities talk to no authority of Azure kubelogin's choosing.
+        if matches!(login, "azurecli" | "azd" | "msi") {
+            notes.push(format!(
+                "dropped --disable-instance-discovery: Azure's kubelogin ignores it with --login {login}"
+            ));
+        } else {
+            return Err(
+                "--disable-instance-discovery is for authorities that are not Entra ID, whose issuer kubecred cannot derive",
+            );
+        }
     }
     Ok(())
 }
@@ -204,19 +221,23 @@ fn tenant_and_client(options: &Options, label: &str) -> Result<Vec<String>, Stri
         None => format!("https://{}/", login_host(options.environment.as_deref())),
     };
     let issuer = format!("{}/{tenant}/v2.0", authority.trim_end_matches('/'));
-    let server_id = options.server_id.as_deref().unwrap_or_default();
-    let id = server_id.trim_end_matches('/');
-    let scope = if id.ends_with(DEFAULT_SCOPE_SUFFIX) {
-        id.to_string()
-    } else {
-        format!("{id}{DEFAULT_SCOPE_SUFFIX}")
-    };
     Ok(vec![
         "get-token".to_string(),
         format!("--issuer-url={issuer}"),
         format!("--client-id={client_id}"),
-        format!("--scope={scope}"),
+        format!("--scope={}", scope_of(options)),
     ])
+}
+
+/// Azure's `GetScope`: the server ID without trailing slashes, with `/.default` unless it has it.
+fn scope_of(options: &Options) -> String {
+    let server_id = options.server_id.as_deref().unwrap_or_default();
+    let id = server_id.trim_end_matches('/');
+    if id.ends_with(DEFAULT_SCOPE_SUFFIX) {
+        id.to_string()
+    } else {
+        format!("{id}{DEFAULT_SCOPE_SUFFIX}")
+    }
 }
 
 /// A setting's value, unless only this process's environment gives it, which the kubeconfig
@@ -298,17 +319,35 @@ impl NewStanza<'_> {
     }
 
     fn spn(&mut self, options: &Options) -> Result<Tokens, String> {
-        if from_here(
+        // Azure's kubelogin takes the certificate over a secret when both are given.
+        if let Some(certificate) = from_here(
             self.label,
             "client certificate",
             &options.client_certificate,
         )?
-        .is_some_and(|c| !c.is_empty())
+        .filter(|c| !c.is_empty())
         {
-            return Err(format!(
-                "{}: stays with Azure's tool (a certificate credential: Entra identifies it by the x5t thumbprint in the client assertion's header, which kubecred does not send)",
-                self.label
-            ));
+            self.args.push("--grant-type=client-credentials".into());
+            self.args
+                .push(format!("--client-certificate-file={certificate}"));
+            if let Some(password) = from_here(
+                self.label,
+                "client certificate password",
+                &options.client_certificate_password,
+            )?
+            .filter(|p| !p.is_empty())
+            {
+                self.env.push(EnvVar::new(
+                    "KUBECRED_CLIENT_CERTIFICATE_PASSWORD",
+                    password,
+                ));
+            }
+            if value_of(&options.client_secret).is_some_and(|s| !s.is_empty()) {
+                self.notes.push(
+                    "dropped the client secret: Azure's kubelogin uses the certificate when both are given".into(),
+                );
+            }
+            return Ok(Tokens::NotNeeded);
         }
         let secret = from_here(self.label, "client secret", &options.client_secret)?
             .filter(|s| !s.is_empty())
@@ -322,6 +361,96 @@ impl NewStanza<'_> {
         self.args.push("--grant-type=client-credentials".into());
         self.env.push(EnvVar::new("KUBECRED_CLIENT_SECRET", secret));
         Ok(Tokens::NotNeeded)
+    }
+
+    /// The Azure CLI's session: its own login, tenant and subscription (Azure's kubelogin gives
+    /// `az` `--tenant` and `--subscription` from these).
+    fn azure_cli(&mut self, options: &Options) -> Result<Tokens, String> {
+        self.args.push("--grant-type=azure-cli".into());
+        self.args.push(format!("--scope={}", scope_of(options)));
+        if let Some(tenant) =
+            from_here(self.label, "tenant ID", &options.tenant_id)?.filter(|t| !t.is_empty())
+        {
+            self.args.push(format!("--tenant-id={tenant}"));
+        }
+        if let Some(subscription) = options.subscription.as_deref().filter(|s| !s.is_empty()) {
+            self.args
+                .push(format!("--azure-subscription={subscription}"));
+        }
+        self.unused(options, "the Azure CLI's login");
+        Ok(Tokens::NotNeeded)
+    }
+
+    fn azure_developer_cli(&mut self, options: &Options) -> Result<Tokens, String> {
+        self.args.push("--grant-type=azure-developer-cli".into());
+        self.args.push(format!("--scope={}", scope_of(options)));
+        if let Some(tenant) =
+            from_here(self.label, "tenant ID", &options.tenant_id)?.filter(|t| !t.is_empty())
+        {
+            self.args.push(format!("--tenant-id={tenant}"));
+        }
+        self.unused(options, "the Azure Developer CLI's login");
+        Ok(Tokens::NotNeeded)
+    }
+
+    /// Azure's `msi`: a user-assigned identity by its client ID if one is given (the flag or
+    /// its variables), else by its resource ID, else the system-assigned one.
+    fn managed_identity(&mut self, options: &Options) -> Result<Tokens, String> {
+        self.args.push("--grant-type=managed-identity".into());
+        self.args.push(format!("--scope={}", scope_of(options)));
+        let client_id =
+            from_here(self.label, "client ID", &options.client_id)?.filter(|c| !c.is_empty());
+        let resource_id = options
+            .identity_resource_id
+            .as_deref()
+            .filter(|r| !r.is_empty());
+        match (client_id, resource_id) {
+            (Some(client_id), resource_id) => {
+                self.args.push(format!("--client-id={client_id}"));
+                if resource_id.is_some() {
+                    self.notes.push(
+                        "dropped --identity-resource-id: Azure's kubelogin names the identity by its client ID when both are given".into(),
+                    );
+                }
+            }
+            (None, Some(resource_id)) => self
+                .args
+                .push(format!("--identity-resource-id={resource_id}")),
+            (None, None) => {}
+        }
+        if value_of(&options.tenant_id).is_some_and(|t| !t.is_empty()) {
+            self.notes.push(
+                "dropped the tenant ID: a managed identity's token comes from its host's endpoint"
+                    .into(),
+            );
+        }
+        Ok(Tokens::NotNeeded)
+    }
+
+    /// The service connection's OIDC token as the client assertion.
+    fn azure_pipelines(&mut self, options: &Options) -> Result<Tokens, String> {
+        let connection = required(
+            self.label,
+            "service connection ID",
+            &options.service_connection_id,
+            "--azure-pipelines-service-connection-id, AZURESUBSCRIPTION_SERVICE_CONNECTION_ID",
+        )?;
+        self.args.push("--grant-type=client-credentials".into());
+        self.args
+            .push("--client-assertion-source=azure-pipelines".into());
+        self.args.push(format!(
+            "--azure-pipelines-service-connection-id={connection}"
+        ));
+        Ok(Tokens::NotNeeded)
+    }
+
+    /// Notes the settings Azure's kubelogin ignores with a CLI's login, if the stanza had them.
+    fn unused(&mut self, options: &Options, whose: &str) {
+        if value_of(&options.client_id).is_some_and(|c| !c.is_empty()) {
+            self.notes.push(format!(
+                "dropped the client ID: the token is {whose}, whose client it is"
+            ));
+        }
     }
 
     fn workload_identity(&mut self, options: &Options) -> Result<Tokens, String> {

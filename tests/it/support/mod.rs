@@ -73,6 +73,8 @@ pub enum Need {
     Keyctl,
     /// Debian's tinyproxy (an HTTP proxy) and microsocks (a SOCKS5 proxy).
     ProxyServers,
+    /// Azure's own credential library (PyPI azure-identity and msal) in `target/azure-venv`.
+    AzureReference,
 }
 
 /// Whether the test can run here. A missing prerequisite skips the test with one line that names
@@ -115,6 +117,13 @@ pub fn have(need: Need) -> bool {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("google-deps.sh", "ensure_google_deps"))
+                .clone()
+                .err()
+        }
+        Need::AzureReference => {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            INSTALLED
+                .get_or_init(|| run_setup("azure-reference.sh", "ensure_azure_reference"))
                 .clone()
                 .err()
         }

@@ -48,10 +48,49 @@ fn resolved(conversion: &Conversion) -> crate::config::Config {
 enum Outcome {
     /// Converted: the grant and client (the tenant is always `tenantID`, the API `serverID`).
     Grant(Grant, &'static str),
+    /// Converted to a stanza whose flags get-token takes from phase 2 of issue 45 on (the Azure
+    /// sources): these args exactly.
+    Planned(&'static [&'static str]),
     /// Left, with a reason holding this.
     Left(&'static str),
 }
-use Outcome::{Grant as To, Left};
+use Outcome::{Grant as To, Left, Planned};
+
+const AZ_CLI: &[&str] = &[
+    "get-token",
+    "--grant-type=azure-cli",
+    "--scope=serverID/.default",
+];
+const AZ_CLI_TENANT: &[&str] = &[
+    "get-token",
+    "--grant-type=azure-cli",
+    "--scope=serverID/.default",
+    "--tenant-id=tenantID",
+];
+const AZD: &[&str] = &[
+    "get-token",
+    "--grant-type=azure-developer-cli",
+    "--scope=serverID/.default",
+];
+const AZD_TENANT: &[&str] = &[
+    "get-token",
+    "--grant-type=azure-developer-cli",
+    "--scope=serverID/.default",
+    "--tenant-id=tenantID",
+];
+const MSI: &[&str] = &[
+    "get-token",
+    "--grant-type=managed-identity",
+    "--scope=serverID/.default",
+];
+const SPN_CERT: &[&str] = &[
+    "get-token",
+    "--issuer-url=https://login.microsoftonline.com/tenantID/v2.0",
+    "--client-id=spClientID",
+    "--scope=serverID/.default",
+    "--grant-type=client-credentials",
+    "--client-certificate-file=/tmp/clientcert",
+];
 
 /// Every stanza of Azure's converter table: the rows' exec inputs, and the args Azure writes
 /// (`get-token` and `expectedArgs`), named after the row.
@@ -59,12 +98,17 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "legacy to msi",
         "get-token --server-id serverID --login msi",
-        Left("instance metadata"),
+        Planned(MSI),
     ),
     (
         "legacy to msi with client-id override",
         "get-token --server-id serverID --client-id msi-client-id --login msi",
-        Left("instance metadata"),
+        Planned(&[
+            "get-token",
+            "--grant-type=managed-identity",
+            "--scope=serverID/.default",
+            "--client-id=msi-client-id",
+        ]),
     ),
     (
         "legacy to workload identity",
@@ -89,12 +133,12 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "legacy to spn with clientCert",
         "get-token --server-id serverID --client-id spClientID --client-certificate /tmp/clientcert --tenant-id tenantID --environment foo --login spn",
-        Left("x5t"),
+        Planned(SPN_CERT),
     ),
     (
         "legacy to spn with password-protected clientCert",
         "get-token --server-id serverID --client-id spClientID --client-certificate /tmp/clientcert --client-certificate-password clientcertsecret --tenant-id tenantID --environment foo --login spn",
-        Left("x5t"),
+        Planned(SPN_CERT),
     ),
     (
         "legacy to ropc",
@@ -109,27 +153,27 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "legacy to azurecli",
         "get-token --server-id serverID --login azurecli",
-        Left("Azure CLI"),
+        Planned(AZ_CLI),
     ),
     (
         "legacy to azd",
         "get-token --server-id serverID --login azd",
-        Left("Azure Developer CLI"),
+        Planned(AZD),
     ),
     (
         "legacy to azurecli with --tenant-id",
         "get-token --server-id serverID --login azurecli --tenant-id tenantID",
-        Left("Azure CLI"),
+        Planned(AZ_CLI_TENANT),
     ),
     (
         "legacy to azd with --tenant-id",
         "get-token --server-id serverID --login azd --tenant-id tenantID",
-        Left("Azure Developer CLI"),
+        Planned(AZD_TENANT),
     ),
     (
         "legacy to azurecli with --token-cache-dir",
         "get-token --server-id serverID --login azurecli --cache-dir /tmp/token_dir",
-        Left("Azure CLI"),
+        Planned(AZ_CLI),
     ),
     (
         "legacy to devicecode with redundant arguments",
@@ -149,17 +193,22 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "exec azurecli input",
         "get-token --environment foo --server-id serverID --client-id clientID --tenant-id tenantID --login azurecli",
-        Left("Azure CLI"),
+        Planned(AZ_CLI_TENANT),
     ),
     (
         "exec azurecli to azurecli with --subscription",
         "get-token --server-id serverID --login azurecli --subscription subscriptionID",
-        Left("Azure CLI"),
+        Planned(&[
+            "get-token",
+            "--grant-type=azure-cli",
+            "--scope=serverID/.default",
+            "--azure-subscription=subscriptionID",
+        ]),
     ),
     (
         "exec azurecli to devicecode input",
         "get-token --server-id serverID --login azurecli",
-        Left("Azure CLI"),
+        Planned(AZ_CLI),
     ),
     (
         "exec azurecli to devicecode",
@@ -189,7 +238,7 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "exec devicecode to azurecli with --cache-dir",
         "get-token --server-id serverID --login azurecli --cache-dir /tmp/token_dir",
-        Left("Azure CLI"),
+        Planned(AZ_CLI),
     ),
     (
         "exec with --token-cache-dir input",
@@ -214,12 +263,17 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "exec devicecode to msi",
         "get-token --server-id serverID --login msi",
-        Left("instance metadata"),
+        Planned(MSI),
     ),
     (
         "exec devicecode to msi with identity-resource-id",
         "get-token --server-id serverID --identity-resource-id /msi/resource/id --login msi",
-        Left("instance metadata"),
+        Planned(&[
+            "get-token",
+            "--grant-type=managed-identity",
+            "--scope=serverID/.default",
+            "--identity-resource-id=/msi/resource/id",
+        ]),
     ),
     (
         "exec devicecode to ropc",
@@ -304,7 +358,7 @@ const ROWS: &[(&str, &str, Outcome)] = &[
     (
         "exec azurecli with pop input",
         "get-token --server-id serverID --login azurecli --pop-enabled --pop-claims u=testhost,1=2",
-        Left("Azure CLI"),
+        Planned(AZ_CLI),
     ),
     (
         "exec devicecode to spn with environment override disabled",
@@ -340,8 +394,9 @@ fn every_stanza_of_azures_converter_table_is_converted_alike_or_left_with_its_re
                     assert_eq!(config.login.redirect.as_str(), expected, "{name}");
                 }
             }
+            (Planned(args), Ok(conversion)) => assert_eq!(conversion.args, *args, "{name}"),
             (Left(why), Err(reason)) => assert!(reason.contains(why), "{name}: {reason}"),
-            (To(..), Err(reason)) => panic!("{name}: left: {reason}"),
+            (To(..) | Planned(_), Err(reason)) => panic!("{name}: left: {reason}"),
             (Left(why), Ok(c)) => panic!("{name}: converted {:?}, expected left ({why})", c.args),
         }
     }
@@ -437,8 +492,198 @@ fn the_environment_wins_over_flags_as_azure_reads_it() {
         "{reason}"
     );
     // AAD_LOGIN_METHOD in the stanza changes the login.
-    let login = converted(line, &[("AAD_LOGIN_METHOD", "msi")]).unwrap_err();
-    assert!(login.contains("--login msi"), "{login}");
+    let msi = converted(line, &[("AAD_LOGIN_METHOD", "msi")]).unwrap();
+    assert_eq!(msi.from, "Azure kubelogin --login msi");
+    assert_eq!(
+        msi.args,
+        [
+            "get-token",
+            "--grant-type=managed-identity",
+            "--scope=S/.default",
+            "--client-id=from-flag"
+        ]
+    );
+}
+
+#[test]
+fn the_azure_sources_keep_the_identity_azure_runs_with() {
+    let env_of = |c: &Conversion| -> Vec<(String, String)> {
+        c.env
+            .iter()
+            .map(|v| (v.name.clone(), v.value.expose().to_string()))
+            .collect()
+    };
+    // The Azure CLI: its tenant from AZURE_TENANT_ID in the stanza, its config dir kept (az
+    // reads it), the variables that became flags gone.
+    let cli = converted(
+        "get-token --login azurecli --server-id 6dae42f8-4368-4678-94ff-3960e28e3630",
+        &[
+            ("AZURE_TENANT_ID", "t-1"),
+            ("AZURE_CONFIG_DIR", "/home/ci/.azure-ci"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        cli.args,
+        [
+            "get-token",
+            "--grant-type=azure-cli",
+            "--scope=6dae42f8-4368-4678-94ff-3960e28e3630/.default",
+            "--tenant-id=t-1"
+        ]
+    );
+    assert_eq!(
+        env_of(&cli),
+        [(
+            "AZURE_CONFIG_DIR".to_string(),
+            "/home/ci/.azure-ci".to_string()
+        )]
+    );
+    assert!(matches!(cli.tokens, Tokens::NotNeeded));
+    let timed = converted("get-token --login azurecli --server-id S --timeout 2m", &[]).unwrap();
+    assert_eq!(
+        timed.notes,
+        ["dropped --timeout (AZURE_CLI_TIMEOUT): kubecred bounds each step by its own time limits"]
+    );
+    // A tenant only this environment gives is not the kubeconfig's to hold.
+    let reason = converted_here(
+        "get-token --login azurecli --server-id S",
+        &[],
+        &[("AZURE_TENANT_ID", "t-here")],
+    )
+    .unwrap_err();
+    assert!(
+        reason.contains(
+            "its tenant ID comes from AZURE_TENANT_ID in the environment kubectl runs in"
+        ),
+        "{reason}"
+    );
+    // A managed identity by the client ID in its variable; the client ID wins over a resource ID.
+    let msi = converted(
+        "get-token --login msi --server-id S --identity-resource-id /sub/x",
+        &[("AZURE_CLIENT_ID", "mi-client")],
+    )
+    .unwrap();
+    assert_eq!(
+        msi.args,
+        [
+            "get-token",
+            "--grant-type=managed-identity",
+            "--scope=S/.default",
+            "--client-id=mi-client"
+        ]
+    );
+    assert_eq!(
+        msi.notes,
+        [
+            "dropped --identity-resource-id: Azure's kubelogin names the identity by its client ID when both are given"
+        ]
+    );
+    // A certificate and its password, from Azure's variables: the password in kubecred's.
+    for variable in [
+        "AAD_SERVICE_PRINCIPAL_CLIENT_CERTIFICATE_PASSWORD",
+        "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+    ] {
+        let spn = converted(
+            "get-token --login spn --server-id serverID --client-id spClientID --tenant-id tenantID",
+            &[
+                ("AZURE_CLIENT_CERTIFICATE_PATH", "/tmp/clientcert"),
+                (variable, "cert-password"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(spn.args, SPN_CERT, "{variable}");
+        assert_eq!(
+            env_of(&spn),
+            [(
+                "KUBECRED_CLIENT_CERTIFICATE_PASSWORD".to_string(),
+                "cert-password".to_string()
+            )],
+            "{variable}"
+        );
+        assert!(!spn.args.iter().any(|a| a.contains("cert-password")));
+    }
+    let password = converted(
+        "get-token --login spn --server-id serverID --client-id spClientID --tenant-id tenantID --client-certificate /tmp/clientcert --client-certificate-password clientcertsecret",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        env_of(&password),
+        [(
+            "KUBECRED_CLIENT_CERTIFICATE_PASSWORD".to_string(),
+            "clientcertsecret".to_string()
+        )]
+    );
+    // ... and what keeps a certificate with Azure's tool: AAD v1, proof of possession.
+    let base = "get-token --login spn --server-id S --client-id C --tenant-id T --client-certificate /c.pfx";
+    let reason = converted(&format!("{base} --legacy"), &[]).unwrap_err();
+    assert!(reason.contains("AAD v1"), "{reason}");
+    let reason = converted(&format!("{base} --pop-enabled --pop-claims u=h"), &[]).unwrap_err();
+    assert!(reason.contains("proof-of-possession"), "{reason}");
+}
+
+#[test]
+fn azure_pipelines_takes_its_service_connection_as_azure_does() {
+    let line = "get-token --login azurepipelines --server-id serverID";
+    let expected = [
+        "get-token",
+        "--issuer-url=https://login.microsoftonline.com/tenantID/v2.0",
+        "--client-id=clientID",
+        "--scope=serverID/.default",
+        "--grant-type=client-credentials",
+        "--client-assertion-source=azure-pipelines",
+        "--azure-pipelines-service-connection-id=sc-1",
+    ];
+    let flags = converted(
+        &format!(
+            "{line} --client-id clientID --tenant-id tenantID --azure-pipelines-service-connection-id sc-1"
+        ),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(flags.args, expected);
+    // The AzureCLI@2 task's variables, in the stanza's env, for what the flags leave empty.
+    let task = converted(
+        line,
+        &[
+            ("AZURESUBSCRIPTION_CLIENT_ID", "clientID"),
+            ("AZURESUBSCRIPTION_TENANT_ID", "tenantID"),
+            ("AZURESUBSCRIPTION_SERVICE_CONNECTION_ID", "sc-1"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(task.args, expected);
+    assert!(task.env.is_empty());
+    // The flags win over the task's variables.
+    let both = converted(
+        &format!("{line} --client-id clientID --tenant-id tenantID --azure-pipelines-service-connection-id sc-1"),
+        &[("AZURESUBSCRIPTION_SERVICE_CONNECTION_ID", "sc-other")],
+    )
+    .unwrap();
+    assert_eq!(both.args, expected);
+    // Set only where the pipeline runs: not the kubeconfig's to hold.
+    let reason = converted_here(
+        line,
+        &[],
+        &[
+            ("AZURESUBSCRIPTION_CLIENT_ID", "clientID"),
+            ("AZURESUBSCRIPTION_TENANT_ID", "tenantID"),
+            ("AZURESUBSCRIPTION_SERVICE_CONNECTION_ID", "sc-1"),
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        reason
+            .contains("comes from AZURESUBSCRIPTION_CLIENT_ID in the environment kubectl runs in"),
+        "{reason}"
+    );
+    let reason = converted(
+        &format!("{line} --client-id clientID --tenant-id tenantID"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(reason.contains("no service connection ID"), "{reason}");
 }
 
 #[test]
