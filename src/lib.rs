@@ -11,6 +11,7 @@ pub(crate) mod authn_config;
 pub mod cache;
 pub mod cli;
 pub(crate) mod clock;
+pub mod clouds;
 pub(crate) mod commands;
 pub mod config;
 pub(crate) mod digest;
