@@ -20,6 +20,7 @@ cd "$root"
 . scripts/system-deps.sh
 . scripts/node-deps.sh
 . scripts/python-deps.sh
+. scripts/aws-deps.sh
 . scripts/kube-client.sh
 . scripts/static-build.sh
 
@@ -32,6 +33,7 @@ done
 ensure_system_deps || exit 1
 ensure_node_deps "$root"
 ensure_python_deps "$root"
+ensure_aws_deps "$root"
 ensure_kube_client "$root"
 
 # What the second run covers, with the static release binary: the tests of what differs between

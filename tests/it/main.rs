@@ -11,6 +11,7 @@
 
 mod support;
 
+mod aws;
 mod background;
 mod cache_hit_io;
 mod cache_storage;

@@ -39,9 +39,18 @@ impl Setup {
     fn new() -> Setup {
         let server = TestServer::start();
         let mut env = HashMap::new();
-        env.insert("AWS_ENDPOINT_URL_STS".into(), format!("{}/sts", server.base));
-        env.insert("AWS_ENDPOINT_URL_SSO".into(), format!("{}/sso", server.base));
-        env.insert("AWS_EC2_METADATA_SERVICE_ENDPOINT".into(), format!("{}/imds", server.base));
+        env.insert(
+            "AWS_ENDPOINT_URL_STS".into(),
+            format!("{}/sts", server.base),
+        );
+        env.insert(
+            "AWS_ENDPOINT_URL_SSO".into(),
+            format!("{}/sso", server.base),
+        );
+        env.insert(
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT".into(),
+            format!("{}/imds", server.base),
+        );
         env.insert("AWS_REGION".into(), "eu-west-1".into());
         Setup {
             home: tempfile::tempdir().unwrap(),
@@ -67,7 +76,13 @@ impl Setup {
     }
 
     fn token(&self, settings: &EksSettings) -> anyhow::Result<CloudToken> {
-        eks_token(settings, &self.lookup(), Some(self.home.path()), now(), &network())
+        eks_token(
+            settings,
+            &self.lookup(),
+            Some(self.home.path()),
+            now(),
+            &network(),
+        )
     }
 
     /// The presigned URL of the token made with `settings`.
@@ -117,11 +132,15 @@ fn keys_from_the_environment_sign_without_a_request_for_14_minutes() {
     let token = setup.token(&cluster()).unwrap();
     let url = presigned_url_of(&token.token).unwrap();
     assert!(
-        url.starts_with("http://127.0.0.1:") && url.contains("/sts?Action=GetCallerIdentity&Version=2011-06-15&"),
+        url.starts_with("http://127.0.0.1:")
+            && url.contains("/sts?Action=GetCallerIdentity&Version=2011-06-15&"),
         "{url}"
     );
     assert_eq!(credential_of(&url), "AKIDENV");
-    assert!(url.contains("&X-Amz-Security-Token=session&X-Amz-Signature="), "{url}");
+    assert!(
+        url.contains("&X-Amz-Security-Token=session&X-Amz-Signature="),
+        "{url}"
+    );
     assert_eq!(token.expires_at, now() + chrono::TimeDelta::minutes(14));
     assert_eq!(token.who, None);
     assert_eq!(setup.server.hits("/sts"), 0);
@@ -224,7 +243,11 @@ fn a_profiles_role_is_assumed_with_its_source_profiles_keys() {
     );
     setup.server.answer(
         "/sts",
-        sts_answer("AssumeRole", "ASIAROLE", "arn:aws:sts::1:assumed-role/dev/x"),
+        sts_answer(
+            "AssumeRole",
+            "ASIAROLE",
+            "arn:aws:sts::1:assumed-role/dev/x",
+        ),
     );
     assert_eq!(credential_of(&setup.url(&cluster())), "ASIAROLE");
     assert_eq!(setup.server.hits("/sts"), 1);
@@ -258,12 +281,23 @@ fn aws_role_arn_is_assumed_first_and_its_session_is_who_the_cluster_sees() {
         "ASIAROLE"
     );
     // The role's credentials, kept, sign again without a request.
-    let role =
-        role_credentials(&settings, &setup.lookup(), Some(setup.home.path()), now(), &network())
-            .unwrap();
+    let role = role_credentials(
+        &settings,
+        &setup.lookup(),
+        Some(setup.home.path()),
+        now(),
+        &network(),
+    )
+    .unwrap();
     assert_eq!(setup.server.hits("/sts"), 2);
-    let again = eks_token_with(&role, &settings, &setup.lookup(), Some(setup.home.path()), now())
-        .unwrap();
+    let again = eks_token_with(
+        &role,
+        &settings,
+        &setup.lookup(),
+        Some(setup.home.path()),
+        now(),
+    )
+    .unwrap();
     assert_eq!(again.token, token.token);
     assert_eq!(setup.server.hits("/sts"), 2);
 }
@@ -382,16 +416,21 @@ fn a_credential_process_is_run_and_its_failure_said() {
         "#!/bin/sh\n[ \"$1\" = ok ] || { echo 'login expired' >&2; exit 2; }\necho '{\"Version\": 1, \"AccessKeyId\": \"AKIDPROC\", \"SecretAccessKey\": \"s\", \"Expiration\": \"2026-11-28T16:00:00Z\"}'\n",
     );
     let helper = setup.home.path().join("helper.sh");
-    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .unwrap();
+    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     setup.file(
         ".aws/config",
-        &format!("[profile dev]\ncredential_process = {} ok\n", helper.display()),
+        &format!(
+            "[profile dev]\ncredential_process = {} ok\n",
+            helper.display()
+        ),
     );
     assert_eq!(credential_of(&setup.url(&cluster())), "AKIDPROC");
     setup.file(
         ".aws/config",
-        &format!("[profile dev]\ncredential_process = {} no\n", helper.display()),
+        &format!(
+            "[profile dev]\ncredential_process = {} no\n",
+            helper.display()
+        ),
     );
     assert_eq!(
         setup.error(&cluster()),
@@ -420,7 +459,10 @@ fn container_credentials_are_asked_with_their_authorization() {
         ),
     );
     assert_eq!(credential_of(&setup.url(&cluster())), "ASIACONT");
-    setup.set("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.0.0.1/creds");
+    setup.set(
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "http://10.0.0.1/creds",
+    );
     assert_eq!(
         setup.error(&cluster()).0,
         "AWS_CONTAINER_CREDENTIALS_FULL_URI is http://10.0.0.1/creds, which the AWS SDKs do not ask for credentials: it must be https, or http on a loopback address or the ECS or EKS Pod Identity agent's"
@@ -462,7 +504,10 @@ fn a_login_session_name_names_the_person() {
         "CgNhbmE-SEgRsZGFw-x"
     );
     assert_eq!(web_identity_session_name(&token("{}")), "kubecred");
-    assert_eq!(web_identity_session_name(&Secret::new("opaque")), "kubecred");
+    assert_eq!(
+        web_identity_session_name(&Secret::new("opaque")),
+        "kubecred"
+    );
 }
 
 #[test]

@@ -57,6 +57,8 @@ pub enum Need {
     Browser,
     /// The official Python Kubernetes client in `target/python-venv`.
     PythonClient,
+    /// The AWS CLI v1 and its botocore in `target/aws-venv` (scripts/aws-deps.sh).
+    AwsReference,
     /// `strace`, to watch what a process does.
     Strace,
     /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
@@ -99,6 +101,13 @@ pub fn have(need: Need) -> bool {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("python-deps.sh", "ensure_python_deps"))
+                .clone()
+                .err()
+        }
+        Need::AwsReference => {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            INSTALLED
+                .get_or_init(|| run_setup("aws-deps.sh", "ensure_aws_deps"))
                 .clone()
                 .err()
         }
