@@ -55,11 +55,20 @@ impl SharedFiles {
         env: &dyn Fn(&str) -> Option<String>,
         home: Option<&Path>,
     ) -> anyhow::Result<SharedFiles> {
-        let config_path = file_path(env, home, vars::AWS_CONFIG_FILE, "config")?;
+        let config_path = file_path(env, home, vars::AWS_CONFIG_FILE, "config");
         let credentials_path =
-            file_path(env, home, vars::AWS_SHARED_CREDENTIALS_FILE, "credentials")?;
-        let config = read(&config_path)?;
-        let credentials = read(&credentials_path)?;
+            file_path(env, home, vars::AWS_SHARED_CREDENTIALS_FILE, "credentials");
+        let config = match &config_path {
+            Some(path) => read(path)?,
+            None => Vec::new(),
+        };
+        let credentials = match &credentials_path {
+            Some(path) => read(path)?,
+            None => Vec::new(),
+        };
+        let config_path = config_path.unwrap_or_else(|| PathBuf::from("~/.aws/config"));
+        let credentials_path =
+            credentials_path.unwrap_or_else(|| PathBuf::from("~/.aws/credentials"));
         Ok(SharedFiles::from_sections(
             config_path,
             credentials_path,
@@ -151,30 +160,22 @@ fn merge_into(map: &mut BTreeMap<String, Section>, name: &str, section: Section)
     map.entry(name.to_string()).or_default().merge(section);
 }
 
-/// The file a variable names (`~` expanded), else `~/.aws/<name>`.
+/// The file a variable names (`~` expanded), else `~/.aws/<name>`; `None` when that needs a home
+/// directory and none is known (the file is then not there: botocore would find none either).
 fn file_path(
     env: &dyn Fn(&str) -> Option<String>,
     home: Option<&Path>,
     variable: &str,
     name: &str,
-) -> anyhow::Result<PathBuf> {
-    let no_home = || {
-        fail(
-            Exit::Input,
-            format!(
-                "cannot find the AWS {name} file: no home directory is known (HOME is not set); set HOME, or {variable}"
-            ),
-        )
-    };
+) -> Option<PathBuf> {
     match env(variable).filter(|value| !value.is_empty()) {
         Some(value) => match value.strip_prefix('~') {
             Some(rest) if rest.is_empty() || rest.starts_with(['/', '\\']) => {
-                let home = home.ok_or_else(no_home)?;
-                Ok(home.join(rest.trim_start_matches(['/', '\\'])))
+                Some(home?.join(rest.trim_start_matches(['/', '\\'])))
             }
-            _ => Ok(PathBuf::from(value)),
+            _ => Some(PathBuf::from(value)),
         },
-        None => Ok(home.ok_or_else(no_home)?.join(".aws").join(name)),
+        None => Some(home?.join(".aws").join(name)),
     }
 }
 
@@ -420,11 +421,10 @@ mod tests {
         );
         assert_eq!(crate::error::exit_code_of(&err), Exit::Input);
 
+        // Without a home directory there are no files, as for botocore.
         let nothing = |_: &str| None;
-        let err = SharedFiles::load(&nothing, None).unwrap_err();
-        assert_eq!(
-            crate::error::one_line(&err),
-            "cannot find the AWS config file: no home directory is known (HOME is not set); set HOME, or AWS_CONFIG_FILE"
-        );
+        let files = SharedFiles::load(&nothing, None).unwrap();
+        assert!(files.profile("default").is_none());
+        assert_eq!(files.both(), "~/.aws/config or ~/.aws/credentials");
     }
 }
