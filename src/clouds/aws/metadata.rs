@@ -93,9 +93,7 @@ pub(super) fn container(cx: &Context) -> anyhow::Result<Option<Credentials>> {
     headers.push(("Accept", "application/json".to_string()));
     let shown = crate::text::redact_userinfo(&url).into_owned();
     let what = format!("the container credentials request to {shown} ({from})");
-    let answer = cx
-        .clients
-        .send(Method::GET, &url, &headers, Vec::new(), &what)?;
+    let answer = cx.clients.send_to_container(&url, &headers, &what)?;
     if !answer.status.is_success() {
         let message = format!(
             "{what} answered HTTP {}{}",

@@ -2,7 +2,9 @@
 //! proxies as curl reads them, the system's roots loaded lazily, no redirects), built on first
 //! need: signing with keys from the environment or a file sends nothing. The instance metadata
 //! service gets a client of its own with the SDKs' one-second bound and no retries, so that off
-//! EC2 the chain's last step fails in a second, not after the provider's timeout.
+//! EC2 the chain's last step fails in a second, not after the provider's timeout; a container's
+//! credentials endpoint one with botocore's two seconds and no proxy (the agent is on the task's
+//! or pod's own link, where botocore asks it directly too).
 
 use crate::config::HttpSettings;
 use crate::error::{Exit, fail, outage};
@@ -26,6 +28,11 @@ pub struct Network {
 /// The instance metadata service's bound per request: botocore's `metadata_service_timeout`.
 const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The container credentials endpoint's bound per request: botocore's `ContainerMetadataFetcher`.
+const CONTAINER_TIMEOUT: Duration = Duration::from_secs(2);
+/// Its retries may start within this long (botocore tries it three times).
+const CONTAINER_RETRIES: Duration = Duration::from_secs(5);
+
 /// Answers are small XML or JSON documents.
 const BODY_CAP: u64 = 256 * 1024;
 
@@ -34,6 +41,7 @@ pub(super) struct Clients<'a> {
     network: &'a Network,
     main: OnceCell<Client>,
     metadata: OnceCell<Client>,
+    container: OnceCell<Client>,
 }
 
 impl<'a> Clients<'a> {
@@ -42,6 +50,7 @@ impl<'a> Clients<'a> {
             network,
             main: OnceCell::new(),
             metadata: OnceCell::new(),
+            container: OnceCell::new(),
         }
     }
 
@@ -69,7 +78,20 @@ impl<'a> Clients<'a> {
         Ok(self.metadata.get_or_init(|| client))
     }
 
-    /// Sends a request to AWS (STS, the SSO portal, a container's credentials endpoint). `what`
+    fn container(&self) -> anyhow::Result<&Client> {
+        if let Some(client) = self.container.get() {
+            return Ok(client);
+        }
+        let settings = HttpSettings {
+            timeout: CONTAINER_TIMEOUT,
+            proxy: crate::config::ProxyEnvironment::default(),
+            ..self.network.http.clone()
+        };
+        let client = http::client(&settings, CONTAINER_RETRIES)?;
+        Ok(self.container.get_or_init(|| client))
+    }
+
+    /// Sends a request to AWS (STS, the SSO portal). `what`
     /// names it in messages: "the AssumeRole request to https://sts.eu-west-1.amazonaws.com/".
     /// No answer is an outage.
     pub fn send(
@@ -81,6 +103,23 @@ impl<'a> Clients<'a> {
         what: &str,
     ) -> anyhow::Result<Answer> {
         self.send_with(self.main()?, method, url, headers, body, what)
+    }
+
+    /// The same to a container's credentials endpoint.
+    pub fn send_to_container(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        what: &str,
+    ) -> anyhow::Result<Answer> {
+        self.send_with(
+            self.container()?,
+            Method::GET,
+            url,
+            headers,
+            Vec::new(),
+            what,
+        )
     }
 
     /// The same to the instance metadata service.
