@@ -85,11 +85,8 @@ impl Context<'_> {
 
 /// The credentials the chain finds first.
 pub(super) fn credentials(cx: &Context) -> anyhow::Result<Credentials> {
-    if !cx.profile.from_flag
-        && let Some(found) = environment(cx)?
-    {
-        return Ok(found);
-    }
+    // A profile that is named must exist, even where the environment's keys then sign: the
+    // AWS CLI refuses it too (a typo in AWS_PROFILE is found at once, not on another machine).
     let profile = cx.files.profile(&cx.profile.name);
     if profile.is_none() && cx.profile.named {
         return Err(fail(
@@ -101,6 +98,11 @@ pub(super) fn credentials(cx: &Context) -> anyhow::Result<Credentials> {
                 cx.profile.name
             ),
         ));
+    }
+    if !cx.profile.from_flag
+        && let Some(found) = environment(cx)?
+    {
+        return Ok(found);
     }
     if let Some(found) = from_profile(cx, &cx.profile.name, &mut Vec::new())? {
         return Ok(found);

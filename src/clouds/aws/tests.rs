@@ -192,6 +192,11 @@ fn an_unknown_profile_is_named_with_both_files() {
     assert_eq!(setup.error(&flagged), expected);
     setup.set("AWS_PROFILE", "nope");
     assert_eq!(setup.error(&cluster()), expected);
+    // Also where the environment's keys would sign: the AWS CLI refuses it too.
+    setup
+        .set("AWS_ACCESS_KEY_ID", "AKIDENV")
+        .set("AWS_SECRET_ACCESS_KEY", "s");
+    assert_eq!(setup.error(&cluster()), expected);
 }
 
 #[test]
