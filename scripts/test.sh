@@ -22,6 +22,7 @@ cd "$root"
 . scripts/python-deps.sh
 . scripts/google-deps.sh
 . scripts/azure-reference.sh
+. scripts/aws-deps.sh
 . scripts/kube-client.sh
 . scripts/static-build.sh
 
@@ -36,6 +37,7 @@ ensure_node_deps "$root"
 ensure_python_deps "$root"
 ensure_google_deps "$root"
 ensure_azure_reference "$root"
+ensure_aws_deps "$root"
 ensure_kube_client "$root"
 
 # What the second run covers, with the static release binary: the tests of what differs between

@@ -5,6 +5,7 @@
 //! would run a grant ([`obtain`], [`exchange`]), and caches it like any token. Nothing here runs
 //! on a cache hit.
 
+pub mod aws;
 pub mod azure;
 pub mod google;
 

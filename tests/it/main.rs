@@ -11,6 +11,7 @@
 
 mod support;
 
+mod aws;
 mod azure;
 mod background;
 mod cache_hit_io;

@@ -28,6 +28,7 @@
 //! keys), so that it says what the real run will, and writes nothing. A second run finds
 //! kubecred stanzas and changes nothing.
 
+mod aws;
 mod azure;
 mod gke;
 mod kubelogin_cache;

@@ -62,6 +62,8 @@ pub enum Need {
     /// Google's Cloud CLI (`gcloud`, Google's google-cloud-cli package, on the machine image) and
     /// gke-gcloud-auth-plugin beside it.
     Gcloud,
+    /// The AWS CLI v1 and its botocore in `target/aws-venv` (scripts/aws-deps.sh).
+    AwsReference,
     /// `strace`, to watch what a process does.
     Strace,
     /// examples/kube-client (kube-rs), built into `target/kube-client` on first use.
@@ -124,6 +126,13 @@ pub fn have(need: Need) -> bool {
             static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
             INSTALLED
                 .get_or_init(|| run_setup("azure-reference.sh", "ensure_azure_reference"))
+                .clone()
+                .err()
+        }
+        Need::AwsReference => {
+            static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+            INSTALLED
+                .get_or_init(|| run_setup("aws-deps.sh", "ensure_aws_deps"))
                 .clone()
                 .err()
         }
