@@ -103,3 +103,33 @@ fn google_context<'a>(
         command_env: None,
     }
 }
+
+/// Who the cluster sees for `tokens` (a cloud grant's, or a cloud's token derived from the
+/// shared login), as `whoami` and `setup` say it: the Google account or principal, …; `None` when
+/// `config` is no cloud's.
+pub fn who_sees(config: &Config, tokens: &Tokens) -> Option<anyhow::Result<String>> {
+    let cloud = match (&config.cloud, &config.shared_login) {
+        (Some(CloudSettings::Google(_)), _) => "Google",
+        (None, Some(shared)) => match &shared.target {
+            crate::config::Target::Cloud(target) => match target.exchange {
+                CloudExchange::GoogleWorkforce(_) => "Google's STS",
+            },
+            _ => return None,
+        },
+        (None, None) => return None,
+    };
+    Some(
+        tokens
+            .identity
+            .as_ref()
+            .map(|identity| identity.sub.clone())
+            .ok_or_else(|| {
+                crate::error::fail(
+                    crate::error::Exit::Provider,
+                    format!(
+                        "{cloud} did not say whose token this is (an external account that impersonates no service account is its pool's principal); the cluster sees the principal its pool maps it to"
+                    ),
+                )
+            }),
+    )
+}

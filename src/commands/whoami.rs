@@ -34,6 +34,13 @@ pub(super) fn run(
         .transpose()?;
     let (config, source) = settings(args, argv)?;
     let tokens = acquire::tokens(&config, clock)?;
+    // A cloud's token: the cluster asks the cloud whose it is, and kubecred knows the answer.
+    if let Some(who) = crate::clouds::who_sees(&config, &tokens) {
+        return Ok(Some(format!(
+            "{source}\nThe cluster sees the token kubectl gets as: {}\n",
+            who?
+        )));
+    }
     let claims = claims_table::of_credential(&config, &tokens)?;
     let now = clock.now();
 
@@ -83,7 +90,7 @@ pub(super) fn run(
 
 /// The settings to use (`command_line`: this run's), and a line saying where they came from.
 fn settings(args: &WhoamiArgs, command_line: &[OsString]) -> anyhow::Result<(Config, String)> {
-    if args.token.issuer_url.is_some() {
+    if args.token.issuer_url.is_some() || args.token.grant_type.is_some() {
         let config = super::resolve(&args.token, super::Run::ByPerson, command_line)?;
         return Ok((config, "Settings: from the command line".into()));
     }

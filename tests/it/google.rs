@@ -880,3 +880,49 @@ fn one_kubecred_login_serves_a_gke_cluster_by_workforce_federation_and_an_oidc_c
     );
     assert_eq!(crate::support::browser_launches(&browser_log), 1);
 }
+
+/// `setup --grant-type google` writes the kubeconfig docs/gke.md shows, kubectl reaches the GKE
+/// stand-in through it, and `whoami` names the account the cluster sees.
+#[test]
+fn setup_writes_a_gke_user_that_kubectl_runs_and_whoami_names_its_account() {
+    if !have(Need::GoogleAuth) {
+        return;
+    }
+    let world = World::start();
+    let email = "setup@p.iam.gserviceaccount.com";
+    let key = e2e_key(&world, email);
+    let bed =
+        Testbed::start_with(serde_json::json!({"apiWebhook": format!("{}/review", world.base)}));
+    let env = TestEnv::new();
+    let written = env.dir.path().join("written.yaml");
+    let credentials = format!("--google-credentials={}", key.display());
+    let run = env
+        .kubecred(&[
+            "setup",
+            "--grant-type=google",
+            &credentials,
+            "--write-kubeconfig",
+            &format!("--kubeconfig={}", written.display()),
+            &format!("--server={}", bed.api_server),
+            &format!("--cluster-certificate-authority={}", bed.ca_file.display()),
+        ])
+        .run()
+        .success()
+        .stderr_contains(&format!("kubecred: the cluster sees this token as {email}"));
+    let stdout = run.stdout();
+    assert!(stdout.contains("interactiveMode: Never"), "{stdout}");
+    assert!(stdout.contains("--grant-type=google"), "{stdout}");
+    let whoami = env.kubectl(&written, &WHOAMI).run().success();
+    assert_eq!(whoami.stdout(), email);
+    let report = env
+        .kubecred(&["whoami", "--grant-type=google", &credentials])
+        .run()
+        .success()
+        .stdout();
+    assert!(
+        report.ends_with(&format!(
+            "The cluster sees the token kubectl gets as: {email}\n"
+        )),
+        "{report}"
+    );
+}

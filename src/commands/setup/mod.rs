@@ -17,6 +17,7 @@
 //! token's own claims (`authn_config`), and its user is the one the RBAC section binds.
 
 mod advice;
+mod cloud;
 mod clusters;
 mod diagnose;
 mod write;
@@ -46,15 +47,17 @@ pub(super) fn run(
     let shared = clusters::parse(args)?;
     let write_to = write::prepare(args, shared.as_ref())?;
     let config = &resolve(shared.as_ref().map_or(&args.token, |s| &s.list[0].token))?;
-    let diagnosis = diagnose::run(config, clock)?;
-    let (tokens, claims) = log_in(config, &diagnosis, clock)?;
-
     let command = crate::commands::command_on_path::for_kubeconfig().map_err(|err| {
         fail(
             Exit::Input,
             format!("cannot find this binary's path for the printed kubeconfig: {err}; run kubecred setup from an installed kubecred"),
         )
     })?;
+    if cloud::is_cloud(config) && shared.is_none() {
+        return cloud::run(args, config, command, write_to, clock);
+    }
+    let diagnosis = diagnose::run(config, clock)?;
+    let (tokens, claims) = log_in(config, &diagnosis, clock)?;
     let user_args = shared.as_ref().map_or(&args.token, |s| &s.user);
     let inputs = inputs_of(
         user_args,
