@@ -926,3 +926,63 @@ fn setup_writes_a_gke_user_that_kubectl_runs_and_whoami_names_its_account() {
         "{report}"
     );
 }
+
+/// A gke-gcloud-auth-plugin user as gcloud writes it (Application Default Credentials from the
+/// stanza's env) reaches the GKE stand-in as the same account before and after
+/// `convert-kubeconfig`: the real plugin first, then kubecred.
+#[test]
+fn a_gke_gcloud_auth_plugin_user_converts_to_the_same_account() {
+    if !have(Need::GoogleAuth) || !have(Need::Gcloud) {
+        return;
+    }
+    let world = World::start();
+    let email = "convert@p.iam.gserviceaccount.com";
+    let key = e2e_key(&world, email);
+    let bed =
+        Testbed::start_with(serde_json::json!({"apiWebhook": format!("{}/review", world.base)}));
+    let env = TestEnv::new();
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::support::kubecred_bin(), bin.join("kubecred")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let kubeconfig = env.dir.path().join("config");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gke\n  cluster:\n    server: {api}\n    certificate-authority-data: {ca}\ncontexts:\n- name: gke\n  context: {{cluster: gke, user: gke}}\ncurrent-context: gke\nusers:\n- name: gke\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: gke-gcloud-auth-plugin\n      args: [--use_application_default_credentials]\n      env:\n      - name: GOOGLE_APPLICATION_CREDENTIALS\n        value: {key}\n      installHint: Install gke-gcloud-auth-plugin\n      provideClusterInfo: true\n      interactiveMode: IfAvailable\n",
+            api = bed.api_server,
+            ca = bed.ca_data,
+            key = key.display(),
+        ),
+    )
+    .unwrap();
+    let through_the_plugin = env
+        .kubectl(&kubeconfig, &WHOAMI)
+        .env("PATH", &path)
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(through_the_plugin, email);
+    env.client(&crate::support::kubecred_bin())
+        .args(["convert-kubeconfig"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("PATH", &path)
+        .run()
+        .success()
+        .stdout_contains(
+            "converted \"gke\" (gke-gcloud-auth-plugin (application default credentials))",
+        );
+    let converted = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(converted.contains("--grant-type=google"), "{converted}");
+    let through_kubecred = env
+        .kubectl(&kubeconfig, &WHOAMI)
+        .env("PATH", &path)
+        .run()
+        .success()
+        .stdout();
+    assert_eq!(through_kubecred, email);
+}
