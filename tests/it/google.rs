@@ -986,3 +986,55 @@ fn a_gke_gcloud_auth_plugin_user_converts_to_the_same_account() {
         .stdout();
     assert_eq!(through_kubecred, email);
 }
+
+/// No Google credentials anywhere (no file, no metadata server, no gcloud): the one line says what
+/// to run, exit 4, nothing cached; with the cached token still valid, the outage of Google's
+/// endpoint hands it out (stale-if-error) and kubectl goes on.
+#[test]
+fn without_google_credentials_one_line_and_an_outage_serves_the_valid_token() {
+    if !have(Need::GoogleAuth) {
+        return;
+    }
+    let env = TestEnv::new();
+    let home = env.home();
+    let run = env
+        .kubecred(&["get-token", "--grant-type=google"])
+        .env("PATH", "/nonexistent")
+        .env("NO_GCE_CHECK", "true")
+        .run()
+        .failure(4);
+    assert_eq!(
+        run.only_kubecred_line(),
+        format!(
+            "kubecred: error: no Google credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, no {}/.config/gcloud/application_default_credentials.json, no metadata server answered, and gcloud is not on PATH; run `gcloud auth application-default login`, or name a credential file with --google-credentials",
+            home.display()
+        )
+    );
+    assert!(cache_token_files(&env.cache_dir()).is_empty());
+
+    // A valid cached token, then Google's endpoint gone: the token serves until it runs out.
+    let world = World::start();
+    // The key outlives the stand-in (whose directory goes with it).
+    let key = env.dir.path().join("sa.json");
+    std::fs::copy(e2e_key(&world, "ci@p.iam.gserviceaccount.com"), &key).unwrap();
+    let args = [
+        "get-token".to_string(),
+        "--grant-type=google".into(),
+        format!("--google-credentials={}", key.display()),
+    ];
+    let first = env.kubecred_owned(&args).run().success().token();
+    drop(world);
+    // --min-validity longer than the token has left makes this run a miss.
+    let again = env
+        .kubecred_owned(&[args.to_vec(), vec!["--min-validity=3599s".into()]].concat())
+        .run()
+        .success();
+    assert_eq!(again.token(), first);
+    assert!(
+        again
+            .stderr()
+            .contains("; using the cached token, valid until "),
+        "{}",
+        again.stderr()
+    );
+}
